@@ -1,0 +1,42 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "TokenStore",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "TokenStore", targets: ["TokenStore"]),
+        .library(name: "AuthSession", targets: ["AuthSession"]),
+        .executable(name: "tokenctl", targets: ["tokenctl"]),
+    ],
+    targets: [
+        // System libraries, one target each, found through pkg-config.
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CLibSecret", path: "Sources/CLibSecret", pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev"])]),
+        .systemLibrary(
+            name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]),
+
+        // Migrations/NNNN_name.sql compiled into the library at build time.
+        .executableTarget(name: "MigrationEmbedder", path: "Sources/MigrationEmbedder"),
+        .plugin(
+            name: "EmbedMigrations", capability: .buildTool(),
+            dependencies: ["MigrationEmbedder"], path: "Plugins/EmbedMigrations"),
+
+        .target(
+            name: "TokenStore",
+            dependencies: ["CSQLite", "CLibSecret", "CSodium"],
+            plugins: ["EmbedMigrations"]),
+        .target(name: "AuthSession", dependencies: ["TokenStore"]),
+        .executableTarget(name: "tokenctl", dependencies: ["TokenStore", "AuthSession"]),
+
+        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore"]),
+        .testTarget(name: "AuthSessionTests", dependencies: ["AuthSession", "TokenStore"]),
+        .testTarget(name: "tokenctlTests", dependencies: ["tokenctl"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,60 @@
+/// Names one data key of one store, as a key provider files it.
+///
+/// The identifiers are random hex strings; they name nothing about the user. The app id
+/// appears only in the human-readable label.
+public struct DataKeyReference: Sendable, Hashable, CustomStringConvertible {
+    /// The store's random id (32 lowercase hex digits).
+    public let storeID: String
+    /// The key's random id (32 lowercase hex digits).
+    public let keyID: String
+    /// The app id the store belongs to, for the label a person sees in a keyring manager.
+    public let appID: String
+
+    public init(storeID: String, keyID: String, appID: String) {
+        self.storeID = storeID
+        self.keyID = keyID
+        self.appID = appID
+    }
+
+    /// The label of the keyring item: "TokenStore data key — <app-id>".
+    public var label: String { "TokenStore data key — \(appID)" }
+
+    public var description: String { "store \(storeID.prefix(8)) key \(keyID.prefix(8))" }
+}
+
+/// What a key provider knows about a key, for diagnostics (`tokenctl status`).
+public enum DataKeyAvailability: String, Sendable {
+    /// The key can be read now.
+    case present
+    /// The key may exist, but the keyring holding it is locked.
+    case locked
+    /// The provider answered and has no such key.
+    case missing
+}
+
+/// Keeps data keys outside the database: the Secret Service by default
+/// (``SecretServiceKeyProvider``), or a passphrase-wrapped key chosen explicitly by the app.
+///
+/// Implementations must be safe to call from any thread. They must never answer "missing"
+/// when they could not look (a locked keyring, an absent service): they throw instead.
+public protocol KeyProvider: Sendable {
+    /// A short name for diagnostics, such as `secret-service`.
+    var name: String { get }
+
+    /// Reads a data key.
+    /// - Returns: the key, or `nil` when the provider looked and has no such key.
+    /// - Throws: ``TokenStoreError`` `keyringLocked`, `secretServiceUnavailable`, `timedOut`.
+    func loadKey(_ reference: DataKeyReference) throws -> SecretBytes?
+
+    /// Stores a data key, replacing any key with the same reference.
+    /// - Throws: ``TokenStoreError`` `keyringLocked`, `secretServiceUnavailable`, `timedOut`.
+    func storeKey(_ key: SecretBytes, for reference: DataKeyReference) throws
+
+    /// Deletes a data key. Succeeds when the key is already gone.
+    /// - Warning: every row sealed under this key becomes unreadable.
+    /// - Throws: ``TokenStoreError`` `keyringLocked`, `secretServiceUnavailable`, `timedOut`.
+    func deleteKey(_ reference: DataKeyReference) throws
+
+    /// Tells whether a key is present, locked away, or missing, without unlocking anything.
+    func availability(of reference: DataKeyReference) throws -> DataKeyAvailability
+}
