@@ -34,9 +34,15 @@ let package = Package(
         .target(name: "AuthSession", dependencies: ["TokenStore"]),
         .executableTarget(name: "tokenctl", dependencies: ["TokenStore", "AuthSession"]),
 
-        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore"]),
-        .testTarget(name: "AuthSessionTests", dependencies: ["AuthSession", "TokenStore"]),
-        .testTarget(name: "tokenctlTests", dependencies: ["tokenctl"]),
+        // Test-only helpers: temporary directories, the private keyring, the local
+        // authorization server. Never linked into a product.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // A child process for crash, multi-process and concurrency tests.
+        .executableTarget(
+            name: "tokenstore-testchild", dependencies: ["TokenStore", "AuthSession"], path: "Tests/TestChild"),
+        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "TestSupport"]),
+        .testTarget(name: "AuthSessionTests", dependencies: ["AuthSession", "TokenStore", "TestSupport"]),
+        .testTarget(name: "tokenctlTests", dependencies: ["TestSupport"], exclude: ["Golden"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -6,7 +6,7 @@ import PackagePlugin
 @main
 struct EmbedMigrations: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
-        let folder = context.package.directoryURL.appending(path: "Migrations")
+        let folder = context.package.directoryURL.appending(path: "Migrations").resolvingSymlinksInPath()
         let files = try FileManager.default
             .contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
             .filter { $0.pathExtension == "sql" }

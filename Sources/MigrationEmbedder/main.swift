@@ -14,7 +14,8 @@ guard let output = arguments.first else { fail("usage: MigrationEmbedder OUTPUT 
 var entries: [(version: Int, name: String, sql: String)] = []
 for path in arguments.dropFirst() {
     let file = URL(fileURLWithPath: path).lastPathComponent
-    let stem = file.hasSuffix(".sql") ? String(file.dropLast(4)) : fail("\(file): not a .sql file")
+    guard file.hasSuffix(".sql") else { fail("\(file): not a .sql file") }
+    let stem = String(file.dropLast(4))
     let parts = stem.split(separator: "_", maxSplits: 1)
     guard parts.count == 2, parts[0].count == 4, let version = Int(parts[0]), version > 0,
         parts[1].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" })
@@ -24,6 +25,7 @@ for path in arguments.dropFirst() {
     }
     entries.append((version, String(parts[1]), sql))
 }
+guard !entries.isEmpty else { fail("no migrations found in Migrations/") }
 entries.sort { $0.version < $1.version }
 for (a, b) in zip(entries, entries.dropFirst()) where a.version >= b.version {
     fail("migration numbers must strictly increase (\(a.version) then \(b.version))")

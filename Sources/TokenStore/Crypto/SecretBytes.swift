@@ -29,7 +29,7 @@ public final class SecretBytes: Sendable, Equatable, CustomStringConvertible,
             fatalError("sodium_malloc failed: out of guarded memory")
         }
         let buffer = UnsafeMutableRawBufferPointer(start: memory, count: count)
-        _ = buffer.copyBytes(from: bytes)
+        buffer.copyBytes(from: bytes)
         pointer = memory
     }
 
@@ -42,10 +42,13 @@ public final class SecretBytes: Sendable, Equatable, CustomStringConvertible,
     init(count: Int, fill: (UnsafeMutableRawBufferPointer) -> Void) {
         Sodium.ensureInitialized()
         self.count = count
-        guard count > 0, let memory = sodium_malloc(count) else {
-            precondition(count == 0, "sodium_malloc failed: out of guarded memory")
+        guard count > 0 else {
+            fill(UnsafeMutableRawBufferPointer(start: nil, count: 0))
             pointer = nil
             return
+        }
+        guard let memory = sodium_malloc(count) else {
+            fatalError("sodium_malloc failed: out of guarded memory")
         }
         fill(UnsafeMutableRawBufferPointer(start: memory, count: count))
         pointer = memory

@@ -94,11 +94,6 @@ public struct TokenStoreError: Error, Sendable, CustomStringConvertible {
         if let hint { text += " Hint: \(hint)" }
         return text
     }
-
-    /// `catch TokenStoreError.Code.keyringLocked` matches a thrown ``TokenStoreError`` by code.
-    public static func ~= (code: Code, error: any Error) -> Bool {
-        (error as? TokenStoreError)?.code == code
-    }
 }
 
 extension TokenStoreError.Code {

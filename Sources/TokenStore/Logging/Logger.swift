@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Foundation
 
 /// A small value-type logger in the shape of swift-log's `Logger`, passed in by the app.
 ///
@@ -52,8 +50,7 @@ public struct Logger: Sendable {
     /// A logger that writes one line per record to standard error.
     public static func standardError(label: String, level: Level = .info) -> Logger {
         Logger(label: label, level: level) { record in
-            let line = record.description + "\n"
-            _ = line.withCString { fputs($0, stderr) }
+            FileHandle.standardError.write(Data((record.description + "\n").utf8))
         }
     }
 

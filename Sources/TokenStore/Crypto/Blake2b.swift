@@ -1,0 +1,50 @@
+internal import CSodium
+
+/// BLAKE2b (libsodium `crypto_generichash`), unkeyed for checksums and keyed for lookups.
+enum Blake2b {
+    static func digest(_ message: [UInt8], key: UnsafeRawBufferPointer? = nil, length: Int = 32) -> [UInt8] {
+        Sodium.ensureInitialized()
+        var out = [UInt8](repeating: 0, count: length)
+        let keyPointer = key?.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        let rc = crypto_generichash(&out, length, message, UInt64(message.count), keyPointer, key?.count ?? 0)
+        precondition(rc == 0, "crypto_generichash failed with valid parameters")
+        return out
+    }
+
+    static func hexDigest(_ message: [UInt8]) -> String { Hex.encode(digest(message)) }
+}
+
+enum Hex {
+    static func encode(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func decode(_ text: String) -> [UInt8]? {
+        let chars = Array(text.utf8)
+        guard chars.count % 2 == 0 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(chars.count / 2)
+        var index = 0
+        while index < chars.count {
+            guard let high = value(chars[index]), let low = value(chars[index + 1]) else { return nil }
+            out.append(high << 4 | low)
+            index += 2
+        }
+        return out
+    }
+
+    private static func value(_ char: UInt8) -> UInt8? {
+        switch char {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return char - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return char - UInt8(ascii: "a") + 10
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,94 @@
+/// The plaintext layout inside a sealed blob: `'T' ‖ version ‖ (tag u8 ‖ length u32le ‖ bytes)*`.
+///
+/// Decoding never trusts a length: every field is bounds-checked, duplicate tags and
+/// trailing bytes are rejected. The decoder is what the `fuzz_decoders` target drives.
+struct RecordFields {
+    enum Tag: UInt8 {
+        case service = 1, account = 2, itemKind = 3, secret = 4, label = 5, expiresAt = 6, scopes = 7
+        case appleUserID = 8, keyCheck = 9, userID = 10
+    }
+
+    static let magic: UInt8 = 0x54
+    static let version: UInt8 = 1
+
+    private(set) var entries: [(tag: UInt8, bytes: [UInt8])] = []
+    /// The secret field, kept out of ordinary arrays.
+    private(set) var secret: SecretBytes?
+
+    init() {}
+
+    mutating func set(_ tag: Tag, _ bytes: [UInt8]) { entries.append((tag.rawValue, bytes)) }
+    mutating func set(_ tag: Tag, _ text: String) { set(tag, Array(text.utf8)) }
+    mutating func set(_ tag: Tag, int value: Int64) {
+        var little = value.littleEndian
+        set(tag, withUnsafeBytes(of: &little) { Array($0) })
+    }
+    mutating func setSecret(_ value: SecretBytes) { secret = value }
+
+    func bytes(_ tag: Tag) -> [UInt8]? { entries.first { $0.tag == tag.rawValue }?.bytes }
+    func string(_ tag: Tag) -> String? { bytes(tag).map { String(decoding: $0, as: UTF8.self) } }
+    func int(_ tag: Tag) -> Int64? {
+        guard let raw = bytes(tag), raw.count == 8 else { return nil }
+        return raw.withUnsafeBytes { Int64(littleEndian: $0.loadUnaligned(as: Int64.self)) }
+    }
+
+    /// Serializes into guarded memory (the result holds the secret).
+    func encode() -> SecretBytes {
+        let secretCount = secret?.count ?? 0
+        let total = 2 + entries.reduce(0) { $0 + 5 + $1.bytes.count } + (secret == nil ? 0 : 5 + secretCount)
+        return SecretBytes(count: total) { out in
+            var offset = 0
+            func put(_ byte: UInt8) { out[offset] = byte; offset += 1 }
+            func putHeader(_ tag: UInt8, _ count: Int) {
+                put(tag)
+                for shift in stride(from: 0, to: 32, by: 8) { put(UInt8(truncatingIfNeeded: count >> shift)) }
+            }
+            put(Self.magic)
+            put(Self.version)
+            for entry in entries {
+                putHeader(entry.tag, entry.bytes.count)
+                for byte in entry.bytes { put(byte) }
+            }
+            if let secret {
+                putHeader(Tag.secret.rawValue, secretCount)
+                secret.withUnsafeBytes { source in
+                    if secretCount > 0 {
+                        UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + secretCount)]).copyMemory(from: source)
+                    }
+                }
+                offset += secretCount
+            }
+            precondition(offset == total)
+        }
+    }
+
+    /// Parses a decrypted record.
+    /// - Throws: `integrityCheckFailed` when the layout is not valid.
+    static func decode(_ plaintext: UnsafeRawBufferPointer) throws -> RecordFields {
+        func malformed(_ why: String) -> TokenStoreError {
+            TokenStoreError(.integrityCheckFailed, "A sealed record has an invalid layout (\(why)).")
+        }
+        guard plaintext.count >= 2, plaintext[0] == magic else { throw malformed("header") }
+        guard plaintext[1] == version else { throw malformed("unknown version") }
+        var fields = RecordFields()
+        var seen = Set<UInt8>()
+        var offset = 2
+        while offset < plaintext.count {
+            guard plaintext.count - offset >= 5 else { throw malformed("truncated field header") }
+            let tag = plaintext[offset]
+            var length = 0
+            for index in 0..<4 { length |= Int(plaintext[offset + 1 + index]) << (8 * index) }
+            offset += 5
+            guard length <= plaintext.count - offset else { throw malformed("field length past the end") }
+            guard seen.insert(tag).inserted else { throw malformed("duplicate field") }
+            let body = UnsafeRawBufferPointer(rebasing: plaintext[offset..<(offset + length)])
+            if tag == Tag.secret.rawValue {
+                fields.secret = SecretBytes(body)
+            } else {
+                fields.entries.append((tag, Array(body)))
+            }
+            offset += length
+        }
+        return fields
+    }
+}

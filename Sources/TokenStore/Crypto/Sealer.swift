@@ -1,0 +1,95 @@
+internal import CSodium
+
+/// XChaCha20-Poly1305-IETF sealing of one value, bound to where it is stored.
+///
+/// Blob layout: `version (1) ‖ nonce (24) ‖ ciphertext ‖ tag (16)`. The associated data
+/// binds the store id, key id, record kind and the row's lookup key, so a blob copied to
+/// another row, kind, table or store fails to open.
+enum Sealer {
+    static let version: UInt8 = 1
+    static let nonceBytes = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
+    static let tagBytes = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+    static let overhead = 1 + nonceBytes + tagBytes
+
+    /// What a sealed value is bound to.
+    struct Binding {
+        let storeID: [UInt8]
+        let keyID: [UInt8]
+        let kind: RecordKind
+        let rowKey: [UInt8]
+
+        var associatedData: [UInt8] {
+            var ad = Array("tokenstore/v1".utf8)
+            for field in [storeID, keyID, [kind.rawValue], rowKey] {
+                ad.append(UInt8(truncatingIfNeeded: field.count))
+                ad.append(contentsOf: field)
+            }
+            return ad
+        }
+    }
+
+    static func seal(_ plaintext: UnsafeRawBufferPointer, key: DataKey, binding: Binding) -> [UInt8] {
+        let ad = binding.associatedData
+        var blob = [UInt8](repeating: 0, count: overhead + plaintext.count)
+        blob[0] = version
+        blob.withUnsafeMutableBufferPointer { out in
+            let nonce = out.baseAddress! + 1
+            randombytes_buf(nonce, nonceBytes)
+            var written: UInt64 = 0
+            let rc = key.material.withUnsafeBytes { k in
+                crypto_aead_xchacha20poly1305_ietf_encrypt(
+                    nonce + nonceBytes, &written,
+                    plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
+                    ad, UInt64(ad.count), nil, nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+            precondition(rc == 0 && Int(written) == plaintext.count + tagBytes, "XChaCha20-Poly1305 encryption failed")
+        }
+        return blob
+    }
+
+    /// Opens a blob into guarded memory.
+    /// - Throws: `integrityCheckFailed` when the blob is malformed or does not authenticate.
+    static func open(_ blob: [UInt8], key: DataKey, binding: Binding) throws -> SecretBytes {
+        guard blob.count >= overhead, blob[0] == version else {
+            throw TokenStoreError(.integrityCheckFailed, "A sealed \(binding.kind) record is malformed.")
+        }
+        let ad = binding.associatedData
+        let plainCount = blob.count - overhead
+        var ok = false
+        let plaintext = SecretBytes(count: plainCount) { out in
+            blob.withUnsafeBufferPointer { input in
+                let nonce = input.baseAddress! + 1
+                var written: UInt64 = 0
+                let rc = key.material.withUnsafeBytes { k in
+                    crypto_aead_xchacha20poly1305_ietf_decrypt(
+                        out.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafeMutablePointer(mutating: nonce), &written, nil,
+                        nonce + nonceBytes, UInt64(blob.count - 1 - nonceBytes),
+                        ad, UInt64(ad.count), nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                }
+                ok = rc == 0 && Int(written) == plainCount
+            }
+        }
+        guard ok else {
+            throw TokenStoreError(
+                .integrityCheckFailed, "A sealed \(binding.kind) record failed authentication: it was altered or moved.")
+        }
+        return plaintext
+    }
+}
+
+/// What a sealed blob holds; part of the associated data.
+enum RecordKind: UInt8, CustomStringConvertible {
+    case keyCheck = 1
+    case item = 2
+    case credentialUser = 3
+    case pendingRevocation = 4
+
+    var description: String {
+        switch self {
+        case .keyCheck: return "key-check"
+        case .item: return "item"
+        case .credentialUser: return "credential-state"
+        case .pendingRevocation: return "pending-revocation"
+        }
+    }
+}

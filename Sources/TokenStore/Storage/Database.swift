@@ -1,0 +1,283 @@
+internal import CSQLite
+import Foundation
+
+/// One SQLite connection. Not thread-safe: the owning ``TokenStore`` serializes access.
+///
+/// Every return code is checked; statements are cached and finalized with the connection.
+final class Database {
+    private let handle: OpaquePointer
+    private var statements: [String: Statement] = [:]
+    let path: String
+
+    /// How long one statement waits on another connection's lock before SQLITE_BUSY.
+    static let busyTimeoutMilliseconds: Int32 = 5_000
+    /// How many times a busy `BEGIN IMMEDIATE` is retried after the busy timeout.
+    static let busyRetries = 3
+
+    /// Opens (creating if needed) the database at `path`, never following a symlink.
+    init(path: String) throws {
+        self.path = path
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW
+            | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let db { sqlite3_close_v2(db) }
+            throw Database.error(code: rc, message: message, context: "opening the database")
+        }
+        handle = db
+        do {
+            try check(tokenstore_sqlite_db_config_int(db, SQLITE_DBCONFIG_DEFENSIVE, 1), "enabling defensive mode")
+            try check(tokenstore_sqlite_db_config_int(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0), "distrusting the schema")
+            try check(tokenstore_sqlite_db_config_int(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0), "disabling extensions")
+            try check(sqlite3_busy_timeout(db, Self.busyTimeoutMilliseconds), "setting busy_timeout")
+            // Reading the schema first makes a file that is not a database fail here, typed.
+            try execute("PRAGMA trusted_schema = OFF")
+            try execute("PRAGMA secure_delete = ON")
+            try execute("PRAGMA foreign_keys = ON")
+            try execute("PRAGMA cell_size_check = ON")
+            let mode = try Self.retryingBusy { try scalarText("PRAGMA journal_mode = WAL") }
+            guard mode?.lowercased() == "wal" else {
+                throw TokenStoreError(.ioError, "The database could not be switched to WAL mode.")
+            }
+            try execute("PRAGMA synchronous = FULL")
+        } catch {
+            statements.removeAll()
+            sqlite3_close_v2(db)
+            throw error
+        }
+    }
+
+    /// Retries `body` while SQLite answers busy without waiting in the busy handler (it does
+    /// so, to avoid deadlocks, when two connections switch a new file to WAL at once).
+    static func retryingBusy<T>(_ body: () throws -> T) throws -> T {
+        var delay: useconds_t = 2_000
+        for _ in 0..<40 {
+            do {
+                return try body()
+            } catch let error as TokenStoreError where error.code == .databaseBusy {
+                usleep(delay)
+                delay = min(delay * 2, 100_000)
+            }
+        }
+        return try body()
+    }
+
+    deinit {
+        statements.removeAll()  // finalize before closing
+        sqlite3_close_v2(handle)
+    }
+
+    // MARK: Statements
+
+    /// A cached prepared statement for `sql`, reset and with bindings cleared.
+    func statement(_ sql: String) throws -> Statement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        let statement = try Statement(database: self, handle: handle, sql: sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Runs SQL text without results (pragmas, DDL). Values never go through here.
+    func execute(_ sql: String) throws {
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
+        let message = errorMessage.map { String(cString: $0) }
+        sqlite3_free(errorMessage)
+        guard rc == SQLITE_OK else {
+            throw Database.error(code: sqlite3_extended_errcode(handle), message: message ?? lastMessage, context: "executing SQL")
+        }
+    }
+
+    /// Runs `sql` with `arguments` (bound, never interpolated) and returns nothing.
+    func run(_ sql: String, _ arguments: [SQLValue] = []) throws {
+        let statement = try self.statement(sql)
+        try statement.bind(arguments)
+        while try statement.step() {}
+    }
+
+    /// Runs `sql` and hands each row to `body`.
+    func forEachRow(_ sql: String, _ arguments: [SQLValue] = [], _ body: (Row) throws -> Void) throws {
+        let statement = try self.statement(sql)
+        try statement.bind(arguments)
+        defer { statement.reset() }
+        while try statement.step() {
+            try body(Row(statement: statement))
+        }
+    }
+
+    /// The first row of `sql` mapped by `body`, or nil.
+    func firstRow<T>(_ sql: String, _ arguments: [SQLValue] = [], _ body: (Row) throws -> T) throws -> T? {
+        let statement = try self.statement(sql)
+        try statement.bind(arguments)
+        defer { statement.reset() }
+        guard try statement.step() else { return nil }
+        return try body(Row(statement: statement))
+    }
+
+    func scalarInt(_ sql: String, _ arguments: [SQLValue] = []) throws -> Int64? {
+        try firstRow(sql, arguments) { $0.isNull(0) ? nil : $0.int(0) } ?? nil
+    }
+
+    func scalarText(_ sql: String, _ arguments: [SQLValue] = []) throws -> String? {
+        try firstRow(sql, arguments) { $0.isNull(0) ? nil : $0.text(0) } ?? nil
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+    var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    // MARK: Transactions
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when it returns, rolled
+    /// back when it throws. A busy database is retried a bounded number of times.
+    func writeTransaction<T>(_ body: () throws -> T) throws -> T {
+        precondition(!isInTransaction, "nested write transaction")
+        var attempt = 0
+        while true {
+            do {
+                try execute("BEGIN IMMEDIATE")
+                break
+            } catch let error as TokenStoreError where error.code == .databaseBusy && attempt < Self.busyRetries {
+                attempt += 1
+            }
+        }
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            if isInTransaction { try? execute("ROLLBACK") }  // the original error is what matters
+            throw error
+        }
+    }
+
+    /// Runs `body` in a read transaction (a consistent snapshot across statements).
+    func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        if isInTransaction { return try body() }
+        try execute("BEGIN DEFERRED")
+        defer { if isInTransaction { try? execute("COMMIT") } }  // read-only: nothing to lose
+        return try body()
+    }
+
+    /// Moves the WAL content into the database file and truncates the WAL, so deleted
+    /// secrets do not linger in the -wal file.
+    func checkpoint() throws {
+        try execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+
+    // MARK: Errors
+
+    var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
+
+    func check(_ rc: Int32, _ context: String) throws {
+        guard rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW else {
+            throw Database.error(code: sqlite3_extended_errcode(handle), message: lastMessage, context: context)
+        }
+    }
+
+    /// Maps an SQLite result code to a typed error; the SQLite message (which never holds
+    /// bound values) is kept as the cause.
+    static func error(code: Int32, message: String, context: String) -> TokenStoreError {
+        let cause = TokenStoreError.Cause.sqlite(extendedCode: code, message: message)
+        switch code & 0xff {
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            return TokenStoreError(.databaseBusy, "The database stayed locked by another connection while \(context).", cause: cause)
+        case SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_FORMAT:
+            return TokenStoreError(.databaseCorrupt, "The database file is corrupt or not a TokenStore database (\(context)).", cause: cause)
+        case SQLITE_CANTOPEN where code == SQLITE_CANTOPEN | (6 << 8):  // SQLITE_CANTOPEN_SYMLINK
+            return TokenStoreError(.unsafeFileLayout, "The database path is a symbolic link; refusing to open it.", cause: cause)
+        default:
+            return TokenStoreError(.ioError, "SQLite failed while \(context).", cause: cause)
+        }
+    }
+}
+
+@available(*, unavailable)
+extension Database: Sendable {}
+
+/// A value bound to a statement parameter.
+enum SQLValue {
+    case null
+    case int(Int64)
+    case text(String)
+    case blob([UInt8])
+}
+
+/// A prepared statement, finalized in `deinit`.
+final class Statement {
+    private let handle: OpaquePointer
+    private let db: OpaquePointer
+    unowned let database: Database
+
+    init(database: Database, handle db: OpaquePointer, sql: String) throws {
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard rc == SQLITE_OK, let statement else {
+            throw Database.error(code: sqlite3_extended_errcode(db), message: String(cString: sqlite3_errmsg(db)), context: "preparing a statement")
+        }
+        self.handle = statement
+        self.db = db
+        self.database = database
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    func bind(_ values: [SQLValue]) throws {
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let rc: Int32
+            switch value {
+            case .null: rc = sqlite3_bind_null(handle, index)
+            case .int(let number): rc = sqlite3_bind_int64(handle, index, number)
+            case .text(let text): rc = sqlite3_bind_text(handle, index, text, -1, tokenstore_sqlite_transient())
+            case .blob(let bytes):
+                rc = bytes.withUnsafeBytes {
+                    sqlite3_bind_blob64(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), UInt64($0.count), tokenstore_sqlite_transient())
+                }
+            }
+            try database.check(rc, "binding a parameter")
+        }
+    }
+
+    /// Steps once: true when a row is available, false when done.
+    func step() throws -> Bool {
+        let rc = sqlite3_step(handle)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            let error = Database.error(code: sqlite3_extended_errcode(db), message: String(cString: sqlite3_errmsg(db)), context: "running a statement")
+            sqlite3_reset(handle)
+            throw error
+        }
+    }
+
+    fileprivate var raw: OpaquePointer { handle }
+}
+
+/// The current row of a stepping statement; valid only inside the closure that lent it.
+struct Row {
+    fileprivate let statement: Statement
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement.raw, column) == SQLITE_NULL }
+    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(statement.raw, column) }
+    func text(_ column: Int32) -> String {
+        guard let pointer = sqlite3_column_text(statement.raw, column) else { return "" }
+        return String(cString: pointer)
+    }
+    func textOrNil(_ column: Int32) -> String? { isNull(column) ? nil : text(column) }
+    func blob(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(statement.raw, column))
+        guard count > 0, let pointer = sqlite3_column_blob(statement.raw, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Makes and checks the store's directory and files: directory 0700, database 0600 (its
+/// -wal and -shm inherit the mode from it), whatever the umask. Hostile layouts — a
+/// symlink or hard link at the database path, a directory others can write to, files owned
+/// by another user — are refused with `unsafeFileLayout`.
+enum FileLayout {
+    /// Prepares `path` for opening: creates the directory and an empty 0600 file if needed.
+    static func prepare(databasePath path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        try prepareDirectory(directory.isEmpty ? "." : directory)
+        try prepareFile(path)
+        for suffix in ["-wal", "-shm", "-journal"] {
+            try checkExistingFile(path + suffix)
+        }
+    }
+
+    private static func prepareDirectory(_ directory: String) throws {
+        var info = stat()
+        if lstat(directory, &info) != 0 {
+            guard errno == ENOENT else { throw posixError("inspecting the store directory", errno) }
+            try createDirectories(directory)
+            guard lstat(directory, &info) == 0 else { throw posixError("inspecting the store directory", errno) }
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw unsafe("The store directory is not a directory (a symbolic link or a file).")
+        }
+        guard info.st_uid == geteuid() else {
+            throw unsafe("The store directory is owned by another user.")
+        }
+        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            throw unsafe("The store directory is writable by other users; make it 0700.")
+        }
+    }
+
+    /// Creates missing directories with mode 0700 (chmod after mkdir, so the umask does not matter).
+    private static func createDirectories(_ directory: String) throws {
+        let parent = (directory as NSString).deletingLastPathComponent
+        if !parent.isEmpty, parent != directory {
+            var info = stat()
+            if lstat(parent, &info) != 0 {
+                guard errno == ENOENT else { throw posixError("inspecting a parent directory", errno) }
+                try createDirectories(parent)
+            }
+        }
+        if mkdir(directory, 0o700) != 0 {
+            guard errno == EEXIST else { throw posixError("creating the store directory", errno) }
+            return
+        }
+        guard chmod(directory, 0o700) == 0 else { throw posixError("setting the store directory mode", errno) }
+    }
+
+    private static func prepareFile(_ path: String) throws {
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            defer { close(fd) }
+            guard fchmod(fd, 0o600) == 0 else { throw posixError("setting the database mode", errno) }
+            return
+        }
+        guard errno == EEXIST else {
+            if errno == ELOOP { throw unsafe("The database path is a symbolic link; refusing to open it.") }
+            throw posixError("creating the database file", errno)
+        }
+        try checkExistingFile(path)
+    }
+
+    /// An existing file must be a regular file, not linked elsewhere, owned by us; its mode is tightened to 0600.
+    private static func checkExistingFile(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            if errno == ENOENT { return }
+            throw posixError("inspecting a store file", errno)
+        }
+        let name = (path as NSString).lastPathComponent.hasSuffix("sqlite") ? "database" : "database side file"
+        if (info.st_mode & S_IFMT) == S_IFLNK {
+            throw unsafe("The \(name) path is a symbolic link; refusing to open it.")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw unsafe("The \(name) path is not a regular file.") }
+        guard info.st_uid == geteuid() else { throw unsafe("The \(name) is owned by another user.") }
+        guard info.st_nlink == 1 else {
+            throw unsafe("The \(name) has \(info.st_nlink) hard links; refusing to open a linked file.")
+        }
+        if info.st_mode & 0o777 != 0o600 {
+            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { throw posixError("opening a store file to fix its mode", errno) }
+            defer { close(fd) }
+            guard fchmod(fd, 0o600) == 0 else { throw posixError("setting a store file mode", errno) }
+        }
+    }
+
+    private static func unsafe(_ message: String) -> TokenStoreError {
+        TokenStoreError(.unsafeFileLayout, message, hint: "Move the store to a private directory (mode 0700) that only this user owns.")
+    }
+
+    private static func posixError(_ operation: String, _ code: Int32) -> TokenStoreError {
+        TokenStoreError(.ioError, "A file-system call failed while \(operation).", cause: .posix(errno: code, operation: operation))
+    }
+
+    /// The mode bits (e.g. 0o600) of a path, for status displays and tests.
+    public static func mode(of path: String) -> Int? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return Int(info.st_mode & 0o7777)
+    }
+}

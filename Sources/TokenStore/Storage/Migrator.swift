@@ -1,0 +1,99 @@
+import Foundation
+
+/// Applies the embedded migrations in order, each in its own IMMEDIATE transaction.
+///
+/// - A database whose newest applied version is above the newest known one is
+///   `schemaTooNew`, and nothing is written.
+/// - A migration that fails is rolled back whole (`migrationFailed`).
+/// - An applied migration whose recorded checksum differs from the embedded text is
+///   `migrationFailed`: shipped migrations are never edited.
+struct Migrator {
+    let migrations: [Migration]
+
+    init(migrations: [Migration] = embeddedMigrations) {
+        self.migrations = migrations
+    }
+
+    var latestVersion: Int { migrations.last?.version ?? 0 }
+
+    /// The versions not yet applied to `db`, checking the applied ones on the way.
+    func pendingMigrations(in db: Database) throws -> [Migration] {
+        let applied = try appliedMigrations(in: db)
+        if let newest = applied.keys.max(), newest > latestVersion {
+            throw TokenStoreError(
+                .schemaTooNew,
+                "The database schema (version \(newest)) is newer than this library supports (version \(latestVersion)).",
+                hint: "Update the app, or open the store with the newer version that wrote it.",
+                schemaVersions: (newest, latestVersion))
+        }
+        for migration in migrations {
+            if let checksum = applied[migration.version], checksum != migration.checksum {
+                throw TokenStoreError(
+                    .migrationFailed,
+                    "Applied migration \(migration.version) (\(migration.name)) differs from the one embedded in this library.")
+            }
+        }
+        return migrations.filter { applied[$0.version] == nil }
+    }
+
+    /// Applies every pending migration; returns the versions it applied.
+    @discardableResult
+    func migrate(_ db: Database) throws -> [Int] {
+        guard try !pendingMigrations(in: db).isEmpty else { return [] }
+        var done: [Int] = []
+        for migration in migrations {
+            let appliedNow = try db.writeTransaction { () throws -> Bool in
+                try createLedgerIfNeeded(db)
+                // Another process may have applied it while we waited for the lock.
+                guard try pendingMigrations(in: db).contains(where: { $0.version == migration.version }) else {
+                    return false
+                }
+                do {
+                    try db.execute(migration.sql)
+                } catch let error as TokenStoreError {
+                    throw TokenStoreError(
+                        .migrationFailed, "Migration \(migration.version) (\(migration.name)) failed and was rolled back.",
+                        cause: error.cause)
+                }
+                try db.run(
+                    "INSERT INTO schema_migrations(version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
+                    [.int(Int64(migration.version)), .text(migration.name), .text(migration.checksum), .int(Clock.nowMillis())])
+                return true
+            }
+            if appliedNow { done.append(migration.version) }
+        }
+        return done
+    }
+
+    /// The schema version recorded in `db` (0 for a new file).
+    func currentVersion(in db: Database) throws -> Int {
+        try appliedMigrations(in: db).keys.max() ?? 0
+    }
+
+    private func appliedMigrations(in db: Database) throws -> [Int: String] {
+        let exists = try db.scalarInt(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'") ?? 0
+        guard exists > 0 else { return [:] }
+        var applied: [Int: String] = [:]
+        try db.forEachRow("SELECT version, checksum FROM schema_migrations") { row in
+            applied[Int(row.int(0))] = row.text(1)
+        }
+        return applied
+    }
+
+    private func createLedgerIfNeeded(_ db: Database) throws {
+        try db.execute(
+            """
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at INTEGER NOT NULL
+            ) STRICT
+            """)
+    }
+}
+
+/// Wall-clock time in milliseconds since 1970, the unit of every timestamp column.
+enum Clock {
+    static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    static func date(fromMillis millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
+    static func millis(from date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+}

@@ -1,0 +1,24 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Named places where a test can make the process die, to prove crash safety.
+///
+/// Compiled in only in debug builds: a child process started with
+/// `TOKENSTORE_CRASH_POINT=<name>` kills itself with SIGKILL when it reaches that point.
+/// Release builds contain no hook.
+public enum CrashPoint {
+    #if DEBUG
+    private static let armed: String? = getenv("TOKENSTORE_CRASH_POINT").map { String(cString: $0) }
+    #endif
+
+    /// Dies here if this point is armed (debug builds only).
+    @inline(__always)
+    public static func reach(_ name: StaticString) {
+        #if DEBUG
+        if let armed, armed == name.description {
+            kill(getpid(), SIGKILL)
+        }
+        #endif
+    }
+}

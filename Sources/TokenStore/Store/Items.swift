@@ -1,0 +1,107 @@
+import Foundation
+
+/// What an item holds. The raw value is the name used by `tokenctl --kind`.
+public enum ItemKind: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// An Auth0 refresh token.
+    case refreshToken = "refresh-token"
+    /// The Apple user identifier (`sub`) of the account.
+    case appleUserID = "apple-user-id"
+    /// A cached access token, with its expiry and granted scopes.
+    case accessToken = "access-token"
+    /// Any other secret the app keeps, with an optional label.
+    case generic
+
+    var code: UInt8 {
+        switch self {
+        case .refreshToken: return 1
+        case .appleUserID: return 2
+        case .accessToken: return 3
+        case .generic: return 4
+        }
+    }
+
+    init?(code: Int64) {
+        guard let kind = Self.allCases.first(where: { Int64($0.code) == code }) else { return nil }
+        self = kind
+    }
+
+    public var description: String { rawValue }
+}
+
+/// The address of one item: (service, account, kind), like a keychain's generic password.
+///
+/// The service and account are identifiers: they are stored only inside sealed blobs and
+/// are never written to logs or error messages.
+public struct ItemKey: Sendable, Hashable {
+    public var service: String
+    public var account: String
+    public var kind: ItemKind
+
+    /// The service used by the session layer for Auth0 accounts.
+    public static let defaultService = "auth0"
+
+    public init(service: String = ItemKey.defaultService, account: String, kind: ItemKind) {
+        self.service = service
+        self.account = account
+        self.kind = kind
+    }
+}
+
+/// Non-secret attributes kept (sealed) with an item.
+public struct ItemAttributes: Sendable, Equatable {
+    /// A label a person can read, for generic items.
+    public var label: String?
+    /// When the secret stops being valid (access tokens).
+    public var expiresAt: Date?
+    /// The scopes the secret was granted (access tokens).
+    public var scopes: [String]
+
+    public init(label: String? = nil, expiresAt: Date? = nil, scopes: [String] = []) {
+        self.label = label
+        self.expiresAt = expiresAt
+        self.scopes = scopes
+    }
+}
+
+/// An item with its secret, as returned by ``TokenStore/item(for:)``.
+public struct StoredItem: Sendable {
+    public let key: ItemKey
+    public let secret: SecretBytes
+    public let attributes: ItemAttributes
+    public let createdAt: Date
+    public let updatedAt: Date
+}
+
+/// An item's metadata without its secret, as listed by ``TokenStore/items()``.
+public struct ItemInfo: Sendable {
+    public let key: ItemKey
+    public let attributes: ItemAttributes
+    public let createdAt: Date
+    public let updatedAt: Date
+    /// A short fingerprint of the secret (see ``SecretBytes/fingerprint``).
+    public let fingerprint: String
+    /// The secret's length in bytes.
+    public let byteCount: Int
+}
+
+/// One account of the store (metadata only).
+public struct AccountInfo: Sendable, Hashable {
+    public let service: String
+    public let account: String
+    /// The kinds of item the account has.
+    public let kinds: Set<ItemKind>
+    /// Whether a logout has begun and not yet finished for this account.
+    public let isLoggingOut: Bool
+}
+
+/// Limits on what the store accepts; larger input is `invalidInput`, nothing written.
+public enum StoreLimits {
+    /// Longest service or account name, in UTF-8 bytes.
+    public static let maxIdentifierBytes = 4_096
+    /// Largest secret, in bytes.
+    public static let maxSecretBytes = 1 << 20
+    /// Longest label, in UTF-8 bytes.
+    public static let maxLabelBytes = 1_024
+    /// Most scopes on one access token.
+    public static let maxScopes = 256
+}

@@ -1,0 +1,158 @@
+import Foundation
+
+/// An encrypted keychain for one app: items sealed in SQLite under a data key kept by a
+/// ``KeyProvider`` (the Secret Service by default).
+///
+/// ```swift
+/// let store = try TokenStore(appID: "com.example.notes")
+/// try store.set(SecretBytes(utf8: token), for: ItemKey(account: "me", kind: .refreshToken))
+/// let token = try store.secret(for: ItemKey(account: "me", kind: .refreshToken))
+/// ```
+///
+/// One connection per store object; every call is serialized, so one object may be shared
+/// by any number of threads and tasks. Other processes may open the same file: writes use
+/// `BEGIN IMMEDIATE` and wait for each other.
+public final class TokenStore: @unchecked Sendable {  // all mutable state is behind `lock`
+    /// The database file.
+    public let path: String
+    /// The app id given at open (appears only in the keyring item's label).
+    public let appID: String
+    /// The key provider holding the data key.
+    public let keyProvider: any KeyProvider
+    let logger: Logger
+
+    private let lock = NSLock()
+    private var database: Database?
+    /// The store's random id; part of every sealed value's associated data.
+    let storeID: [UInt8]
+    private(set) var dataKey: DataKey
+
+    // MARK: Opening
+
+    /// The default location: `$XDG_DATA_HOME/<app-id>/tokens.sqlite`, or
+    /// `~/.local/share/<app-id>/tokens.sqlite` when `XDG_DATA_HOME` is unset.
+    /// - Throws: `invalidInput` for an app id that is not a plain name.
+    public static func defaultPath(appID: String) throws -> String {
+        try validateAppID(appID)
+        let environment = ProcessInfo.processInfo.environment
+        let base: String
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+            base = xdg
+        } else {
+            base = (environment["HOME"] ?? NSHomeDirectory()) + "/.local/share"
+        }
+        return "\(base)/\(appID)/tokens.sqlite"
+    }
+
+    /// Opens (or creates) the store at the default location for `appID`.
+    /// - Throws: ``TokenStoreError`` — `secretServiceUnavailable`, `keyringLocked`,
+    ///   `dataKeyMissing`, `dataKeyCorrupt`, `databaseCorrupt`, `schemaTooNew`,
+    ///   `migrationFailed`, `unsafeFileLayout`, `invalidInput`, `ioError`.
+    public convenience init(
+        appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(), logger: Logger = .disabled
+    ) throws {
+        try self.init(path: Self.defaultPath(appID: appID), appID: appID, keyProvider: keyProvider, logger: logger)
+    }
+
+    /// Opens (or creates) the store at `path`.
+    ///
+    /// A new store gets a new data key, made while holding the database write lock so two
+    /// processes opening it at once end with one key. A store that already holds sealed
+    /// rows never gets a new key: a key that cannot be read is an error, never "first run".
+    /// - Throws: as ``init(appID:keyProvider:logger:)``.
+    public init(
+        path: String, appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(),
+        logger: Logger = .disabled
+    ) throws {
+        try Self.validateAppID(appID)
+        self.path = path
+        self.appID = appID
+        self.keyProvider = keyProvider
+        self.logger = logger
+        try FileLayout.prepare(databasePath: path)
+        let db = try Database(path: path)
+        let applied = try Migrator().migrate(db)
+        if !applied.isEmpty { logger.info("applied migrations", metadata: ["migrations": "\(applied)"]) }
+        let setup = try KeySetup(database: db, provider: keyProvider, appID: appID, logger: logger).openOrCreate()
+        storeID = setup.storeID
+        dataKey = setup.key
+        database = db
+        logger.debug("store opened", metadata: ["key.provider": keyProvider.name, "key.created": "\(setup.created)"])
+    }
+
+    /// Closes the connection and wipes the key from memory. Later calls throw `storeClosed`.
+    public func close() {
+        lock.lock()
+        defer { lock.unlock() }
+        database = nil
+    }
+
+    static func validateAppID(_ appID: String) throws {
+        let ok = appID.utf8.allSatisfy {
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x61 && $0 <= 0x7a)
+                || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d
+        }
+        guard ok, (1...255).contains(appID.utf8.count), appID != ".", appID != ".." else {
+            throw TokenStoreError(.invalidInput, "The app id must be 1–255 characters of [A-Za-z0-9._-].")
+        }
+    }
+
+    // MARK: Serialized access
+
+    /// Runs `body` with the connection, serialized with every other call on this object.
+    func withDatabase<T>(_ body: (Database) throws -> T) throws -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let database else { throw TokenStoreError(.storeClosed, "The store was closed.") }
+        return try body(database)
+    }
+
+    /// A write transaction (`BEGIN IMMEDIATE`), serialized.
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        try withDatabase { db in try db.writeTransaction { try body(db) } }
+    }
+
+    /// A read transaction (one snapshot), serialized.
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try withDatabase { db in try db.readTransaction { try body(db) } }
+    }
+
+    func replaceDataKey(_ key: DataKey) { dataKey = key }
+
+    /// The store's random id (hex), as named in the key provider's attributes.
+    public var storeIdentifier: String { Hex.encode(storeID) }
+
+    /// The active data key's id (hex).
+    public var keyIdentifier: String { lock.withLock { Hex.encode(dataKey.keyID) } }
+
+    // MARK: Keyed hashes (the only form identifiers take in the clear)
+
+    func itemLookup(_ key: ItemKey) -> [UInt8] {
+        dataKey.lookupHash(domain: 1, [Array(key.service.utf8), Array(key.account.utf8), [key.kind.code]])
+    }
+
+    func accountRef(service: String, account: String) -> [UInt8] {
+        dataKey.lookupHash(domain: 2, [Array(service.utf8), Array(account.utf8)])
+    }
+
+    func userRef(_ userID: String) -> [UInt8] {
+        dataKey.lookupHash(domain: 3, [Array(userID.utf8)])
+    }
+
+    func binding(_ kind: RecordKind, rowKey: [UInt8], key: DataKey? = nil) -> Sealer.Binding {
+        Sealer.Binding(storeID: storeID, keyID: (key ?? dataKey).keyID, kind: kind, rowKey: rowKey)
+    }
+
+    /// Opens a sealed column: the row's key id must be the active key.
+    func open(_ blob: [UInt8], keyID: [UInt8], kind: RecordKind, rowKey: [UInt8]) throws -> RecordFields {
+        guard keyID == dataKey.keyID else {
+            throw TokenStoreError(.integrityCheckFailed, "A sealed \(kind) record names a data key this store does not use.")
+        }
+        let plaintext = try Sealer.open(blob, key: dataKey, binding: binding(kind, rowKey: rowKey))
+        return try plaintext.withUnsafeBytes { try RecordFields.decode($0) }
+    }
+
+    func seal(_ fields: RecordFields, kind: RecordKind, rowKey: [UInt8]) -> [UInt8] {
+        fields.encode().withUnsafeBytes { Sealer.seal($0, key: dataKey, binding: binding(kind, rowKey: rowKey)) }
+    }
+}

@@ -1,0 +1,63 @@
+// A child process for the multi-process and crash tests. Not a product.
+//
+//   tokenstore-testchild open STORE              open (creating) the store; print the counts
+//   tokenstore-testchild put-loop STORE SEED N   upsert/delete in a loop, printing "ACK <account> <value|->"
+//                                                after each committed write
+import Foundation
+import TokenStore
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("testchild: \(message)\n".utf8))
+    exit(2)
+}
+
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+let args = Array(CommandLine.arguments.dropFirst())
+guard let mode = args.first, args.count >= 2 else { fail("usage: tokenstore-testchild MODE STORE ...") }
+let storePath = args[1]
+
+do {
+    switch mode {
+    case "open":
+        let store = try TokenStore(path: storePath, appID: "dev.tokenstore.tests")
+        let counts = try store.counts()
+        say("OK items=\(counts.items)")
+    case "put-loop":
+        guard args.count >= 4, let seed = UInt64(args[2]), let count = Int(args[3]) else { fail("put-loop STORE SEED N") }
+        var rng = SplitMix64(seed: seed)
+        let store = try TokenStore(path: storePath, appID: "dev.tokenstore.tests")
+        for n in 0..<count {
+            let account = "acct-\(rng.next() % 16)"
+            let key = ItemKey(account: account, kind: .refreshToken)
+            if rng.next() % 5 == 0 {
+                try store.delete(key)
+                say("ACK \(account) -")
+            } else {
+                let value = "rt-\(seed)-\(n)"
+                try store.set(SecretBytes(utf8: value), for: key)
+                say("ACK \(account) \(value)")
+            }
+        }
+    default:
+        fail("unknown mode")
+    }
+} catch {
+    FileHandle.standardError.write(Data("testchild: error: \(error)\n".utf8))
+    exit(1)
+}
+
+/// A small seeded generator (SplitMix64) so runs are reproducible from their seed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

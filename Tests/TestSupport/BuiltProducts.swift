@@ -1,0 +1,91 @@
+import Foundation
+
+/// Finds executables built by `swift build` next to the running test binary.
+public enum BuiltProducts {
+    /// The build directory: `TOKENSTORE_BUILD_DIR`, else the directory of the test executable.
+    public static var directory: URL {
+        if let dir = ProcessInfo.processInfo.environment["TOKENSTORE_BUILD_DIR"] {
+            return URL(fileURLWithPath: dir, isDirectory: true)
+        }
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        // Walk up out of an .xctest bundle if there is one.
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if !url.lastPathComponent.hasSuffix(".xctest") && !url.path.contains(".xctest/") { break }
+        }
+        return url
+    }
+
+    /// The executable `name`, or a failure naming the command that builds it.
+    public static func executable(_ name: String) throws -> URL {
+        let candidate = directory.appendingPathComponent(name)
+        guard FileManager.default.isExecutableFile(atPath: candidate.path) else {
+            throw ProductMissing(name: name, directory: directory.path)
+        }
+        return candidate
+    }
+
+    public struct ProductMissing: Error, CustomStringConvertible {
+        public let name: String
+        public let directory: String
+        public var description: String { "\(name) is not built in \(directory); run `swift build --build-tests` first" }
+    }
+}
+
+/// The result of running a child process to completion.
+public struct ChildResult: Sendable {
+    public let status: Int32
+    public let stdout: String
+    public let stderr: String
+    /// True when the child was ended by a signal (e.g. SIGKILL).
+    public let signaled: Bool
+}
+
+/// Runs `executable` with `arguments`, feeding `stdin`, and waits (bounded by `timeout`).
+public func runChild(
+    _ executable: URL, _ arguments: [String], environment: [String: String] = [:], stdin: Data? = nil,
+    timeout: TimeInterval = 120
+) throws -> ChildResult {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    env["SWIFT_BACKTRACE"] = "enable=no"
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    let out = Pipe(), err = Pipe(), input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(stdin) }
+    try input.fileHandleForWriting.close()
+    // Read both pipes concurrently so a chatty child never blocks on a full pipe.
+    let collected = CollectedOutput()
+    let group = DispatchGroup()
+    for (index, pipe) in [out, err].enumerated() {
+        group.enter()
+        DispatchQueue.global().async {
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            collected.set(index, data)
+            group.leave()
+        }
+    }
+    if group.wait(timeout: .now() + timeout) == .timedOut {
+        process.terminate()
+        group.wait()
+    }
+    process.waitUntilExit()
+    return ChildResult(
+        status: process.terminationStatus,
+        stdout: String(decoding: collected.get(0), as: UTF8.self),
+        stderr: String(decoding: collected.get(1), as: UTF8.self),
+        signaled: process.terminationReason == .uncaughtSignal)
+}
+
+final class CollectedOutput: @unchecked Sendable {  // guarded by `lock`
+    private let lock = NSLock()
+    private var data: [Int: Data] = [:]
+    func set(_ index: Int, _ value: Data) { lock.lock(); data[index] = value; lock.unlock() }
+    func get(_ index: Int) -> Data { lock.lock(); defer { lock.unlock() }; return data[index] ?? Data() }
+}

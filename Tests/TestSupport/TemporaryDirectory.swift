@@ -1,0 +1,21 @@
+import Foundation
+
+/// A fresh directory under the system temporary directory, removed when the value is deallocated.
+public final class TemporaryDirectory: @unchecked Sendable {  // immutable after init
+    public let url: URL
+    public var path: String { url.path }
+
+    public init(prefix: String = "tokenstore-test") throws {
+        let base = URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
+        url = base.appendingPathComponent("\(prefix)-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    public func appending(_ component: String) -> URL { url.appendingPathComponent(component) }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// The repository's root folder, found from this source file's location.
+public let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import TokenStore
+
+@Suite("Encryption envelope", keyringTrait)
+struct EnvelopeTests {
+    @Test("canary token, user id and account never appear in the db, -wal or -shm")
+    func plaintextScan() throws {
+        let t = try TestStore()
+        let token = "CANARYTOKEN\(UUID().uuidString)"
+        let user = "CANARYUSER\(UUID().uuidString)"
+        let account = "CANARYACCOUNT\(UUID().uuidString)"
+        try t.store.saveSignIn(
+            account: account, refreshToken: secret(token), appleUserID: user,
+            accessToken: AccessTokenEntry(token: secret(token + "AT"), expiresAt: Date() + 3600, scopes: ["openid"]))
+        _ = try t.store.beginLogout(account: account)
+        let files = t.fileBytes()
+        #expect(files.count >= 2, "db and -wal exist while the store is open")
+        for (path, data) in files {
+            for canary in [token, user, account] {
+                #expect(!data.contains(canary), "\(canary.prefix(12)) found in \((path as NSString).lastPathComponent)")
+            }
+        }
+    }
+
+    @Test("one flipped bit in a sealed blob is integrityCheckFailed")
+    func flippedBit() throws {
+        let t = try TestStore()
+        try t.store.set(secret("secret-value"), for: key("alice"))
+        let raw = try t.rawDatabase()
+        var blob = try #require(try raw.firstRow("SELECT sealed FROM items", []) { $0.blob(0) })
+        blob[blob.count / 2] ^= 0x01
+        try raw.run("UPDATE items SET sealed = ?", [.blob(blob)])
+        expectCode(.integrityCheckFailed) { try t.store.item(for: key("alice")) }
+        expectCode(.integrityCheckFailed) { try t.store.items() }
+        let report = try t.store.verify()
+        #expect(report.badRows.count == 1)
+        #expect(report.badRows.first?.table == "items")
+    }
+
+    @Test("blobs swapped between two accounts are integrityCheckFailed")
+    func swappedBlobs() throws {
+        let t = try TestStore()
+        try t.store.set(secret("alice-secret"), for: key("alice"))
+        try t.store.set(secret("bob-secret"), for: key("bob"))
+        let raw = try t.rawDatabase()
+        var rows: [([UInt8], [UInt8])] = []
+        try raw.forEachRow("SELECT lookup, sealed FROM items") { rows.append(($0.blob(0), $0.blob(1))) }
+        #expect(rows.count == 2)
+        try raw.run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(rows[1].1), .blob(rows[0].0)])
+        try raw.run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(rows[0].1), .blob(rows[1].0)])
+        expectCode(.integrityCheckFailed) { try t.store.item(for: key("alice")) }
+        expectCode(.integrityCheckFailed) { try t.store.item(for: key("bob")) }
+        #expect(try t.store.verify().badRows.count == 2)
+    }
+
+    @Test("a blob moved to another kind of the same account is rejected")
+    func kindSwap() throws {
+        let t = try TestStore()
+        try t.store.set(secret("rt"), for: key("alice", .refreshToken))
+        try t.store.set(secret("generic"), for: key("alice", .generic))
+        let raw = try t.rawDatabase()
+        try raw.run("UPDATE items SET kind = ? WHERE kind = ?", [.int(3), .int(1)])
+        #expect(try t.store.verify().badRows.count == 1)
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import TokenStore
+
+@Suite("Items", keyringTrait)
+struct ItemTests {
+    @Test("every kind round-trips with its attributes")
+    func roundTripEveryKind() throws {
+        let t = try TestStore()
+        let expiry = Date(timeIntervalSince1970: 2_000_000_000)
+        for kind in ItemKind.allCases {
+            let attributes = ItemAttributes(
+                label: kind == .generic ? "Backup code" : nil,
+                expiresAt: kind == .accessToken ? expiry : nil,
+                scopes: kind == .accessToken ? ["openid", "read:items"] : [])
+            try t.store.set(secret("value-\(kind.rawValue)"), for: key("alice", kind), attributes: attributes)
+        }
+        let reopened = try t.reopen()
+        for kind in ItemKind.allCases {
+            let item = try #require(try reopened.item(for: key("alice", kind)))
+            #expect(item.secret.stringValue() == "value-\(kind.rawValue)")
+            #expect(item.key == key("alice", kind))
+            if kind == .accessToken {
+                #expect(item.attributes.expiresAt == expiry)
+                #expect(item.attributes.scopes == ["openid", "read:items"])
+            }
+            if kind == .generic { #expect(item.attributes.label == "Backup code") }
+        }
+        #expect(try reopened.item(for: key("bob")) == nil)
+    }
+
+    @Test("set is an upsert and keeps the creation time")
+    func upsert() throws {
+        let t = try TestStore()
+        try t.store.set(secret("one"), for: key("alice"))
+        let first = try #require(try t.store.item(for: key("alice")))
+        Thread.sleep(forTimeInterval: 0.01)
+        try t.store.set(secret("two"), for: key("alice"))
+        let second = try #require(try t.store.item(for: key("alice")))
+        #expect(second.secret.stringValue() == "two")
+        #expect(second.createdAt == first.createdAt)
+        #expect(second.updatedAt > first.updatedAt)
+        #expect(try t.store.counts().items == 1)
+    }
+
+    @Test("delete succeeds when nothing is there")
+    func deleteIdempotent() throws {
+        let t = try TestStore()
+        try t.store.set(secret("one"), for: key("alice"))
+        try t.store.delete(key("alice"))
+        try t.store.delete(key("alice"))
+        try t.store.delete(key("nobody", .generic))
+        #expect(try t.store.item(for: key("alice")) == nil)
+    }
+
+    @Test("services and accounts are separate namespaces")
+    func namespaces() throws {
+        let t = try TestStore()
+        try t.store.set(secret("a"), for: key("alice", service: "s1"))
+        try t.store.set(secret("b"), for: key("alice", service: "s2"))
+        try t.store.set(secret("c"), for: key("alice2", service: "s1"))
+        #expect(try t.store.secret(for: key("alice", service: "s1"))?.stringValue() == "a")
+        #expect(try t.store.secret(for: key("alice", service: "s2"))?.stringValue() == "b")
+        #expect(try t.store.secret(for: key("alice2", service: "s1"))?.stringValue() == "c")
+    }
+
+    @Test("listing shows metadata and fingerprints, never a secret")
+    func listShowsNoSecret() throws {
+        let t = try TestStore()
+        let canary = "CANARY-\(UUID().uuidString)"
+        try t.store.set(secret(canary), for: key("alice"))
+        try t.store.set(secret("other"), for: key("bob", .generic), attributes: .init(label: "label"))
+        let items = try t.store.items()
+        #expect(items.count == 2)
+        let text = "\(items) \(try t.store.accounts())"
+        #expect(!text.contains(canary))
+        let alice = try #require(items.first { $0.key.account == "alice" })
+        #expect(alice.fingerprint == secret(canary).fingerprint)
+        #expect(alice.byteCount == canary.utf8.count)
+        #expect(try t.store.accounts().map(\.account) == ["alice", "bob"])
+    }
+
+    @Test("a secret's description is a redacted fingerprint")
+    func secretDescription() {
+        let canary = "CANARY-\(UUID().uuidString)"
+        let value = secret(canary)
+        #expect(!String(describing: value).contains(canary))
+        #expect(!String(reflecting: value).contains(canary))
+        #expect(String(describing: value).contains(value.fingerprint))
+        #expect(value == secret(canary))
+        #expect(value != secret(canary + "x"))
+    }
+
+    @Test("bad input is refused with invalidInput and writes nothing")
+    func invalidInput() throws {
+        let t = try TestStore()
+        expectCode(.invalidInput) { try t.store.set(secret("x"), for: key("")) }
+        expectCode(.invalidInput) { try t.store.set(SecretBytes([UInt8]()), for: key("alice")) }
+        expectCode(.invalidInput) { try t.store.set(secret("x"), for: key(String(repeating: "a", count: 10_240))) }
+        expectCode(.invalidInput) { try t.store.set(SecretBytes([UInt8](repeating: 1, count: (1 << 20) + 1)), for: key("alice")) }
+        expectCode(.invalidInput) { try t.store.recordCredentialState(.revoked, forUserID: "u", reason: .init(rawValue: "has space")) }
+        #expect(try t.store.counts().items == 0)
+    }
+
+    @Test("edge-case identifiers and secrets round-trip exactly")
+    func edgeCases() throws {
+        let t = try TestStore()
+        let accounts = ["'\";--", "%", "_", "a\u{0}b", "ünïcødé 🙂", String(repeating: "x", count: 4_096)]
+        for (index, account) in accounts.enumerated() {
+            let bytes = (0..<(index * 997 + 1)).map { UInt8(truncatingIfNeeded: $0 &* 31) } + [0, 0xff, 0xc3]
+            try t.store.set(SecretBytes(bytes), for: key(account, .generic))
+            #expect(try t.store.secret(for: key(account, .generic))?.copyBytes() == bytes)
+        }
+        let big = [UInt8](repeating: 0xab, count: 1 << 20)
+        try t.store.set(SecretBytes(big), for: key("big", .generic))
+        #expect(try t.store.secret(for: key("big", .generic))?.copyBytes() == big)
+        #expect(try t.store.items().count == accounts.count + 1)
+    }
+}
