@@ -1,0 +1,531 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The local OAuth 2.0 authorization server (Tests/AuthServer/server.py, Flask + Authlib),
+/// run as a child process bound to 127.0.0.1 on a free port.
+///
+/// It serves `POST /oauth/token` (Auth0's native Apple token exchange, and the
+/// refresh_token grant with rotation and reuse detection) and `POST /oauth/revoke`
+/// (RFC 7009), plus test-only control paths under `/__test/` wrapped by the methods here.
+/// The Python venv comes from `scripts/authserver venv`.
+///
+/// Behaviour worth knowing in tests:
+/// - Rotation on (default): each refresh answers a new refresh token and marks the
+///   presented one "rotated". Presenting a rotated token again is reuse: the whole family
+///   (every refresh and access token from that sign-in) is revoked, answer 400
+///   invalid_grant. N callers presenting one refresh token at once: one wins, and the
+///   family ends up revoked.
+/// - Rotation off: the refresh token stays valid and the answer has NO `refresh_token`
+///   (like Auth0 for a non-rotating client).
+/// - Revoking a refresh token at `/oauth/revoke` revokes its whole family.
+/// - `stopTemporarily()` + `restart()` really stops the process and starts a new one on the
+///   same port; tokens, codes, config and stats survive (a state file written on SIGTERM).
+public final class AuthorizationServer: @unchecked Sendable {  // mutable state is guarded by `lock`
+    // MARK: Fixed facts of the server
+
+    public static let publicClientID = "tokenstore-test"
+    public static let confidentialClientID = "tokenstore-confidential"
+    public static let confidentialClientSecret = "s3cret"
+    public static let allowedScopes = "openid profile email offline_access read:items write:items"
+    public static let tokenExchangeGrantType = "urn:ietf:params:oauth:grant-type:token-exchange"
+    public static let appleAuthorizationCodeTokenType = "http://auth0.com/oauth/token-type/apple-authz-code"
+    public static let tokenPath = "/oauth/token"
+    public static let revokePath = "/oauth/revoke"
+
+    public enum Failure: Error, CustomStringConvertible {
+        case pythonMissing(path: String)
+        case startFailed(String)
+        case notRunning
+        case controlFailed(path: String, status: Int, body: String)
+        case transport(path: String, underlying: String)
+
+        public var description: String {
+            switch self {
+            case .pythonMissing(let path):
+                return "AuthorizationServer: no Python at \(path). Run `scripts/authserver venv` "
+                    + "(from the repository root) to create .build/authserver-venv, "
+                    + "or set TOKENSTORE_AUTHSERVER_PYTHON."
+            case .startFailed(let why): return "AuthorizationServer failed to start: \(why)"
+            case .notRunning: return "AuthorizationServer is not running"
+            case .controlFailed(let path, let status, let body):
+                return "AuthorizationServer \(path) answered \(status): \(body.prefix(500))"
+            case .transport(let path, let underlying):
+                return "AuthorizationServer \(path) unreachable: \(underlying)"
+            }
+        }
+    }
+
+    // MARK: State
+
+    private let lock = NSLock()
+    private var process: Process?
+    private var currentPort: Int = 0
+    private let workDirectory: TemporaryDirectory
+    private let python: String
+    private let script: String
+    private let logRequests: Bool
+    private let session: URLSession
+
+    /// The server's log: one line a request (method, path, status), and Python errors.
+    public var logURL: URL { workDirectory.appending("server.log") }
+    private var stateURL: URL { workDirectory.appending("state.json") }
+    private var portFileURL: URL { workDirectory.appending("port") }
+
+    /// Starts the server and waits (bounded) until it answers.
+    /// - Parameter port: 0 picks a free port.
+    public init(port: Int = 0, logRequests: Bool = true, startTimeout: TimeInterval = 20) throws {
+        let env = ProcessInfo.processInfo.environment
+        python = env["TOKENSTORE_AUTHSERVER_PYTHON"]
+            ?? repositoryRoot.appendingPathComponent(".build/authserver-venv/bin/python").path
+        script = env["TOKENSTORE_AUTHSERVER_SCRIPT"]
+            ?? repositoryRoot.appendingPathComponent("Tests/AuthServer/server.py").path
+        self.logRequests = logRequests
+        workDirectory = try TemporaryDirectory(prefix: "tokenstore-authserver")
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 30
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.urlCache = nil
+        session = URLSession(configuration: configuration)
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            throw Failure.pythonMissing(path: python)
+        }
+        try lock.withLock { try launchLocked(port: port, timeout: startTimeout) }
+    }
+
+    deinit {
+        stop()
+        session.invalidateAndCancel()
+    }
+
+    // MARK: Addresses
+
+    public var port: Int { lock.withLock { currentPort } }
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    public var tokenURL: URL { baseURL.appendingPathComponent("oauth/token") }
+    public var revokeURL: URL { baseURL.appendingPathComponent("oauth/revoke") }
+    public var isRunning: Bool { lock.withLock { process?.isRunning ?? false } }
+
+    // MARK: Life cycle
+
+    /// Stops the server for good (SIGTERM, SIGKILL after 5 s). Idempotent.
+    public func stop() {
+        lock.withLock { terminateLocked() }
+    }
+
+    /// Stops the process; connections to `port` are refused until `restart()`.
+    /// The server saves its state on the way down.
+    public func stopTemporarily() {
+        lock.withLock { terminateLocked() }
+    }
+
+    /// Starts a new server process on the same port with the state the last one saved.
+    public func restart(timeout: TimeInterval = 20) throws {
+        try lock.withLock {
+            terminateLocked()
+            try launchLocked(port: currentPort, timeout: timeout)
+        }
+    }
+
+    private func launchLocked(port: Int, timeout: TimeInterval) throws {
+        let fm = FileManager.default
+        try? fm.removeItem(at: portFileURL)
+        if !fm.fileExists(atPath: logURL.path) {
+            _ = fm.createFile(atPath: logURL.path, contents: nil)
+        }
+        let log = try FileHandle(forWritingTo: logURL)
+        defer { try? log.close() }
+        _ = try log.seekToEnd()
+
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: python)
+        var arguments = [
+            script, "--host", "127.0.0.1", "--port", String(port),
+            "--port-file", portFileURL.path, "--state-file", stateURL.path, "--exit-with-parent",
+        ]
+        if !logRequests { arguments.append("--quiet") }
+        child.arguments = arguments
+        child.standardInput = FileHandle.nullDevice
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = log
+        do {
+            try child.run()
+        } catch {
+            throw Failure.startFailed("cannot run \(python): \(error)")
+        }
+        process = child
+
+        let deadline = Date().addingTimeInterval(timeout)
+        var chosen = 0
+        while chosen == 0 {
+            if !child.isRunning {
+                process = nil
+                throw Failure.startFailed("the server exited (status \(child.terminationStatus)); log:\n\(logTail())")
+            }
+            if let text = try? String(contentsOf: portFileURL, encoding: .utf8),
+                let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), value > 0
+            {
+                chosen = value
+                break
+            }
+            if Date() > deadline {
+                terminateLocked()
+                throw Failure.startFailed("no port within \(timeout) s; log:\n\(logTail())")
+            }
+            usleep(20_000)
+        }
+        currentPort = chosen
+        let health = URL(string: "http://127.0.0.1:\(chosen)/__test/health")!
+        while true {
+            if let answer = try? send(URLRequest(url: health), path: "/__test/health", timeout: 2),
+                answer.status == 200
+            {
+                return
+            }
+            if !child.isRunning || Date() > deadline {
+                terminateLocked()
+                throw Failure.startFailed("not answering on port \(chosen); log:\n\(logTail())")
+            }
+            usleep(20_000)
+        }
+    }
+
+    private func terminateLocked() {
+        guard let child = process else { return }
+        process = nil
+        if child.isRunning {
+            child.terminate()  // SIGTERM: the server saves its state and exits
+            let deadline = Date().addingTimeInterval(5)
+            while child.isRunning && Date() < deadline { usleep(10_000) }
+            if child.isRunning {
+                kill(child.processIdentifier, SIGKILL)
+            }
+        }
+        child.waitUntilExit()
+    }
+
+    private func logTail() -> String {
+        guard let text = try? String(contentsOf: logURL, encoding: .utf8) else { return "(no log)" }
+        return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(20)
+            .joined(separator: "\n")
+    }
+
+    // MARK: Faults
+
+    /// One injected answer for the next `count` matching requests (queued in order; the
+    /// first queued entry whose path matches is used). `/__test/` paths never match.
+    public struct Fault: Sendable {
+        public enum Drop: String, Sendable {
+            case eof  // close the connection without any HTTP answer (client sees EOF)
+            case reset  // close with an RST (client sees "connection reset by peer")
+        }
+        public enum Phase: String, Sendable {
+            case before  // answer instead of the real endpoint (it never runs)
+            case after  // the real endpoint runs (token rotated/revoked), its answer is lost
+        }
+
+        /// "/oauth/token", "/oauth/revoke" or "*".
+        public var path: String
+        public var count: Int
+        public var status: Int?
+        public var headers: [String: String]
+        public var body: String?
+        /// Defaults to application/json when `body` parses as JSON, else text/plain.
+        public var contentType: String?
+        /// Seconds to wait before answering (the real answer if nothing else is set).
+        public var delay: Double?
+        public var drop: Drop?
+        /// A Location; the status defaults to 307.
+        public var redirect: String?
+        /// Send the headers at once, then the body spread over this many seconds.
+        public var slowBody: Double?
+        public var phase: Phase
+
+        public init(
+            path: String = "*", count: Int = 1, status: Int? = nil, headers: [String: String] = [:],
+            body: String? = nil, contentType: String? = nil, delay: Double? = nil, drop: Drop? = nil,
+            redirect: String? = nil, slowBody: Double? = nil, phase: Phase = .before
+        ) {
+            self.path = path
+            self.count = count
+            self.status = status
+            self.headers = headers
+            self.body = body
+            self.contentType = contentType
+            self.delay = delay
+            self.drop = drop
+            self.redirect = redirect
+            self.slowBody = slowBody
+            self.phase = phase
+        }
+
+        public static func status(
+            _ status: Int, path: String = "*", count: Int = 1, retryAfter: String? = nil,
+            body: String? = nil, contentType: String? = nil
+        ) -> Fault {
+            Fault(
+                path: path, count: count, status: status,
+                headers: retryAfter.map { ["Retry-After": $0] } ?? [:], body: body, contentType: contentType)
+        }
+
+        public static func drop(_ mode: Drop = .eof, path: String = "*", count: Int = 1, phase: Phase = .before)
+            -> Fault
+        {
+            Fault(path: path, count: count, drop: mode, phase: phase)
+        }
+
+        public static func delay(_ seconds: Double, path: String = "*", count: Int = 1) -> Fault {
+            Fault(path: path, count: count, delay: seconds)
+        }
+
+        public static func redirect(to location: String, status: Int = 307, path: String = "*", count: Int = 1)
+            -> Fault
+        {
+            Fault(path: path, count: count, status: status, redirect: location)
+        }
+
+        public static func slowBody(_ seconds: Double, path: String = "*", count: Int = 1) -> Fault {
+            Fault(path: path, count: count, slowBody: seconds)
+        }
+
+        var json: [String: Any] {
+            var out: [String: Any] = ["path": path, "count": count, "phase": phase.rawValue]
+            if let status { out["status"] = status }
+            if !headers.isEmpty { out["headers"] = headers }
+            if let body { out["body"] = body }
+            if let contentType { out["content_type"] = contentType }
+            if let delay { out["delay"] = delay }
+            if let drop { out["drop"] = drop.rawValue }
+            if let redirect { out["redirect"] = redirect }
+            if let slowBody { out["slow_body"] = slowBody }
+            return out
+        }
+    }
+
+    /// Queues faults (in order) for the next matching requests.
+    public func inject(_ faults: Fault...) throws {
+        _ = try control("POST", "faults", faults.map(\.json))
+    }
+
+    public func clearFaults() throws {
+        _ = try control("DELETE", "faults", nil)
+    }
+
+    // MARK: Apple, tokens, state
+
+    /// A fresh single-use Apple authorization code bound to `appleUserID` (the id token's sub).
+    public func appleAuthorizationCode(for appleUserID: String) throws -> String {
+        let answer = try control("POST", "apple/code", ["sub": appleUserID])
+        guard let code = answer["code"] as? String else {
+            throw Failure.controlFailed(path: "/__test/apple/code", status: 200, body: "no code")
+        }
+        return code
+    }
+
+    public struct Introspection: Sendable, Equatable {
+        public var active: Bool
+        /// "refresh", "access", or nil for an unknown token.
+        public var kind: String?
+        public var familyRevoked: Bool
+        /// nil when active; else "rotated", "revoked", "reuse" (family revoked by reuse
+        /// detection) or "expired".
+        public var reason: String?
+        public var subject: String?
+        public var scope: String?
+        public var clientID: String?
+    }
+
+    public func introspect(_ token: String) throws -> Introspection {
+        let j = try control("POST", "introspect", ["token": token])
+        return Introspection(
+            active: j["active"] as? Bool ?? false, kind: j["kind"] as? String,
+            familyRevoked: j["family_revoked"] as? Bool ?? false, reason: j["reason"] as? String,
+            subject: j["sub"] as? String, scope: j["scope"] as? String, clientID: j["client_id"] as? String)
+    }
+
+    public struct Stats: Sendable, Equatable {
+        /// Requests that reached /oauth/token (faulted ones too).
+        public var tokenRequests: Int
+        /// Requests that reached /oauth/revoke (faulted ones too).
+        public var revokeRequests: Int
+        /// Successful refresh_token grants.
+        public var refreshGrants: Int
+        /// Successful Apple token exchanges.
+        public var exchangeGrants: Int
+        /// Revoke calls the real endpoint answered 200.
+        public var revocations: Int
+        /// Families revoked because a rotated refresh token came back.
+        public var reuseDetections: Int
+        /// Rotated refresh tokens presented (each is a reuse; several may hit one family).
+        public var reusePresentations: Int
+        public var invalidGrants: Int
+        public var faultHits: Int
+        public var activeRefreshTokens: Int
+        public var families: Int
+        public var revokedFamilies: Int
+        public var pendingFaults: Int
+    }
+
+    public func stats() throws -> Stats {
+        let j = try control("GET", "stats", nil)
+        func n(_ key: String) -> Int { (j[key] as? NSNumber)?.intValue ?? 0 }
+        return Stats(
+            tokenRequests: n("token_requests"), revokeRequests: n("revoke_requests"),
+            refreshGrants: n("refresh_grants"), exchangeGrants: n("exchange_grants"),
+            revocations: n("revocations"), reuseDetections: n("reuse_detections"),
+            reusePresentations: n("reuse_presentations"), invalidGrants: n("invalid_grants"),
+            faultHits: n("fault_hits"), activeRefreshTokens: n("active_refresh_tokens"),
+            families: n("families"), revokedFamilies: n("revoked_families"), pendingFaults: n("pending_faults"))
+    }
+
+    /// Back to defaults: empty stores, zero stats, no faults, rotation on, access tokens 3600 s.
+    public func reset() throws {
+        _ = try control("POST", "reset", [String: Any]())
+    }
+
+    /// Changes only what is given. `refreshTokenTTL`: `.some(nil)` = never expire.
+    public func configure(
+        rotateRefreshTokens: Bool? = nil, accessTokenTTL: Double? = nil, refreshTokenTTL: Double?? = nil
+    ) throws {
+        var body: [String: Any] = [:]
+        if let rotateRefreshTokens { body["rotate_refresh_tokens"] = rotateRefreshTokens }
+        if let accessTokenTTL { body["access_token_ttl"] = accessTokenTTL }
+        if let refreshTokenTTL { body["refresh_token_ttl"] = refreshTokenTTL.map { $0 as Any } ?? NSNull() }
+        _ = try control("POST", "config", body)
+    }
+
+    /// Revokes, server-side and without client authentication, the family of `token`
+    /// (like an administrator or Apple revoking the grant). Returns the families revoked.
+    @discardableResult
+    public func revokeGrant(containing token: String) throws -> Int {
+        let j = try control("POST", "revoke", ["token": token])
+        return (j["revoked_families"] as? NSNumber)?.intValue ?? 0
+    }
+
+    /// Revokes every grant of an Apple user id. Returns the families revoked.
+    @discardableResult
+    public func revokeGrants(forAppleUserID appleUserID: String) throws -> Int {
+        let j = try control("POST", "revoke", ["sub": appleUserID])
+        return (j["revoked_families"] as? NSNumber)?.intValue ?? 0
+    }
+
+    // MARK: Convenience: a signed-in user
+
+    public struct Tokens: Sendable {
+        public var accessToken: String
+        public var refreshToken: String?
+        public var idToken: String?
+        public var expiresIn: Double
+        public var scope: String
+    }
+
+    /// Emulates a sign-in: a fresh Apple code, exchanged at /oauth/token.
+    public func signIn(
+        appleUserID: String, scope: String = "openid profile email offline_access",
+        clientID: String = AuthorizationServer.publicClientID, clientSecret: String? = nil
+    ) throws -> Tokens {
+        let code = try appleAuthorizationCode(for: appleUserID)
+        var form = [
+            "grant_type": Self.tokenExchangeGrantType,
+            "subject_token_type": Self.appleAuthorizationCodeTokenType,
+            "subject_token": code, "client_id": clientID, "scope": scope,
+        ]
+        if let clientSecret { form["client_secret"] = clientSecret }
+        let answer = try post(Self.tokenPath, form: form)
+        guard answer.status == 200, let j = answer.json, let access = j["access_token"] as? String else {
+            throw Failure.controlFailed(path: Self.tokenPath, status: answer.status, body: answer.text)
+        }
+        return Tokens(
+            accessToken: access, refreshToken: j["refresh_token"] as? String, idToken: j["id_token"] as? String,
+            expiresIn: (j["expires_in"] as? NSNumber)?.doubleValue ?? 0, scope: j["scope"] as? String ?? "")
+    }
+
+    // MARK: Raw HTTP
+
+    public struct Answer: Sendable {
+        public var status: Int
+        public var headers: [String: String]
+        public var body: Data
+        public var text: String { String(decoding: body, as: UTF8.self) }
+        /// The body as a JSON object, if it is one.
+        public var json: [String: Any]? {
+            (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
+        }
+        /// A header, case-insensitively.
+        public func header(_ name: String) -> String? {
+            headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+        }
+    }
+
+    /// A form-encoded POST to the server (e.g. `/oauth/token`); any status is returned.
+    public func post(_ path: String, form: [String: String], timeout: TimeInterval = 30) throws -> Answer {
+        var request = URLRequest(url: URL(string: baseURL.absoluteString + path)!)
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Self.formEncode(form)
+        return try send(request, path: path, timeout: timeout)
+    }
+
+    public static func formEncode(_ form: [String: String]) -> Data {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        let pairs = form.sorted { $0.key < $1.key }.map { key, value in
+            let k = key.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+            let v = value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+            return "\(k)=\(v)"
+        }
+        return Data(pairs.joined(separator: "&").utf8)
+    }
+
+    private func control(_ method: String, _ name: String, _ body: Any?) throws -> [String: Any] {
+        let path = "/__test/\(name)"
+        guard isRunning else { throw Failure.notRunning }
+        var request = URLRequest(url: URL(string: baseURL.absoluteString + path)!)
+        request.httpMethod = method
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = try JSONSerialization.data(withJSONObject: body)
+        }
+        let answer = try send(request, path: path, timeout: 30)
+        guard answer.status == 200 else {
+            throw Failure.controlFailed(path: path, status: answer.status, body: answer.text)
+        }
+        return answer.json ?? [:]
+    }
+
+    private final class Outcome: @unchecked Sendable {  // written once before `done` is signalled, read after
+        var data: Data?
+        var response: URLResponse?
+        var error: Error?
+    }
+
+    private func send(_ request: URLRequest, path: String, timeout: TimeInterval) throws -> Answer {
+        var request = request
+        request.timeoutInterval = timeout
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        let task = session.dataTask(with: request) { data, response, error in
+            outcome.data = data
+            outcome.response = response
+            outcome.error = error
+            done.signal()
+        }
+        task.resume()
+        if done.wait(timeout: .now() + timeout + 5) == .timedOut {
+            task.cancel()
+            throw Failure.transport(path: path, underlying: "no answer within \(timeout) s")
+        }
+        if let error = outcome.error {
+            throw Failure.transport(path: path, underlying: String(describing: error))
+        }
+        guard let http = outcome.response as? HTTPURLResponse else {
+            throw Failure.transport(path: path, underlying: "not an HTTP answer")
+        }
+        var headers: [String: String] = [:]
+        for (key, value) in http.allHeaderFields {
+            headers[String(describing: key)] = String(describing: value)
+        }
+        return Answer(status: http.statusCode, headers: headers, body: outcome.data ?? Data())
+    }
+}
