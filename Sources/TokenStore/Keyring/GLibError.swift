@@ -1,0 +1,85 @@
+internal import CLibSecret
+
+/// Turns a `GError` from libsecret/GIO into a ``TokenStoreError`` with the cause attached.
+enum GLibError {
+    /// Reads and frees `error`; `nil` stays `nil`.
+    static func take(_ error: UnsafeMutablePointer<GError>?) -> TokenStoreError.Cause? {
+        guard let error else { return nil }
+        defer { g_error_free(error) }
+        return cause(of: error)
+    }
+
+    static func cause(of error: UnsafeMutablePointer<GError>) -> TokenStoreError.Cause {
+        let domain = g_quark_to_string(error.pointee.domain).map { String(cString: $0) } ?? "unknown"
+        let message = error.pointee.message.map { String(cString: $0) } ?? ""
+        return .glib(domain: domain, code: error.pointee.code, message: message)
+    }
+
+    /// Classifies `error` (and frees it) into the error the key provider throws.
+    ///
+    /// - `SECRET_ERROR_IS_LOCKED` → `keyringLocked`
+    /// - `G_IO_ERROR_CANCELLED` → `cancelled`; the GIO/D-Bus time-outs → `timedOut`
+    /// - no bus, no name owner, connection failures → `secretServiceUnavailable`
+    /// - anything else → `ioError`
+    static func classify(
+        _ error: UnsafeMutablePointer<GError>, operation: String
+    ) -> TokenStoreError {
+        defer { g_error_free(error) }
+        let cause = cause(of: error)
+        let domain = error.pointee.domain
+        let code = error.pointee.code
+
+        if domain == secret_error_get_quark() {
+            if code == Int32(SECRET_ERROR_IS_LOCKED.rawValue) {
+                return TokenStoreError(
+                    .keyringLocked, "The keyring holding the data key is locked (\(operation)).",
+                    hint: TokenStoreError.unlockHint, cause: cause)
+            }
+            return TokenStoreError(
+                .ioError, "The Secret Service refused the request (\(operation)).", cause: cause)
+        }
+        if domain == g_io_error_quark() {
+            if code == Int32(G_IO_ERROR_CANCELLED.rawValue) {
+                return TokenStoreError(.cancelled, "The Secret Service call was cancelled (\(operation)).", cause: cause)
+            }
+            if code == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
+                return TokenStoreError(
+                    .timedOut, "The Secret Service did not answer in time (\(operation)).",
+                    hint: TokenStoreError.secretServiceHint, cause: cause)
+            }
+            // Connecting to the session bus failed: no address, autolaunch impossible,
+            // socket missing or refused, connection closed.
+            return unavailable(operation, cause)
+        }
+        if domain == g_dbus_error_quark() {
+            switch GDBusError(rawValue: UInt32(bitPattern: code)) {
+            case G_DBUS_ERROR_NO_REPLY, G_DBUS_ERROR_TIMEOUT, G_DBUS_ERROR_TIMED_OUT:
+                return TokenStoreError(
+                    .timedOut, "The Secret Service did not answer in time (\(operation)).",
+                    hint: TokenStoreError.secretServiceHint, cause: cause)
+            case G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER,
+                G_DBUS_ERROR_NO_SERVER, G_DBUS_ERROR_DISCONNECTED, G_DBUS_ERROR_BAD_ADDRESS,
+                G_DBUS_ERROR_NO_NETWORK, G_DBUS_ERROR_NOT_SUPPORTED, G_DBUS_ERROR_UNKNOWN_METHOD,
+                G_DBUS_ERROR_UNKNOWN_INTERFACE, G_DBUS_ERROR_UNKNOWN_OBJECT,
+                G_DBUS_ERROR_SPAWN_EXEC_FAILED, G_DBUS_ERROR_SPAWN_FORK_FAILED,
+                G_DBUS_ERROR_SPAWN_CHILD_EXITED, G_DBUS_ERROR_SPAWN_CHILD_SIGNALED,
+                G_DBUS_ERROR_SPAWN_FAILED, G_DBUS_ERROR_SPAWN_SETUP_FAILED,
+                G_DBUS_ERROR_SPAWN_CONFIG_INVALID, G_DBUS_ERROR_SPAWN_SERVICE_INVALID,
+                G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND, G_DBUS_ERROR_SPAWN_PERMISSIONS_INVALID,
+                G_DBUS_ERROR_SPAWN_FILE_INVALID, G_DBUS_ERROR_SPAWN_NO_MEMORY:
+                return unavailable(operation, cause)
+            default:
+                return TokenStoreError(
+                    .ioError, "The Secret Service call failed (\(operation)).", cause: cause)
+            }
+        }
+        return TokenStoreError(.ioError, "The Secret Service call failed (\(operation)).", cause: cause)
+    }
+
+    static func unavailable(_ operation: String, _ cause: TokenStoreError.Cause?) -> TokenStoreError {
+        TokenStoreError(
+            .secretServiceUnavailable,
+            "No Secret Service answered on the session bus (\(operation)).",
+            hint: TokenStoreError.secretServiceHint, cause: cause)
+    }
+}

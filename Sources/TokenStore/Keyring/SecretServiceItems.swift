@@ -1,0 +1,276 @@
+internal import CLibSecret
+
+/// The libsecret calls behind ``SecretServiceKeyProvider``. Every function blocks, so each
+/// runs on a ``GLibWorkerThread``; each frees every GLib object it makes before returning.
+///
+/// Only non-variadic libsecret entry points are used (`secret_schema_newv`,
+/// `secret_password_*v_*_sync`), and the item attributes hold only `store-id` and `key-id`.
+enum SecretServiceItems {
+    static let schemaName = "dev.tokenstore.DataKey"
+    static let storeIDAttribute = "store-id"
+    static let keyIDAttribute = "key-id"
+    /// `SECRET_COLLECTION_DEFAULT` (a C macro, not imported).
+    static let defaultCollectionAlias = "default"
+    static let contentType = "application/octet-stream"
+
+    /// What a search without unlocking found for one reference.
+    struct Found: Sendable {
+        /// Items matching the reference in any collection, locked or not.
+        var count = 0
+        /// How many of them are locked.
+        var locked = 0
+        /// The secret of the single unlocked item, when secrets were asked for and exactly one
+        /// item matched.
+        var secret: SecretBytes?
+    }
+
+    // MARK: - Operations
+
+    /// Searches every collection for items of `reference` without unlocking anything
+    /// (no `SECRET_SEARCH_UNLOCK`, so no prompt), optionally loading the secret.
+    static func search(
+        _ reference: DataKeyReference, loadSecret: Bool, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> Found {
+        try withSchema { schema throws(TokenStoreError) in
+            try withAttributes(reference) { attributes throws(TokenStoreError) in
+                var flags = SECRET_SEARCH_ALL.rawValue
+                if loadSecret { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }
+                var error: UnsafeMutablePointer<GError>?
+                let list = secret_password_searchv_sync(
+                    schema, attributes, SecretSearchFlags(rawValue: flags), cancellable.pointer, &error)
+                if let error {
+                    if let list { g_list_free_full(list, g_object_unref) }
+                    throw GLibError.classify(error, operation: operation)
+                }
+                guard let list else { return Found() }
+                defer { g_list_free_full(list, g_object_unref) }
+
+                var found = Found()
+                var single: UnsafeMutableRawPointer?
+                var node: UnsafeMutablePointer<GList>? = list
+                while let current = node {
+                    node = current.pointee.next
+                    guard let object = current.pointee.data else { continue }
+                    found.count += 1
+                    if isLocked(object) { found.locked += 1 } else { single = object }
+                }
+                if loadSecret, found.count == 1, found.locked == 0, let single {
+                    found.secret = try secret(of: single, cancellable, operation: operation)
+                }
+                return found
+            }
+        }
+    }
+
+    /// Whether the collection behind the `default` alias is locked; `nil` when there is no
+    /// default collection. Asks the service itself (`Properties.Get`) rather than trusting a
+    /// cached proxy property.
+    static func defaultCollectionLocked(
+        _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> Bool? {
+        try withService(cancellable, operation: operation) { service throws(TokenStoreError) in
+            guard let collection = try defaultCollection(service, cancellable, operation: operation) else {
+                return nil
+            }
+            defer { g_object_unref(collection) }
+            let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
+            let path = g_dbus_proxy_get_object_path(
+                UnsafeMutableRawPointer(collection).assumingMemoryBound(to: GDBusProxy.self))
+            var children: [OpaquePointer?] = [
+                g_variant_new_string("org.freedesktop.Secret.Collection"),
+                g_variant_new_string("Locked"),
+            ]
+            let parameters = children.withUnsafeMutableBufferPointer {
+                g_variant_new_tuple($0.baseAddress, 2)
+            }
+            var error: UnsafeMutablePointer<GError>?
+            let reply = g_dbus_connection_call_sync(
+                g_dbus_proxy_get_connection(proxy), g_dbus_proxy_get_name(proxy), path,
+                "org.freedesktop.DBus.Properties", "Get", parameters, nil,
+                G_DBUS_CALL_FLAGS_NONE, -1, cancellable.pointer, &error)
+            if let error { throw GLibError.classify(error, operation: operation) }
+            guard let reply else {
+                throw TokenStoreError(.ioError, "The Secret Service gave no lock state (\(operation)).")
+            }
+            defer { g_variant_unref(reply) }
+            guard g_variant_n_children(reply) == 1 else { throw badLockReply(operation) }
+            let boxed = g_variant_get_child_value(reply, 0)!
+            defer { g_variant_unref(boxed) }
+            guard g_variant_classify(boxed) == G_VARIANT_CLASS_VARIANT else { throw badLockReply(operation) }
+            let value = g_variant_get_variant(boxed)!
+            defer { g_variant_unref(value) }
+            guard g_variant_classify(value) == G_VARIANT_CLASS_BOOLEAN else { throw badLockReply(operation) }
+            return g_variant_get_boolean(value) != 0
+        }
+    }
+
+    /// Stores `key` in the default collection, replacing an item with the same attributes.
+    static func store(
+        _ key: SecretBytes, for reference: DataKeyReference, _ cancellable: GLibCancellable,
+        operation: String
+    ) throws(TokenStoreError) {
+        try withSchema { schema throws(TokenStoreError) in
+            try withAttributes(reference) { attributes throws(TokenStoreError) in
+                // secret_value_new copies the bytes into libsecret's own non-pageable memory.
+                let value = key.withUnsafeBytes { bytes in
+                    secret_value_new(
+                        bytes.baseAddress?.assumingMemoryBound(to: gchar.self), gssize(bytes.count),
+                        contentType)
+                }
+                guard let value else {
+                    throw TokenStoreError(.ioError, "libsecret could not hold the key (\(operation)).")
+                }
+                defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+                var error: UnsafeMutablePointer<GError>?
+                let stored = secret_password_storev_binary_sync(
+                    schema, attributes, defaultCollectionAlias, reference.label, value,
+                    cancellable.pointer, &error)
+                if let error { throw GLibError.classify(error, operation: operation) }
+                if stored == 0 {
+                    throw TokenStoreError(.ioError, "The Secret Service did not store the key (\(operation)).")
+                }
+            }
+        }
+    }
+
+    /// Deletes the unlocked items of `reference`. Returns false when nothing was deleted,
+    /// which libsecret also answers for items in a locked collection.
+    static func clear(
+        _ reference: DataKeyReference, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> Bool {
+        try withSchema { schema throws(TokenStoreError) in
+            try withAttributes(reference) { attributes throws(TokenStoreError) in
+                var error: UnsafeMutablePointer<GError>?
+                let cleared = secret_password_clearv_sync(schema, attributes, cancellable.pointer, &error)
+                if let error { throw GLibError.classify(error, operation: operation) }
+                return cleared != 0
+            }
+        }
+    }
+
+    /// Asks the service to unlock the default collection; the service may show a prompt and
+    /// this waits for it. Returns false when the prompt was dismissed or could not be shown.
+    static func unlockDefaultCollection(
+        _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> Bool {
+        try withService(cancellable, operation: operation) { service throws(TokenStoreError) in
+            guard let collection = try defaultCollection(service, cancellable, operation: operation) else {
+                throw TokenStoreError(
+                    .ioError, "The Secret Service has no default collection to unlock (\(operation)).",
+                    hint: TokenStoreError.secretServiceHint)
+            }
+            defer { g_object_unref(collection) }
+            let objects = g_list_append(nil, UnsafeMutableRawPointer(collection))
+            defer { g_list_free(objects) }
+            var unlocked: UnsafeMutablePointer<GList>?
+            var error: UnsafeMutablePointer<GError>?
+            let count = secret_service_unlock_sync(service, objects, cancellable.pointer, &unlocked, &error)
+            if let unlocked { g_list_free_full(unlocked, g_object_unref) }
+            if let error { throw GLibError.classify(error, operation: operation) }
+            return count > 0
+        }
+    }
+
+    // MARK: - Pieces
+
+    private static func withService<R>(
+        _ cancellable: GLibCancellable, operation: String,
+        _ body: (UnsafeMutablePointer<SecretService>) throws(TokenStoreError) -> R
+    ) throws(TokenStoreError) -> R {
+        var error: UnsafeMutablePointer<GError>?
+        let service = secret_service_get_sync(SECRET_SERVICE_NONE, cancellable.pointer, &error)
+        if let error {
+            if let service { g_object_unref(service) }
+            throw GLibError.classify(error, operation: operation)
+        }
+        guard let service else { throw GLibError.unavailable(operation, nil) }
+        defer { g_object_unref(service) }
+        return try body(service)
+    }
+
+    /// The collection the `default` alias points at (a new reference: `g_object_unref`), or nil.
+    private static func defaultCollection(
+        _ service: UnsafeMutablePointer<SecretService>, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> UnsafeMutablePointer<SecretCollection>? {
+        var error: UnsafeMutablePointer<GError>?
+        let collection = secret_collection_for_alias_sync(
+            service, defaultCollectionAlias, SECRET_COLLECTION_NONE, cancellable.pointer, &error)
+        if let error {
+            if let collection { g_object_unref(collection) }
+            throw GLibError.classify(error, operation: operation)
+        }
+        return collection
+    }
+
+    private static func badLockReply(_ operation: String) -> TokenStoreError {
+        TokenStoreError(.ioError, "The Secret Service answered the lock state with an unexpected type (\(operation)).")
+    }
+
+    /// The schema: name `dev.tokenstore.DataKey`, two string attributes, flags NONE (so the
+    /// `xdg:schema` attribute is matched too).
+    private static func withSchema<R>(
+        _ body: (UnsafeMutablePointer<SecretSchema>) throws(TokenStoreError) -> R
+    ) throws(TokenStoreError) -> R {
+        let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil)!
+        defer { g_hash_table_unref(types) }
+        // Values are SecretSchemaAttributeType as pointers; STRING is 0, a null pointer.
+        let stringType = UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue))
+        g_hash_table_insert(types, g_strdup(storeIDAttribute), stringType)
+        g_hash_table_insert(types, g_strdup(keyIDAttribute), stringType)
+        guard let schema = secret_schema_newv(schemaName, SECRET_SCHEMA_NONE, types) else {
+            throw TokenStoreError(.ioError, "libsecret could not make the item schema.")
+        }
+        defer { secret_schema_unref(schema) }
+        return try body(schema)
+    }
+
+    /// `store-id` and `key-id`, nothing else: Secret Service attributes are not encrypted.
+    private static func withAttributes<R>(
+        _ reference: DataKeyReference, _ body: (OpaquePointer) throws(TokenStoreError) -> R
+    ) throws(TokenStoreError) -> R {
+        let attributes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
+        defer { g_hash_table_unref(attributes) }
+        g_hash_table_insert(attributes, g_strdup(storeIDAttribute), g_strdup(reference.storeID))
+        g_hash_table_insert(attributes, g_strdup(keyIDAttribute), g_strdup(reference.keyID))
+        return try body(attributes)
+    }
+
+    /// Whether a search result is a locked `SecretItem`. Results of other backends (the
+    /// file backend) have no lock of their own: they count as unlocked.
+    private static func isLocked(_ object: UnsafeMutableRawPointer) -> Bool {
+        let instance = object.assumingMemoryBound(to: GTypeInstance.self)
+        guard g_type_check_instance_is_a(instance, secret_item_get_type()) != 0 else { return false }
+        return secret_item_get_locked(object.assumingMemoryBound(to: SecretItem.self)) != 0
+    }
+
+    /// The secret of one unlocked search result, copied straight from libsecret's buffer
+    /// into guarded memory.
+    private static func secret(
+        of object: UnsafeMutableRawPointer, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> SecretBytes {
+        var value: OpaquePointer?
+        let instance = object.assumingMemoryBound(to: GTypeInstance.self)
+        if g_type_check_instance_is_a(instance, secret_item_get_type()) != 0 {
+            value = secret_item_get_secret(object.assumingMemoryBound(to: SecretItem.self))
+        }
+        if value == nil {
+            var error: UnsafeMutablePointer<GError>?
+            value = secret_retrievable_retrieve_secret_sync(OpaquePointer(object), cancellable.pointer, &error)
+            if let error {
+                if let value { secret_value_unref(UnsafeMutableRawPointer(value)) }
+                throw GLibError.classify(error, operation: operation)
+            }
+        }
+        guard let value else {
+            throw TokenStoreError(.ioError, "The Secret Service returned an item without a secret (\(operation)).")
+        }
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        var length: gsize = 0
+        let bytes = secret_value_get(value, &length)
+        return SecretBytes(count: Int(length)) { buffer in
+            if let bytes, let target = buffer.baseAddress, length > 0 {
+                target.copyMemory(from: bytes, byteCount: Int(length))
+            }
+        }
+    }
+}

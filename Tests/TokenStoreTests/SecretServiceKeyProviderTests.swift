@@ -1,0 +1,452 @@
+import Foundation
+import TestSupport
+import Testing
+import TokenStore
+
+// These tests run against the real gnome-keyring that `scripts/with-keyring` starts:
+//
+//     scripts/with-keyring swift test --filter SecretServiceKeyProvider
+//
+// Outside it they are skipped. Scenarios that lock the keyring, hang the daemon, or need
+// no bus at all run in a child process: the test binary re-runs itself with
+// `--filter secretServiceChildScenario` and an environment naming the scenario. Locking
+// happens in a keyring of the child's own (a nested `scripts/with-keyring`), so it never
+// disturbs tests that use the shared keyring at the same time, and the "no bus" cases get a
+// process whose libsecret has never connected to anything (libsecret caches its service
+// connection per process). The child writes one line per step to a report file; the parent
+// asserts on that file, so a child that did not run fails the test.
+
+private let enabledInKeyring = ConditionTrait.enabled(
+    if: PrivateKeyring.isAvailable, Comment(rawValue: PrivateKeyring.skipReason))
+
+private func randomHex(_ bytes: Int = 16) -> String {
+    (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+}
+
+private func newReference() -> DataKeyReference {
+    DataKeyReference(storeID: randomHex(), keyID: randomHex(), appID: "dev.tokenstore.tests")
+}
+
+private func randomKey(_ count: Int = 32) -> SecretBytes {
+    SecretBytes((0..<count).map { _ in UInt8.random(in: 0...255) })
+}
+
+private func code(of body: () throws -> Void) -> TokenStoreError.Code? {
+    do {
+        try body()
+        return nil
+    } catch let error as TokenStoreError {
+        return error.code
+    } catch {
+        Issue.record("not a TokenStoreError: \(error)")
+        return nil
+    }
+}
+
+private func error(of body: () throws -> Void) -> TokenStoreError? {
+    do {
+        try body()
+        return nil
+    } catch {
+        return error as? TokenStoreError
+    }
+}
+
+// MARK: - In the shared private keyring
+
+@Suite("SecretServiceKeyProvider against gnome-keyring", .serialized, enabledInKeyring)
+struct SecretServiceKeyProviderTests {
+    let provider = SecretServiceKeyProvider()
+
+    @Test func storeLoadDeleteRoundTrip() throws {
+        let reference = newReference()
+        defer { try? PrivateKeyring.clearItems(storeID: reference.storeID) }
+        let key = randomKey()
+
+        #expect(try provider.availability(of: reference) == .missing)
+        try provider.storeKey(key, for: reference)
+        #expect(try provider.availability(of: reference) == .present)
+        let loaded = try #require(try provider.loadKey(reference))
+        #expect(loaded == key)
+        #expect(loaded.count == 32)
+
+        try provider.deleteKey(reference)
+        #expect(try provider.loadKey(reference) == nil)
+        #expect(try provider.availability(of: reference) == .missing)
+        #expect(try PrivateKeyring.itemCount(attributes: ["store-id": reference.storeID]) == 0)
+    }
+
+    @Test func loadOfMissingKeyIsNil() throws {
+        #expect(try provider.loadKey(newReference()) == nil)
+    }
+
+    @Test func deleteIsIdempotent() throws {
+        let reference = newReference()
+        defer { try? PrivateKeyring.clearItems(storeID: reference.storeID) }
+        try provider.deleteKey(reference)  // never stored
+        try provider.storeKey(randomKey(), for: reference)
+        try provider.deleteKey(reference)
+        try provider.deleteKey(reference)
+        #expect(try provider.loadKey(reference) == nil)
+    }
+
+    @Test func storeReplacesTheItemOfTheSameReference() throws {
+        let reference = newReference()
+        defer { try? PrivateKeyring.clearItems(storeID: reference.storeID) }
+        let first = randomKey()
+        let second = randomKey()
+        try provider.storeKey(first, for: reference)
+        try provider.storeKey(second, for: reference)
+        #expect(try provider.loadKey(reference) == second)
+        #expect(try PrivateKeyring.itemCount(attributes: ["store-id": reference.storeID]) == 1)
+    }
+
+    @Test func keysOfDifferentReferencesStayApart() throws {
+        let reference = newReference()
+        let sibling = DataKeyReference(storeID: reference.storeID, keyID: randomHex(), appID: reference.appID)
+        defer { try? PrivateKeyring.clearItems(storeID: reference.storeID) }
+        let key = randomKey()
+        let siblingKey = randomKey()
+        try provider.storeKey(key, for: reference)
+        try provider.storeKey(siblingKey, for: sibling)
+        #expect(try provider.loadKey(reference) == key)
+        #expect(try provider.loadKey(sibling) == siblingKey)
+        try provider.deleteKey(sibling)
+        #expect(try provider.loadKey(reference) == key)
+        #expect(try provider.loadKey(sibling) == nil)
+    }
+
+    @Test func itemHoldsOnlyStoreIDAndKeyIDAndTheLabel() throws {
+        let reference = newReference()
+        defer { try? PrivateKeyring.clearItems(storeID: reference.storeID) }
+        try provider.storeKey(randomKey(), for: reference)
+        let result = try PrivateKeyring.run("secret-tool", ["search", "--all", "store-id", reference.storeID])
+        let text = result.standardOutput + result.standardError
+        let attributeNames = Set(
+            text.split(separator: "\n")
+                .filter { $0.hasPrefix("attribute.") }
+                .compactMap { $0.dropFirst("attribute.".count).split(separator: " ").first.map(String.init) })
+        // secret-tool shows the `xdg:schema` attribute as its own `schema =` line.
+        #expect(attributeNames == ["store-id", "key-id"], "\(text)")
+        #expect(text.contains("\nschema = dev.tokenstore.DataKey\n"), "\(text)")
+        #expect(text.contains("label = \(reference.label)"), "\(text)")
+        #expect(text.contains(reference.keyID))
+    }
+
+    @Test func keyOfWrongLengthIsCorrupt() throws {
+        let reference = newReference()
+        defer { try? PrivateKeyring.clearItems(storeID: reference.storeID) }
+        let planted: [UInt8] = Array("zq!x7".utf8)
+        try PrivateKeyring.storeRawItem(
+            attributes: [
+                "xdg:schema": "dev.tokenstore.DataKey", "store-id": reference.storeID,
+                "key-id": reference.keyID,
+            ],
+            secret: planted)
+        let thrown = try #require(error { _ = try provider.loadKey(reference) })
+        #expect(thrown.code == .dataKeyCorrupt)
+        #expect(thrown.message.contains("5 bytes"))
+        #expect(!thrown.description.contains("zq!x7"))
+    }
+
+    @Test func twoItemsForOneReferenceAreCorruptAndDeleteRemovesBoth() throws {
+        let reference = newReference()
+        defer { try? PrivateKeyring.clearItems(storeID: reference.storeID) }
+        try provider.storeKey(randomKey(), for: reference)
+        // A second item with the same attributes in another collection (gnome-keyring's
+        // in-memory "session" collection; the default one would just replace the first).
+        try PrivateKeyring.storeRawItem(
+            attributes: [
+                "xdg:schema": "dev.tokenstore.DataKey", "store-id": reference.storeID,
+                "key-id": reference.keyID,
+            ],
+            secret: Array(repeating: 7, count: 32), collection: "session")
+        #expect(try PrivateKeyring.itemCount(attributes: ["store-id": reference.storeID]) == 2)
+
+        let thrown = try #require(error { _ = try provider.loadKey(reference) })
+        #expect(thrown.code == .dataKeyCorrupt)
+        #expect(thrown.message.contains("More than one key item"))
+        #expect(code { _ = try provider.availability(of: reference) } == .dataKeyCorrupt)
+
+        try provider.deleteKey(reference)
+        #expect(try PrivateKeyring.itemCount(attributes: ["store-id": reference.storeID]) == 0)
+        #expect(try provider.loadKey(reference) == nil)
+    }
+
+    @Test func storeRefusesAKeyOfWrongLength() throws {
+        let reference = newReference()
+        defer { try? PrivateKeyring.clearItems(storeID: reference.storeID) }
+        #expect(code { try provider.storeKey(randomKey(16), for: reference) } == .invalidInput)
+        #expect(code { try provider.storeKey(SecretBytes([UInt8]()), for: reference) } == .invalidInput)
+        #expect(try provider.loadKey(reference) == nil)
+    }
+
+    @Test func manyThreadsAtOnce() async throws {
+        let reference = newReference()
+        defer { try? PrivateKeyring.clearItems(storeID: reference.storeID) }
+        let key = randomKey()
+        try provider.storeKey(key, for: reference)
+        let provider = self.provider
+        let matches = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<16 {
+                group.addTask { try provider.loadKey(reference) == key }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(matches == 16)
+    }
+
+    @Test func nameIsSecretService() {
+        #expect(provider.name == "secret-service")
+    }
+
+    // MARK: Child-process scenarios
+
+    @Test func lockedKeyringThrowsKeyringLockedEverywhereThenWorksAfterUnlock() throws {
+        let report = try ChildScenario.locked.run(on: .ownPrivateKeyring)
+        let expected: [(String, String)] = [
+            ("store-before-lock", "ok"),
+            ("locked-state", "true"),
+            ("load", "keyringLocked"),
+            ("load-hint", "ok"),
+            ("load-missing-reference", "keyringLocked"),
+            ("store", "keyringLocked"),
+            ("store-new-reference", "keyringLocked"),
+            ("delete", "keyringLocked"),
+            ("delete-missing-reference", "keyringLocked"),
+            ("availability", "locked"),
+            ("availability-missing-reference", "locked"),
+            ("still-locked-after-checks", "true"),
+            ("unlock-prompt-headless", "keyringLocked"),
+            ("interactive-load-headless", "keyringLocked"),
+            ("unlock", "ok"),
+            ("load-after-unlock", "match"),
+            ("availability-after-unlock", "present"),
+            ("store-after-unlock", "ok"),
+            ("delete-after-unlock", "ok"),
+            ("load-after-delete", "nil"),
+            ("availability-missing-after-unlock", "missing"),
+            ("unlock-when-unlocked", "ok"),
+        ]
+        report.expect(expected)
+    }
+
+    @Test func noSessionBusIsSecretServiceUnavailable() throws {
+        let report = try ChildScenario.unavailable.run(on: .none)
+        report.expectUnavailable()
+        #expect(report.detail("load").contains("g-io-error-quark"), "\(report)")
+    }
+
+    @Test func busWithoutSecretServiceIsSecretServiceUnavailable() throws {
+        let report = try ChildScenario.unavailable.run(on: .withoutSecretService)
+        report.expectUnavailable()
+        #expect(report.detail("load").contains("g-dbus-error-quark error 2"), "\(report)")  // SERVICE_UNKNOWN
+    }
+
+    @Test func hungDaemonTimesOutAndTheProviderRecovers() throws {
+        let report = try ChildScenario.hung.run(on: .ownPrivateKeyring)
+        report.expect([
+            ("store", "ok"),
+            ("load-while-stopped", "timedOut"),
+            ("load-while-stopped-bounded", "ok"),
+            ("load-after-continue", "match"),
+        ])
+    }
+}
+
+// MARK: - Child scenarios
+
+/// A scenario that runs in a child process (see the comment at the top of the file).
+enum ChildScenario: String {
+    case locked, unavailable, hung
+
+    static let scenarioVariable = "TOKENSTORE_SS_CHILD_SCENARIO"
+    static let reportVariable = "TOKENSTORE_SS_CHILD_REPORT"
+
+    static var current: ChildScenario? {
+        ProcessInfo.processInfo.environment[scenarioVariable].flatMap(ChildScenario.init(rawValue:))
+    }
+
+    /// Re-runs this test binary with only ``secretServiceChildScenario()`` enabled.
+    func run(on bus: PrivateKeyring.ChildBus) throws -> ChildReport {
+        let directory = try TemporaryDirectory(prefix: "tokenstore-child")
+        let reportURL = directory.appending("report.txt")
+        let result = try PrivateKeyring.runChild(
+            on: bus, executable: try PrivateKeyring.currentExecutable(),
+            arguments: ["--testing-library", "swift-testing", "--filter", "secretServiceChildScenario"],
+            environment: [Self.scenarioVariable: rawValue, Self.reportVariable: reportURL.path])
+        let text = (try? String(contentsOf: reportURL, encoding: .utf8)) ?? ""
+        let report = ChildReport(text: text, process: result)
+        #expect(result.status == 0 && !result.timedOut, "child failed: \(result)")
+        #expect(report.lines.last?.0 == "done", "the child scenario did not finish: \(report)")
+        return report
+    }
+}
+
+/// Lines `step<TAB>outcome<TAB>detail` written by a child scenario.
+struct ChildReport: CustomStringConvertible {
+    let text: String
+    let process: PrivateKeyring.ProcessResult
+
+    var lines: [(String, String, String)] {
+        text.split(separator: "\n").map { line in
+            let parts = line.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+            return (parts[0], parts.count > 1 ? parts[1] : "", parts.count > 2 ? parts[2] : "")
+        }
+    }
+
+    func outcome(_ step: String) -> String? { lines.first { $0.0 == step }?.1 }
+    func detail(_ step: String) -> String { lines.first { $0.0 == step }?.2 ?? "" }
+
+    func expect(_ expected: [(String, String)], sourceLocation: SourceLocation = #_sourceLocation) {
+        for (step, outcome) in expected {
+            #expect(
+                self.outcome(step) == outcome, "step \(step): \(detail(step))\n\(self)",
+                sourceLocation: sourceLocation)
+        }
+    }
+
+    func expectUnavailable(sourceLocation: SourceLocation = #_sourceLocation) {
+        expect(
+            [
+                ("load", "secretServiceUnavailable"), ("store", "secretServiceUnavailable"),
+                ("delete", "secretServiceUnavailable"), ("availability", "secretServiceUnavailable"),
+                ("unlock", "secretServiceUnavailable"), ("load-hint", "ok"),
+                ("load-again", "secretServiceUnavailable"),
+            ], sourceLocation: sourceLocation)
+    }
+
+    var description: String { "--- report\n\(text)\n--- child \(process)" }
+}
+
+/// Writes a child scenario's report.
+final class ChildReportWriter {
+    private var text = ""
+    private let url: URL
+
+    init(path: String) { url = URL(fileURLWithPath: path) }
+
+    func record(_ step: String, _ outcome: String, _ detail: String = "") {
+        let clean = detail.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\t", with: " ")
+        text += "\(step)\t\(outcome)\t\(clean)\n"
+        try? text.write(to: url, atomically: true, encoding: .utf8)  // best effort: the parent reads what got written
+    }
+
+    /// Runs `body` and records "ok", or the error's code and description.
+    func step(_ name: String, _ body: () throws -> String = { "ok" }) {
+        do {
+            record(name, try body())
+        } catch let error as TokenStoreError {
+            record(name, error.code.rawValue, error.description)
+        } catch {
+            record(name, "error", "\(error)")
+        }
+    }
+}
+
+@Suite struct SecretServiceChildScenarioEntry {
+    /// The entry point of the child process; skipped in a normal run.
+    @Test(.enabled(if: ChildScenario.current != nil, "runs only as a child scenario"))
+    func secretServiceChildScenario() throws {
+        let scenario = try #require(ChildScenario.current)
+        let path = try #require(ProcessInfo.processInfo.environment[ChildScenario.reportVariable])
+        let report = ChildReportWriter(path: path)
+        switch scenario {
+        case .locked: runLocked(report)
+        case .unavailable: runUnavailable(report)
+        case .hung: runHung(report)
+        }
+        report.record("done", "ok")
+    }
+
+    private func runUnavailable(_ report: ChildReportWriter) {
+        let provider = SecretServiceKeyProvider(timeout: .seconds(20))
+        let reference = newReference()
+        var loadError: TokenStoreError?
+        report.step("load") {
+            do { _ = try provider.loadKey(reference) } catch let error as TokenStoreError {
+                loadError = error
+                throw error
+            }
+            return "returned"
+        }
+        report.step("load-hint") {
+            guard let hint = loadError?.hint, hint.contains("gnome-keyring-daemon") else { return "missing hint" }
+            guard case .glib? = loadError?.cause else { return "missing GLib cause" }
+            return "ok"
+        }
+        report.step("store") { try provider.storeKey(randomKey(), for: reference); return "returned" }
+        report.step("delete") { try provider.deleteKey(reference); return "returned" }
+        report.step("availability") { try provider.availability(of: reference).rawValue }
+        report.step("unlock") { try provider.unlockDefaultCollection(timeout: .seconds(20)); return "returned" }
+        report.step("load-again") { _ = try provider.loadKey(reference); return "returned" }
+    }
+
+    private func runLocked(_ report: ChildReportWriter) {
+        let provider = SecretServiceKeyProvider()
+        let reference = newReference()
+        let missing = newReference()
+        let key = randomKey()
+
+        report.step("store-before-lock") { try provider.storeKey(key, for: reference); return "ok" }
+        report.step("locked-state") {
+            try PrivateKeyring.lockDefaultCollection()
+            return String(try PrivateKeyring.isDefaultCollectionLocked())
+        }
+        var loadError: TokenStoreError?
+        report.step("load") {
+            do { return try provider.loadKey(reference) == nil ? "nil" : "returned a key" } catch let error as TokenStoreError {
+                loadError = error
+                throw error
+            }
+        }
+        report.step("load-hint") { loadError?.hint?.contains("Unlock") == true ? "ok" : "missing hint" }
+        report.step("load-missing-reference") { try provider.loadKey(missing) == nil ? "nil" : "returned a key" }
+        report.step("store") { try provider.storeKey(randomKey(), for: reference); return "returned" }
+        report.step("store-new-reference") { try provider.storeKey(randomKey(), for: missing); return "returned" }
+        report.step("delete") { try provider.deleteKey(reference); return "returned" }
+        report.step("delete-missing-reference") { try provider.deleteKey(missing); return "returned" }
+        report.step("availability") { try provider.availability(of: reference).rawValue }
+        report.step("availability-missing-reference") { try provider.availability(of: missing).rawValue }
+        report.step("still-locked-after-checks") { String(try PrivateKeyring.isDefaultCollectionLocked()) }
+        // No display, so gnome-keyring's prompter cannot start: the prompt counts as dismissed.
+        report.step("unlock-prompt-headless") {
+            try provider.unlockDefaultCollection(timeout: .seconds(20))
+            return "returned"
+        }
+        report.step("interactive-load-headless") {
+            let interactive = SecretServiceKeyProvider(allowsUserInteraction: true, interactionTimeout: .seconds(20))
+            return try interactive.loadKey(reference) == nil ? "nil" : "returned a key"
+        }
+        report.step("unlock") { try PrivateKeyring.unlockDefaultCollection(); return "ok" }
+        report.step("load-after-unlock") { try provider.loadKey(reference) == key ? "match" : "mismatch" }
+        report.step("availability-after-unlock") { try provider.availability(of: reference).rawValue }
+        report.step("store-after-unlock") { try provider.storeKey(key, for: reference); return "ok" }
+        report.step("delete-after-unlock") { try provider.deleteKey(reference); return "ok" }
+        report.step("load-after-delete") { try provider.loadKey(reference) == nil ? "nil" : "returned a key" }
+        report.step("availability-missing-after-unlock") { try provider.availability(of: missing).rawValue }
+        report.step("unlock-when-unlocked") { try provider.unlockDefaultCollection(timeout: .seconds(20)); return "ok" }
+    }
+
+    private func runHung(_ report: ChildReportWriter) {
+        let reference = newReference()
+        let key = randomKey()
+        report.step("store") { try SecretServiceKeyProvider().storeKey(key, for: reference); return "ok" }
+        guard let pid = try? PrivateKeyring.secretServicePID() else {
+            report.record("pid", "error", "no daemon pid")
+            return
+        }
+        kill(pid, SIGSTOP)
+        let started = ContinuousClock.now
+        report.step("load-while-stopped") {
+            _ = try SecretServiceKeyProvider(timeout: .seconds(1)).loadKey(reference)
+            return "returned"
+        }
+        let elapsed = ContinuousClock.now - started
+        report.record("load-while-stopped-bounded", elapsed < .seconds(3) ? "ok" : "slow", "\(elapsed)")
+        kill(pid, SIGCONT)
+        report.step("load-after-continue") {
+            try SecretServiceKeyProvider().loadKey(reference) == key ? "match" : "mismatch"
+        }
+    }
+}
