@@ -1,0 +1,221 @@
+import Foundation
+import TokenStore
+
+/// The one HTTP path of the module to the authorization server (an Auth0 tenant):
+/// the Apple authorization-code exchange, refresh-token renewal and revocation, each
+/// form-encoded, each under the ``RetryPolicy``.
+///
+/// ```swift
+/// let client = AuthorizationServerClient(
+///     configuration: try AuthorizationServerConfiguration(
+///         domain: "https://tenant.auth0.com", clientID: "abc123"),
+///     logger: logger)
+/// let tokens = try await client.exchangeAppleAuthorizationCode(code, scopes: ["openid", "offline_access"])
+/// ```
+///
+/// Log lines (info and debug only) carry the endpoint, attempt, HTTP status, delay and
+/// outcome; never a token, a body or an identifier.
+public struct AuthorizationServerClient: Sendable {
+    /// The validated configuration.
+    public let configuration: AuthorizationServerConfiguration
+    /// The transport every request goes through.
+    public let transport: any HTTPTransport
+    /// The retry policy every call follows.
+    public let retryPolicy: RetryPolicy
+    /// The logger (``TokenStore/Logger/disabled`` by default).
+    public let logger: Logger
+
+    /// The grant type of Auth0's native Apple sign-in token exchange.
+    public static let tokenExchangeGrantType = "urn:ietf:params:oauth:grant-type:token-exchange"
+    /// The subject token type of an Apple authorization code at Auth0.
+    public static let appleAuthorizationCodeTokenType = "http://auth0.com/oauth/token-type/apple-authz-code"
+
+    /// A client. The configuration was validated when it was made, so no request can go to a
+    /// non-loopback `http://` host.
+    public init(
+        configuration: AuthorizationServerConfiguration, transport: any HTTPTransport = URLSessionTransport(),
+        retryPolicy: RetryPolicy = .default, logger: Logger = .disabled
+    ) {
+        self.configuration = configuration
+        self.transport = transport
+        self.retryPolicy = retryPolicy
+        self.logger = logger
+    }
+
+    /// Exchanges an Apple authorization code for Auth0 tokens (`POST /oauth/token`,
+    /// `grant_type=urn:ietf:params:oauth:grant-type:token-exchange`).
+    ///
+    /// The answer's granted scopes are in ``TokenResponse/grantedScopes``; compare them with
+    /// ``TokenResponse/declinedScopes(requested:)``.
+    /// - Throws: ``AuthSessionError`` — `invalidGrant` (bad, expired or used code),
+    ///   `invalidClient`, `invalidRequest`, `notConnectedToInternet`, `timedOut`,
+    ///   `rateLimited`, `serverError`, `tlsFailure`, `cancelled`, `unexpectedResponse`.
+    public func exchangeAppleAuthorizationCode(_ code: SecretBytes, scopes: [String]) async throws -> TokenResponse {
+        var form: [(String, FormValue)] = [
+            ("grant_type", .text(Self.tokenExchangeGrantType)),
+            ("subject_token_type", .text(Self.appleAuthorizationCodeTokenType)),
+            ("subject_token", .secret(code)),
+            ("client_id", .text(configuration.clientID)),
+        ]
+        if !scopes.isEmpty { form.append(("scope", .text(scopes.joined(separator: " ")))) }
+        if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
+        return try await requestTokens(form: form, endpoint: .tokenExchange, scopes: scopes)
+    }
+
+    /// Renews tokens with a refresh token (`POST /oauth/token`, `grant_type=refresh_token`).
+    ///
+    /// When the answer carries a new refresh token (rotation) the old one is retired at the
+    /// server: store the new one before using the access token.
+    /// - Throws: ``AuthSessionError`` — `interactionRequired` for `invalid_grant` (the OAuth
+    ///   error is kept), `invalidClient`, `invalidRequest`, `notConnectedToInternet`,
+    ///   `timedOut`, `rateLimited`, `serverError`, `tlsFailure`, `cancelled`,
+    ///   `unexpectedResponse`.
+    public func refresh(_ refreshToken: SecretBytes, scopes: [String]) async throws -> TokenResponse {
+        var form: [(String, FormValue)] = [
+            ("grant_type", .text("refresh_token")),
+            ("client_id", .text(configuration.clientID)),
+            ("refresh_token", .secret(refreshToken)),
+        ]
+        if !scopes.isEmpty { form.append(("scope", .text(scopes.joined(separator: " ")))) }
+        if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
+        return try await requestTokens(form: form, endpoint: .refresh, scopes: scopes)
+    }
+
+    /// Revokes a refresh token (`POST /oauth/revoke`, RFC 7009, `token_type_hint=refresh_token`).
+    ///
+    /// Never throws: 200 is ``RevocationResult/revoked`` (also for an unknown token, whatever
+    /// the body); transient failures after the policy gave up are
+    /// ``RevocationResult/retryLater(_:)``; configuration errors are
+    /// ``RevocationResult/failedPermanently(_:)``.
+    public func revoke(_ refreshToken: SecretBytes) async -> RevocationResult {
+        var form: [(String, FormValue)] = [
+            ("client_id", .text(configuration.clientID)),
+            ("token", .secret(refreshToken)),
+            ("token_type_hint", .text("refresh_token")),
+        ]
+        if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
+        let (responseClass, _) = await perform(form: form, endpoint: .revoke)
+        let result = ResponseClassifier.revocationResult(for: responseClass, retryAfterCap: retryPolicy.maximumRetryAfter)
+        var metadata = ["revoke.outcome": result.outcome, "oauth.endpoint": "revoke"]
+        if let error = result.error { metadata["error.code"] = error.code.rawValue }
+        logger.info("Revocation finished.", metadata: metadata)
+        return result
+    }
+
+    // MARK: - Implementation
+
+    private func requestTokens(form: [(String, FormValue)], endpoint: Endpoint, scopes: [String]) async throws
+        -> TokenResponse
+    {
+        let (responseClass, response) = await perform(form: form, endpoint: endpoint)
+        switch responseClass {
+        case .success:
+            guard let response else {
+                throw AuthSessionError(.unexpectedResponse, "No answer was kept for a successful request.")
+            }
+            do {
+                let tokens = try ResponseClassifier.decodeTokenResponse(
+                    status: response.status, headers: response.headers, body: response.body, endpoint: endpoint,
+                    requestedScopes: scopes, receivedAt: retryPolicy.clock.wallClock())
+                logger.info(
+                    "Token request succeeded.",
+                    metadata: [
+                        "oauth.endpoint": endpoint.rawValue, "http.status": "\(response.status)",
+                        "token.rotated": tokens.refreshToken == nil ? "false" : "true",
+                        "scopes.granted": "\(tokens.grantedScopes.count)",
+                    ])
+                return tokens
+            } catch {
+                logger.info(
+                    "Token answer could not be read.",
+                    metadata: ["oauth.endpoint": endpoint.rawValue, "error.code": error.code.rawValue])
+                throw error
+            }
+        case .retryable(var error, let serverDelay):
+            if let serverDelay { error.retryAfter = retryPolicy.capped(serverDelay: serverDelay) }
+            throw error
+        case .permanent(let error):
+            throw error
+        }
+    }
+
+    /// Sends the form to the endpoint under the retry policy; returns the final class and,
+    /// on success, the answer.
+    private func perform(form: [(String, FormValue)], endpoint: Endpoint) async -> (ResponseClass, HTTPResponse?) {
+        let url = endpoint == .revoke ? configuration.revocationEndpoint : configuration.tokenEndpoint
+        var headers = HTTPHeaders()
+        headers["Content-Type"] = FormEncoding.contentType
+        headers["Accept"] = "application/json"
+        headers["Cache-Control"] = "no-store"
+        let request = HTTPRequest(
+            method: "POST", url: url, headers: headers, body: FormEncoding.encode(form),
+            timeout: configuration.requestTimeout)
+        let clock = retryPolicy.clock
+        let start = clock.now()
+        var attempt = 0
+        while true {
+            attempt += 1
+            if Task.isCancelled {
+                return (.permanent(AuthSessionError(.cancelled, "The request was cancelled.")), nil)
+            }
+            let responseClass: ResponseClass
+            var received: HTTPResponse?
+            do {
+                let response = try await transport.send(request)
+                received = response
+                responseClass = ResponseClassifier.classify(
+                    status: response.status, headers: response.headers, body: response.body, endpoint: endpoint,
+                    now: clock.wallClock())
+                logger.debug(
+                    "Answer received.",
+                    metadata: [
+                        "oauth.endpoint": endpoint.rawValue, "attempt": "\(attempt)", "http.status": "\(response.status)",
+                        "class": responseClass.name,
+                    ])
+            } catch let failure as TransportFailure {
+                responseClass = ResponseClassifier.classify(failure)
+                logger.debug(
+                    "Request failed in transport.",
+                    metadata: [
+                        "oauth.endpoint": endpoint.rawValue, "attempt": "\(attempt)",
+                        "transport.failure": failure.kind.rawValue,
+                    ])
+            } catch is CancellationError {
+                responseClass = .permanent(AuthSessionError(.cancelled, "The request was cancelled."))
+            } catch {
+                responseClass = .permanent(
+                    AuthSessionError(
+                        .unexpectedResponse, "The transport failed with \(type(of: error)).",
+                        cause: .other(String(describing: type(of: error)))))
+            }
+
+            guard case .retryable(var error, let serverDelay) = responseClass else {
+                return (responseClass, received)
+            }
+            let elapsed = clock.now() - start
+            switch retryPolicy.decision(afterAttempt: attempt, serverDelay: serverDelay, elapsed: elapsed) {
+            case .giveUp(let retryAfter):
+                error.retryAfter = retryAfter
+                logger.info(
+                    "Giving up after retryable failures.",
+                    metadata: [
+                        "oauth.endpoint": endpoint.rawValue, "attempt": "\(attempt)", "error.code": error.code.rawValue,
+                        "retry.after_ms": retryAfter.map { "\(RetryPolicy.nanoseconds($0) / 1_000_000)" } ?? "none",
+                    ])
+                return (.retryable(error, serverDelay: serverDelay), received)
+            case .retry(let delay):
+                logger.info(
+                    "Retrying after a retryable failure.",
+                    metadata: [
+                        "oauth.endpoint": endpoint.rawValue, "attempt": "\(attempt)", "error.code": error.code.rawValue,
+                        "retry.delay_ms": "\(RetryPolicy.nanoseconds(delay) / 1_000_000)",
+                    ])
+                do {
+                    try await clock.sleep(delay)
+                } catch {
+                    return (.permanent(AuthSessionError(.cancelled, "The request was cancelled while waiting to retry.")), nil)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import TokenStore
+
+/// Where the authorization server is and who the app is to it.
+///
+/// Validated when made: `https://` for any host; plain `http://` only for a loopback host
+/// (`localhost`, `127.0.0.0/8`, `::1`), for tests and local development. Anything else
+/// throws ``AuthSessionError/Code/insecureConfiguration`` before any request is made.
+///
+/// ```swift
+/// let configuration = try AuthorizationServerConfiguration(
+///     domain: URL(string: "https://tenant.auth0.com")!, clientID: "abc123")
+/// ```
+public struct AuthorizationServerConfiguration: Sendable {
+    /// The tenant's base URL, such as `https://tenant.auth0.com`.
+    public let domain: URL
+    /// The application's client id.
+    public let clientID: String
+    /// The client secret of a confidential client, or `nil` for a public (native) client.
+    public let clientSecret: SecretBytes?
+    /// The bound of one request (connect, send, receive the full answer).
+    public var requestTimeout: Duration
+
+    /// A validated configuration.
+    /// - Throws: ``AuthSessionError/Code/insecureConfiguration`` for a URL that is not
+    ///   `https` (or `http` to loopback), has no host, carries credentials, a query or a
+    ///   fragment, or for an empty client id or a non-positive timeout.
+    public init(
+        domain: URL, clientID: String, clientSecret: SecretBytes? = nil, requestTimeout: Duration = .seconds(30)
+    ) throws {
+        try Self.validate(domain: domain)
+        guard !clientID.isEmpty, clientID.utf8.count <= 512 else {
+            throw AuthSessionError(.insecureConfiguration, "The client id is empty or longer than 512 bytes.")
+        }
+        guard requestTimeout > .zero else {
+            throw AuthSessionError(.insecureConfiguration, "The request timeout must be positive.")
+        }
+        self.domain = domain
+        self.clientID = clientID
+        self.clientSecret = clientSecret
+        self.requestTimeout = requestTimeout
+    }
+
+    /// A validated configuration from a URL string such as `"https://tenant.auth0.com"`.
+    /// - Throws: ``AuthSessionError/Code/insecureConfiguration`` as the `URL` initializer,
+    ///   and for a string that is not a URL.
+    public init(
+        domain: String, clientID: String, clientSecret: SecretBytes? = nil, requestTimeout: Duration = .seconds(30)
+    ) throws {
+        guard let url = URL(string: domain) else {
+            throw AuthSessionError(.insecureConfiguration, "The domain is not a valid URL.")
+        }
+        try self.init(domain: url, clientID: clientID, clientSecret: clientSecret, requestTimeout: requestTimeout)
+    }
+
+    /// `{domain}/oauth/token`.
+    public var tokenEndpoint: URL { endpoint("oauth/token") }
+    /// `{domain}/oauth/revoke`.
+    public var revocationEndpoint: URL { endpoint("oauth/revoke") }
+
+    private func endpoint(_ path: String) -> URL {
+        var components = URLComponents(url: domain, resolvingAgainstBaseURL: false) ?? URLComponents()
+        var base = components.path
+        while base.hasSuffix("/") { base.removeLast() }
+        components.path = base + "/" + path
+        // Validated in init: a URL with scheme and host always rebuilds.
+        return components.url ?? domain.appendingPathComponent(path)
+    }
+
+    static func validate(domain: URL) throws {
+        guard let scheme = domain.scheme?.lowercased() else {
+            throw AuthSessionError(
+                .insecureConfiguration, "The domain has no scheme: use https://tenant.auth0.com.")
+        }
+        guard let components = URLComponents(url: domain, resolvingAgainstBaseURL: false),
+            let host = components.host, !host.isEmpty
+        else {
+            throw AuthSessionError(.insecureConfiguration, "The domain has no host.")
+        }
+        guard components.user == nil, components.password == nil else {
+            throw AuthSessionError(.insecureConfiguration, "The domain must not carry a user name or password.")
+        }
+        guard components.query == nil, components.fragment == nil else {
+            throw AuthSessionError(.insecureConfiguration, "The domain must not carry a query or a fragment.")
+        }
+        switch scheme {
+        case "https":
+            return
+        case "http":
+            guard isLoopback(host: host) else {
+                throw AuthSessionError(
+                    .insecureConfiguration,
+                    "Plain http:// is allowed only to a loopback host (localhost, 127.0.0.0/8, ::1); use https://.")
+            }
+        default:
+            throw AuthSessionError(.insecureConfiguration, "The domain's scheme must be https.")
+        }
+    }
+
+    /// `localhost`, an IPv4 address in `127.0.0.0/8`, or `::1` (bracketed or not).
+    static func isLoopback(host rawHost: String) -> Bool {
+        var host = rawHost.lowercased()
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host.hasSuffix(".") { host.removeLast() }
+        if host == "localhost" { return true }
+        if host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4 else { return false }
+        var values: [Int] = []
+        for octet in octets {
+            guard !octet.isEmpty, octet.count <= 3, octet.allSatisfy({ $0.isASCII && $0.isNumber }),
+                let value = Int(octet), value <= 255
+            else { return false }
+            values.append(value)
+        }
+        return values[0] == 127
+    }
+}

@@ -1,0 +1,292 @@
+import TokenStore
+
+/// The one error type of the `AuthSession` module.
+///
+/// Errors are for the app's developers, in the spirit of MSAL's guidance: each has a stable
+/// ``Code`` an app switches on, the HTTP status and the OAuth `error` / `error_description`
+/// when the server gave them (sanitized: printable ASCII, short, token-like runs redacted),
+/// the delay the server asked for, the scopes granted and declined, and the underlying
+/// cause. No token, request body or response body is ever held verbatim in the text.
+///
+/// Match on the code with `~=` (the static constants below name the codes; a bare
+/// `AuthSessionError.Code.x` in a `catch` would be read as an enum-case pattern and cannot
+/// match an `Error`):
+///
+/// ```swift
+/// do { _ = try await client.refresh(token, scopes: ["openid"]) }
+/// catch AuthSessionError.interactionRequired { /* sign the user in again */ }
+/// catch AuthSessionError.notConnectedToInternet { /* try again when online */ }
+/// catch let error as AuthSessionError { switch error.code { … } }
+/// ```
+public struct AuthSessionError: Error, Sendable, CustomStringConvertible {
+    /// Stable error codes. Apps switch on these; the raw values never change.
+    public enum Code: String, Sendable, CaseIterable {
+        /// The user must sign in again: no refresh token is stored, or the server answered
+        /// `invalid_grant` to a refresh (expired, revoked or reused token).
+        case interactionRequired
+        /// The server granted fewer scopes than asked. ``AuthSessionError/grantedScopes`` and
+        /// ``AuthSessionError/declinedScopes`` say which.
+        case serverDeclinedScopes
+        /// The host could not be reached: no network, DNS failure, connection refused,
+        /// reset or lost. Retry when the network is back.
+        case notConnectedToInternet
+        /// The request or the answer did not complete in time (client timeout or HTTP 408).
+        case timedOut
+        /// The server answered 429. ``AuthSessionError/retryAfter`` says when to try again,
+        /// when the server said so.
+        case rateLimited
+        /// The server answered 5xx.
+        case serverError
+        /// The server rejected the client's credentials (`invalid_client`,
+        /// `unauthorized_client`): a configuration error.
+        case invalidClient
+        /// The server rejected the request as malformed (`invalid_request`, unsupported grant
+        /// type, a redirect, or another 4xx): a configuration or programming error.
+        case invalidRequest
+        /// The revocation endpoint does not support revoking this kind of token.
+        case unsupportedTokenType
+        /// The server answered `invalid_grant` to an authorization-code exchange: the Apple
+        /// authorization code is wrong, expired or already used. Nothing was stored.
+        case invalidGrant
+        /// The answer was not what the protocol promises (not JSON, a missing field, a
+        /// redirect, an unknown status). Only a short sanitized excerpt is kept.
+        case unexpectedResponse
+        /// The TLS handshake failed or the server's certificate was refused.
+        case tlsFailure
+        /// The operation was cancelled (task cancellation).
+        case cancelled
+        /// The configuration is refused before any request: plain `http://` to a host that is
+        /// not loopback, a URL without a host, an empty client id.
+        case insecureConfiguration
+        /// A local storage error; ``AuthSessionError/cause`` holds the `TokenStoreError`.
+        case storage
+    }
+
+    /// The underlying cause of an error, kept for diagnosis. Holds no secret.
+    public enum Cause: Sendable, CustomStringConvertible {
+        /// A transport failure, with the original system error attached.
+        case transport(TransportFailure)
+        /// An error from the token store.
+        case storage(TokenStoreError)
+        /// Any other cause, already described without secrets.
+        case other(String)
+
+        /// A one-line description without secrets.
+        public var description: String {
+            switch self {
+            case .transport(let failure): return failure.description
+            case .storage(let error): return error.description
+            case .other(let text): return text
+            }
+        }
+    }
+
+    /// The stable code.
+    public let code: Code
+    /// What went wrong, for a developer. Never contains a token or a body verbatim.
+    public let message: String
+    /// The HTTP status of the answer, when there was one.
+    public var httpStatus: Int?
+    /// The OAuth `error` field of the answer (sanitized), when there was one.
+    public var oauthError: String?
+    /// The OAuth `error_description` (sanitized: printable ASCII, at most 120 characters,
+    /// token-like runs redacted), when there was one.
+    public var oauthErrorDescription: String?
+    /// How long the server asked to wait before the next attempt (`Retry-After` or
+    /// `X-RateLimit-Reset`), already capped by the ``RetryPolicy``.
+    public var retryAfter: Duration?
+    /// For ``Code/serverDeclinedScopes``: the scopes the server granted.
+    public var grantedScopes: [String]?
+    /// For ``Code/serverDeclinedScopes``: the requested scopes the server did not grant.
+    public var declinedScopes: [String]?
+    /// For ``Code/serverDeclinedScopes`` from a silent renewal: the access token for the
+    /// granted scopes (also stored in the cache), so the app can go on with those.
+    public var grantedAccessToken: AccessToken?
+    /// The underlying cause, when there is one.
+    public var cause: Cause?
+
+    /// Makes an error. `oauthError` and `oauthErrorDescription` are sanitized here.
+    public init(
+        _ code: Code, _ message: String, httpStatus: Int? = nil, oauthError: String? = nil,
+        oauthErrorDescription: String? = nil, retryAfter: Duration? = nil,
+        grantedScopes: [String]? = nil, declinedScopes: [String]? = nil, cause: Cause? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.httpStatus = httpStatus
+        self.oauthError = oauthError.map { TextSanitizer.sanitize($0, limit: 64) }
+        self.oauthErrorDescription = oauthErrorDescription.map { TextSanitizer.sanitize($0) }
+        self.retryAfter = retryAfter
+        self.grantedScopes = grantedScopes
+        self.declinedScopes = declinedScopes
+        self.cause = cause
+    }
+
+    /// An error wrapping a `TokenStoreError` (code ``Code/storage``).
+    public static func storage(_ error: TokenStoreError) -> AuthSessionError {
+        AuthSessionError(.storage, "The token store failed.", cause: .storage(error))
+    }
+
+    /// An error for ``Code/serverDeclinedScopes`` with the two lists.
+    public static func serverDeclinedScopes(granted: [String], declined: [String]) -> AuthSessionError {
+        AuthSessionError(
+            .serverDeclinedScopes,
+            "The server granted fewer scopes than requested.",
+            grantedScopes: granted, declinedScopes: declined)
+    }
+
+    /// True for failures worth trying again later: offline, timed out, rate limited,
+    /// 5xx, a TLS failure (often a captive portal or a clock error) and cancellation.
+    /// Configuration errors and `invalid_grant` are not.
+    public var isTransient: Bool {
+        switch code {
+        case .notConnectedToInternet, .timedOut, .rateLimited, .serverError, .tlsFailure, .cancelled:
+            return true
+        case .interactionRequired, .serverDeclinedScopes, .invalidClient, .invalidRequest,
+            .unsupportedTokenType, .invalidGrant, .unexpectedResponse, .insecureConfiguration, .storage:
+            return false
+        }
+    }
+
+    /// `AuthSessionError.<code>: message (HTTP 400, invalid_request: "…") …` — never a token.
+    public var description: String {
+        var text = "AuthSessionError.\(code.rawValue): \(message)"
+        var details: [String] = []
+        if let httpStatus { details.append("HTTP \(httpStatus)") }
+        if let oauthError {
+            var item = oauthError
+            if let oauthErrorDescription { item += ": \"\(oauthErrorDescription)\"" }
+            details.append(item)
+        }
+        if let retryAfter { details.append("retry after \(Self.format(retryAfter))") }
+        if !details.isEmpty { text += " (" + details.joined(separator: ", ") + ")" }
+        if let grantedScopes { text += " granted: [\(grantedScopes.joined(separator: " "))]" }
+        if let declinedScopes { text += " declined: [\(declinedScopes.joined(separator: " "))]" }
+        if let cause { text += " Cause: \(cause)" }
+        return text
+    }
+
+    static func format(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000)s" : "\(milliseconds)ms"
+    }
+}
+
+extension AuthSessionError {
+    /// Pattern for ``Code/interactionRequired``: `catch AuthSessionError.interactionRequired`.
+    public static let interactionRequired = Code.interactionRequired
+    /// Pattern for ``Code/serverDeclinedScopes``.
+    public static let serverDeclinedScopes = Code.serverDeclinedScopes
+    /// Pattern for ``Code/notConnectedToInternet``.
+    public static let notConnectedToInternet = Code.notConnectedToInternet
+    /// Pattern for ``Code/timedOut``.
+    public static let timedOut = Code.timedOut
+    /// Pattern for ``Code/rateLimited``.
+    public static let rateLimited = Code.rateLimited
+    /// Pattern for ``Code/serverError``.
+    public static let serverError = Code.serverError
+    /// Pattern for ``Code/invalidClient``.
+    public static let invalidClient = Code.invalidClient
+    /// Pattern for ``Code/invalidRequest``.
+    public static let invalidRequest = Code.invalidRequest
+    /// Pattern for ``Code/unsupportedTokenType``.
+    public static let unsupportedTokenType = Code.unsupportedTokenType
+    /// Pattern for ``Code/invalidGrant``.
+    public static let invalidGrant = Code.invalidGrant
+    /// Pattern for ``Code/unexpectedResponse``.
+    public static let unexpectedResponse = Code.unexpectedResponse
+    /// Pattern for ``Code/tlsFailure``.
+    public static let tlsFailure = Code.tlsFailure
+    /// Pattern for ``Code/cancelled``.
+    public static let cancelled = Code.cancelled
+    /// Pattern for ``Code/insecureConfiguration``.
+    public static let insecureConfiguration = Code.insecureConfiguration
+    /// Pattern for ``Code/storage``.
+    public static let storage = Code.storage
+}
+
+extension AuthSessionError.Code {
+    /// `catch AuthSessionError.rateLimited` support: matches a thrown ``AuthSessionError`` by code.
+    public static func ~= (code: Self, error: any Error) -> Bool {
+        (error as? AuthSessionError)?.code == code
+    }
+}
+
+/// Turns server-supplied text into something safe to show: printable ASCII only, runs that
+/// look like a token (24 or more characters of `[A-Za-z0-9._~+/=-]`) replaced by
+/// `[redacted]`, at most `limit` characters.
+enum TextSanitizer {
+    static let defaultLimit = 120
+
+    static func sanitize(_ text: String, limit: Int = defaultLimit) -> String {
+        sanitize(bytes: Array(text.utf8), limit: limit)
+    }
+
+    static func sanitize<Bytes: Collection>(bytes: Bytes, limit: Int = defaultLimit) -> String
+    where Bytes.Element == UInt8 {
+        // Look at a bounded prefix only: enough to fill `limit` even after redactions.
+        var printable: [UInt8] = []
+        printable.reserveCapacity(min(bytes.count, 4096))
+        var lastWasSpace = false
+        for byte in bytes.prefix(4096) {
+            let isPrintable = byte >= 0x20 && byte < 0x7F
+            let mapped: UInt8 = isPrintable ? byte : 0x20
+            if mapped == 0x20 {
+                if lastWasSpace { continue }
+                lastWasSpace = true
+            } else {
+                lastWasSpace = false
+            }
+            printable.append(mapped)
+        }
+        // Redact token-like runs.
+        var output = ""
+        var run: [UInt8] = []
+        func flush() {
+            if run.count >= 24 {
+                output += "[redacted]"
+            } else {
+                output += String(decoding: run, as: UTF8.self)
+            }
+            run.removeAll(keepingCapacity: true)
+        }
+        for byte in printable {
+            if isTokenCharacter(byte) {
+                run.append(byte)
+            } else {
+                flush()
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            }
+            if output.count > limit + 16 { break }
+        }
+        flush()
+        output = output.trimmingSpaces()
+        if output.count > limit {
+            output = String(output.prefix(max(0, limit - 1))) + "…"
+        }
+        return output
+    }
+
+    private static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        case UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "+"),
+            UInt8(ascii: "/"), UInt8(ascii: "="), UInt8(ascii: "-"):
+            return true
+        default:
+            return false
+        }
+    }
+}
+
+extension String {
+    fileprivate func trimmingSpaces() -> String {
+        var scalars = Substring(self)
+        while scalars.first == " " { scalars.removeFirst() }
+        while scalars.last == " " { scalars.removeLast() }
+        return String(scalars)
+    }
+}

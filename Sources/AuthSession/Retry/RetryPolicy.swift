@@ -1,0 +1,190 @@
+import Foundation
+
+/// When and how often a call to the authorization server is tried again.
+///
+/// - Exponential backoff with full jitter: the delay before retry `n` (0 for the first
+///   retry) is uniform in `[0, min(maximumDelay, baseDelay·2ⁿ)]`.
+/// - The server's own delay (`Retry-After`, seconds or HTTP-date; else Auth0's
+///   `X-RateLimit-Reset`) replaces the backoff when given. When it exceeds
+///   ``maximumRetryAfter`` or the time left in ``maximumTotalTime``, the policy gives up
+///   at once and the error carries the (capped) delay as `retryAfter`, rather than sleeping
+///   past the budget.
+/// - At most ``maximumAttempts`` attempts in all, at most ``maximumTotalTime`` spent waiting.
+/// - Cancellable: task cancellation interrupts the wait.
+///
+/// ```swift
+/// let policy = RetryPolicy(maximumAttempts: 3, baseDelay: .milliseconds(200))
+/// let client = AuthorizationServerClient(configuration: configuration, retryPolicy: policy)
+/// ```
+public struct RetryPolicy: Sendable {
+    /// Attempts in all, the first included (1 means no retry).
+    public var maximumAttempts: Int
+    /// The backoff before the first retry is drawn from `[0, baseDelay]`.
+    public var baseDelay: Duration
+    /// The cap of the exponential backoff.
+    public var maximumDelay: Duration
+    /// The longest server-asked delay (`Retry-After`) the policy waits for in a call, and the
+    /// cap of the `retryAfter` an error reports.
+    public var maximumRetryAfter: Duration
+    /// The most time one call may spend, attempts and waits included.
+    public var maximumTotalTime: Duration
+    /// The randomness of the jitter.
+    public var random: RandomSource
+    /// The clocks and the sleep (injectable for tests).
+    public var clock: RetryClock
+
+    /// A policy. The defaults suit an interactive app: 4 attempts, 0.5 s base, 8 s cap,
+    /// a server delay of up to 60 s honoured, 60 s in all.
+    public init(
+        maximumAttempts: Int = 4, baseDelay: Duration = .milliseconds(500), maximumDelay: Duration = .seconds(8),
+        maximumRetryAfter: Duration = .seconds(60), maximumTotalTime: Duration = .seconds(60),
+        random: RandomSource = .system, clock: RetryClock = .system
+    ) {
+        self.maximumAttempts = max(1, maximumAttempts)
+        self.baseDelay = max(.zero, baseDelay)
+        self.maximumDelay = max(.zero, maximumDelay)
+        self.maximumRetryAfter = max(.zero, maximumRetryAfter)
+        self.maximumTotalTime = max(.zero, maximumTotalTime)
+        self.random = random
+        self.clock = clock
+    }
+
+    /// The default policy.
+    public static let `default` = RetryPolicy()
+
+    /// One attempt, no retry (server delays still capped and reported).
+    public static let none = RetryPolicy(maximumAttempts: 1)
+
+    /// `min(maximumDelay, baseDelay·2ⁿ)`: the upper bound of the backoff before retry `n`
+    /// (0 for the first retry).
+    public func backoffCeiling(retry n: Int) -> Duration {
+        let cap = Self.nanoseconds(maximumDelay)
+        let base = Self.nanoseconds(baseDelay)
+        guard base > 0 else { return .zero }
+        let shift = max(0, n)
+        guard shift < 63 else { return .nanoseconds(cap) }
+        let (scaled, overflow) = base.multipliedReportingOverflow(by: Int64(1) << shift)
+        return .nanoseconds(overflow ? cap : min(cap, scaled))
+    }
+
+    /// A full-jitter backoff before retry `n`: uniform in `[0, backoffCeiling(retry: n)]`.
+    public func backoffDelay(retry n: Int) -> Duration {
+        let ceiling = Self.nanoseconds(backoffCeiling(retry: n))
+        let unit = random.nextUnit()
+        let drawn = Int64((Double(ceiling) * unit).rounded(.down))
+        return .nanoseconds(min(max(0, drawn), ceiling))
+    }
+
+    /// The server's delay capped at ``maximumRetryAfter``.
+    public func capped(serverDelay: Duration) -> Duration {
+        min(max(.zero, serverDelay), maximumRetryAfter)
+    }
+
+    /// What to do after attempt number `attempt` (1-based) failed in a retryable way.
+    ///
+    /// - Parameters:
+    ///   - serverDelay: the delay the server asked for (raw, uncapped), if any.
+    ///   - elapsed: the time spent in this call so far.
+    public func decision(afterAttempt attempt: Int, serverDelay: Duration?, elapsed: Duration) -> RetryDecision {
+        let reported = serverDelay.map(capped(serverDelay:))
+        guard attempt < maximumAttempts else { return .giveUp(retryAfter: reported) }
+        let remaining = maximumTotalTime - elapsed
+        let delay: Duration
+        if let serverDelay {
+            guard serverDelay <= maximumRetryAfter else { return .giveUp(retryAfter: reported) }
+            delay = serverDelay
+        } else {
+            delay = backoffDelay(retry: attempt - 1)
+        }
+        guard delay <= remaining else { return .giveUp(retryAfter: reported) }
+        return .retry(after: delay)
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? Int64.min : Int64.max }
+        let (sum, overflow2) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return overflow2 ? Int64.max : sum
+    }
+}
+
+/// The outcome of ``RetryPolicy/decision(afterAttempt:serverDelay:elapsed:)``.
+public enum RetryDecision: Sendable, Equatable {
+    /// Wait this long, then try again.
+    case retry(after: Duration)
+    /// Stop; report `retryAfter` (capped) when the server asked for a delay.
+    case giveUp(retryAfter: Duration?)
+}
+
+/// A source of uniform random numbers for the jitter.
+public struct RandomSource: Sendable {
+    private let next: @Sendable () -> UInt64
+
+    /// Random numbers from `next` (64 uniformly random bits per call).
+    public init(_ next: @escaping @Sendable () -> UInt64) { self.next = next }
+
+    /// The system's cryptographic generator.
+    public static let system = RandomSource {
+        var generator = SystemRandomNumberGenerator()
+        return generator.next()
+    }
+
+    /// A reproducible sequence (SplitMix64) from `seed`, for tests: print the seed.
+    public static func seeded(_ seed: UInt64) -> RandomSource {
+        let state = SplitMix64(seed: seed)
+        return RandomSource { state.next() }
+    }
+
+    /// A uniform `Double` in `[0, 1)`.
+    public func nextUnit() -> Double {
+        Double(next() >> 11) * 0x1p-53
+    }
+}
+
+/// SplitMix64 behind a lock.
+// @unchecked Sendable: `state` is only touched under `lock`.
+private final class SplitMix64: @unchecked Sendable {
+    private let lock = NSLock()
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    func next() -> UInt64 {
+        lock.withLock {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+}
+
+/// The time sources and the sleep a ``RetryPolicy`` uses.
+public struct RetryClock: Sendable {
+    /// Monotonic time since an arbitrary origin (measures the total-time budget).
+    public var now: @Sendable () -> Duration
+    /// Wall-clock time (turns an HTTP-date or an epoch second into a delay).
+    public var wallClock: @Sendable () -> Date
+    /// Waits for the given time; throws `CancellationError` when the task is cancelled.
+    public var sleep: @Sendable (Duration) async throws -> Void
+
+    /// A clock from its three parts.
+    public init(
+        now: @escaping @Sendable () -> Duration, wallClock: @escaping @Sendable () -> Date,
+        sleep: @escaping @Sendable (Duration) async throws -> Void
+    ) {
+        self.now = now
+        self.wallClock = wallClock
+        self.sleep = sleep
+    }
+
+    private static let origin = ContinuousClock.now
+
+    /// The real clocks: `ContinuousClock`, `Date()`, `Task.sleep`.
+    public static let system = RetryClock(
+        now: { RetryClock.origin.duration(to: ContinuousClock.now) },
+        wallClock: { Date() },
+        sleep: { duration in try await Task.sleep(for: duration) })
+}
