@@ -21,7 +21,7 @@ Test-only control paths (JSON in, JSON out), under /__test/:
   POST /__test/introspect {"token": t}    {"active","kind","family_revoked","reason",...}
   GET  /__test/stats                      counters
   POST /__test/config {"rotate_refresh_tokens": b, "access_token_ttl": s,
-                       "refresh_token_ttl": s|null}
+                       "refresh_token_ttl": s|null, "declined_scopes": [scope, ...]}
   GET  /__test/config
   POST /__test/reset                      defaults, empty stores, zero stats, no faults
   POST /__test/revoke {"token": t} | {"sub": id}   revoke server-side (no client auth),
@@ -75,7 +75,10 @@ APPLE_CODE_TYPE = "http://auth0.com/oauth/token-type/apple-authz-code"
 ALLOWED_SCOPES = ["openid", "profile", "email", "offline_access", "read:items", "write:items"]
 DEFAULT_EXCHANGE_SCOPE = "openid"
 ID_TOKEN_KEY = b"tokenstore-test-id-token-key"  # HS256; tests need not verify it
-DEFAULT_CONFIG = {"rotate_refresh_tokens": True, "access_token_ttl": 3600, "refresh_token_ttl": None}
+# declined_scopes: scopes a refresh answer leaves out although the grant holds them (a policy
+# change at the server), to exercise the client's "server declined scopes" path.
+DEFAULT_CONFIG = {"rotate_refresh_tokens": True, "access_token_ttl": 3600, "refresh_token_ttl": None,
+                  "declined_scopes": []}
 STAT_NAMES = [
     "token_requests",  # every request that reached /oauth/token (faulted ones too)
     "revoke_requests",  # every request that reached /oauth/revoke (faulted ones too)
@@ -328,6 +331,8 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
 
     def issue_token(self, user, refresh_token):
         scope = self.request.payload.scope or refresh_token.get_scope()
+        declined = set(STATE["config"].get("declined_scopes") or [])
+        scope = " ".join(s for s in scope.split() if s not in declined)
         return self.generate_token(
             user=user, scope=scope,
             include_refresh_token=bool(STATE["config"]["rotate_refresh_tokens"]),
@@ -752,6 +757,10 @@ def main(argv=None):
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
     srv = make_server(args.host, args.port, app, threaded=True, request_handler=Handler)
+    # Request threads must not hold up shutdown (a client's idle keep-alive connection
+    # would otherwise keep server_close() waiting).
+    srv.daemon_threads = True
+    srv.block_on_close = False
     original_shutdown_request = srv.shutdown_request
 
     def shutdown_request(req):
@@ -771,6 +780,9 @@ def main(argv=None):
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    # A parent may spawn us with these blocked (the mask is inherited): unblock them, or
+    # SIGTERM would never arrive and the state would not be saved.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
     if args.exit_with_parent:
         parent = os.getppid()

@@ -3,6 +3,12 @@
 //   tokenstore-testchild open STORE              open (creating) the store; print the counts
 //   tokenstore-testchild put-loop STORE SEED N   upsert/delete in a loop, printing "ACK <account> <value|->"
 //                                                after each committed write
+//   tokenstore-testchild pending STORE           print the number of pending revocations
+//   tokenstore-testchild logout STORE URL ACCOUNT        log out; print the outcome
+//   tokenstore-testchild resume STORE URL                resume pending revocations; print the report
+//   tokenstore-testchild acquire STORE URL ACCOUNT N     N concurrent silent acquisitions; print each result
+// Crash points are armed with TOKENSTORE_CRASH_POINT=<name> (debug builds).
+import AuthSession
 import Foundation
 import TokenStore
 
@@ -40,6 +46,43 @@ do {
                 try store.set(SecretBytes(utf8: value), for: key)
                 say("ACK \(account) \(value)")
             }
+        }
+    case "pending":
+        let store = try TokenStore(path: storePath, appID: "dev.tokenstore.tests")
+        say("PENDING \(try store.pendingRevocations().count)")
+    case "logout", "resume", "acquire":
+        guard args.count >= 3 else { fail("\(mode) STORE URL ...") }
+        let store = try TokenStore(path: storePath, appID: "dev.tokenstore.tests")
+        let policy = RetryPolicy(maximumAttempts: 2, baseDelay: .milliseconds(10), maximumDelay: .milliseconds(50),
+                                 maximumRetryAfter: .seconds(2), maximumTotalTime: .seconds(5))
+        let session = TokenSession(
+            store: store, configuration: try AuthorizationServerConfiguration(domain: args[2], clientID: "tokenstore-test"),
+            retryPolicy: policy)
+        switch mode {
+        case "logout":
+            say("OUTCOME \(try await session.logout(account: args[3]))")
+        case "resume":
+            say("REPORT \(try await session.logoutCoordinator.resumePendingRevocations())")
+        default:
+            let callers = Int(args[4]) ?? 1
+            let lines = await withTaskGroup(of: String.self) { group in
+                for _ in 0..<callers {
+                    group.addTask {
+                        do {
+                            let token = try await session.acquireTokenSilently(account: args[3], minimumTTL: .seconds(5))
+                            return "TOKEN \(token.source.rawValue)"
+                        } catch let error as AuthSessionError {
+                            return "ERROR \(error.code.rawValue)"
+                        } catch {
+                            return "ERROR other"
+                        }
+                    }
+                }
+                var lines: [String] = []
+                for await line in group { lines.append(line) }
+                return lines
+            }
+            say(lines.joined(separator: "\n"))
         }
     default:
         fail("unknown mode")

@@ -386,9 +386,11 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
 
     /// Changes only what is given. `refreshTokenTTL`: `.some(nil)` = never expire.
     public func configure(
-        rotateRefreshTokens: Bool? = nil, accessTokenTTL: Double? = nil, refreshTokenTTL: Double?? = nil
+        rotateRefreshTokens: Bool? = nil, accessTokenTTL: Double? = nil, refreshTokenTTL: Double?? = nil,
+        declinedScopes: [String]? = nil
     ) throws {
         var body: [String: Any] = [:]
+        if let declinedScopes { body["declined_scopes"] = declinedScopes }
         if let rotateRefreshTokens { body["rotate_refresh_tokens"] = rotateRefreshTokens }
         if let accessTokenTTL { body["access_token_ttl"] = accessTokenTTL }
         if let refreshTokenTTL { body["refresh_token_ttl"] = refreshTokenTTL.map { $0 as Any } ?? NSNull() }

@@ -1,0 +1,181 @@
+import Foundation
+import TokenStore
+
+/// Logs users out in the order Apple's guide asks — revoke the refresh token at the
+/// authorization server, then delete the local entries, then record the credential state —
+/// made durable, so that being offline or crashing loses nothing:
+///
+/// 1. One transaction: the account is marked as logging out and its refresh token moves to
+///    the pending-revocation outbox; no read offers it any more. Nothing else is deleted.
+/// 2. `POST /oauth/revoke`.
+/// 3. One transaction: on success the outbox entry, the Apple user id and the cached access
+///    token are deleted and the user recorded `revoked`; on a transient failure the local
+///    entries go and the entry stays queued (``LogoutOutcome/revocationPending``); on a
+///    permanent failure the entry is kept and flagged (``LogoutOutcome/revocationFailed(_:)``).
+///
+/// A crash at any point leaves a state from which ``resumePendingRevocations()`` (call it at
+/// start-up and when the network returns) finishes the job. A refresh token is always the
+/// account's, in the outbox, or revoked at the server — never deleted unrevoked, except by
+/// an explicit, recorded ``discardPendingRevocations(account:service:)``.
+///
+/// Logouts of different accounts run at once; operations on one account are serialized.
+public actor LogoutCoordinator {
+    public let store: TokenStore
+    public let client: AuthorizationServerClient
+    let logger: Logger
+    private let serializer = KeyedSerializer()
+
+    public init(store: TokenStore, client: AuthorizationServerClient, logger: Logger = .disabled) {
+        self.store = store
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Logs `account` out. See the type's documentation for the steps.
+    ///
+    /// A second logout of the same account reports the current state: pending entries that
+    /// are due are tried again, others are left alone.
+    /// - Throws: ``AuthSessionError`` with code `storage` when the store fails (nothing is lost:
+    ///   the steps already done are durable).
+    public func logout(
+        account: String, service: String = ItemKey.defaultService, reason: CredentialStateReason = .userLogout
+    ) async throws -> LogoutOutcome {
+        try await serializer.run(accountKey(service: service, account: account)) {
+            try await self.performLogout(account: account, service: service, reason: reason)
+        }
+    }
+
+    /// Retries every due outbox entry (not those flagged as permanently failed) and reports
+    /// what happened. Call at start-up and when the network returns.
+    public func resumePendingRevocations(now: Date = Date()) async throws -> RevocationReport {
+        var report = RevocationReport()
+        let entries = try storage { try self.store.pendingRevocations(includeFailed: false) }
+        for entry in entries {
+            guard entry.nextAttemptAt <= now else {
+                report.notDue += 1
+                continue
+            }
+            let outcome = try await serializer.run(accountKey(service: entry.service, account: entry.account)) {
+                try await self.attempt(entry)
+            }
+            switch outcome {
+            case .revoked, .notFound: report.revoked += 1
+            case .revocationPending: report.stillPending += 1
+            case .revocationFailed: report.failed += 1
+            }
+        }
+        logger.info("resumed pending revocations", metadata: ["revoke.report": report.description])
+        return report
+    }
+
+    /// The app learned from Apple (relayed by its backend: consent revoked, account deleted)
+    /// that the user withdrew: every account with this Apple user id is logged out with reason
+    /// `appleRevoked`, and the user is recorded `revoked` even if no account is stored.
+    public func handleAppleCredentialRevoked(userID: String) async throws -> [LogoutOutcome] {
+        let accounts = try storage { try self.store.accounts(forAppleUserID: userID) }
+        var outcomes: [LogoutOutcome] = []
+        for (service, account) in accounts {
+            outcomes.append(try await logout(account: account, service: service, reason: .appleRevoked))
+        }
+        try storage {
+            if try self.store.credentialState(forUserID: userID) != .revoked {
+                try self.store.recordCredentialState(.revoked, forUserID: userID, reason: .appleRevoked)
+            }
+        }
+        return outcomes
+    }
+
+    /// Gives up on the account's pending revocations explicitly; recorded in the history.
+    /// - Warning: the refresh tokens may still be valid at the server.
+    /// - Returns: how many entries were discarded.
+    @discardableResult
+    public func discardPendingRevocations(account: String, service: String = ItemKey.defaultService) async throws -> Int {
+        try await serializer.run(accountKey(service: service, account: account)) {
+            try self.storage {
+                let entries = try self.store.pendingRevocations().filter { $0.service == service && $0.account == account }
+                for entry in entries { try self.store.discardPendingRevocation(entry) }
+                return entries.count
+            }
+        }
+    }
+
+    // MARK: Steps
+
+    private func performLogout(account: String, service: String, reason: CredentialStateReason) async throws -> LogoutOutcome {
+        let preparation = try storage { try self.store.beginLogout(account: account, service: service, reason: reason) }
+        switch preparation {
+        case .nothingStored:
+            logger.info("logout: nothing stored", metadata: ["logout.outcome": "notFound"])
+            return .notFound
+        case .localOnly:
+            try storage { try self.store.finishLocalLogout(account: account, service: service, reason: reason) }
+            logger.info("logout: no refresh token, local entries deleted", metadata: ["logout.outcome": "revoked"])
+            return .revoked
+        case .queued(let entries):
+            var outcomes: [LogoutOutcome] = []
+            for entry in entries {
+                if let code = entry.failureCode {
+                    outcomes.append(.revocationFailed(AuthSessionError.Code(rawValue: code) ?? .invalidRequest))
+                } else if entry.attempts > 0 && entry.nextAttemptAt > Date() {
+                    outcomes.append(.revocationPending)
+                } else {
+                    outcomes.append(try await attempt(entry))
+                }
+            }
+            let outcome = Self.combine(outcomes)
+            logger.info("logout finished", metadata: ["logout.outcome": outcome.description, "outbox.entries": "\(entries.count)"])
+            return outcome
+        }
+    }
+
+    /// Revokes one outbox entry at the server and records the result (steps 2 and 3).
+    private func attempt(_ entry: PendingRevocation) async throws -> LogoutOutcome {
+        let result = await client.revoke(entry.refreshToken)
+        CrashPoint.reach("logout.afterRevoke")
+        let outcome: LogoutOutcome
+        let record: RevocationAttemptResult
+        switch result {
+        case .revoked:
+            outcome = .revoked
+            record = .revoked
+        case .retryLater(let error):
+            outcome = .revocationPending
+            let backoff = client.retryPolicy.backoffDelay(retry: min(entry.attempts, 16)) + .seconds(1)
+            let delay = max(backoff, error.retryAfter ?? .zero)
+            record = .retryLater(error: Self.summary(error), nextAttemptAt: Date() + delay.timeInterval)
+        case .failedPermanently(let error):
+            outcome = .revocationFailed(error.code)
+            record = .failedPermanently(code: error.code.rawValue, error: Self.summary(error))
+        }
+        try storage { try self.store.recordRevocationAttempt(entry, result: record) }
+        CrashPoint.reach("logout.afterRecord")
+        return outcome
+    }
+
+    static func combine(_ outcomes: [LogoutOutcome]) -> LogoutOutcome {
+        if let failed = outcomes.first(where: { if case .revocationFailed = $0 { return true } else { return false } }) {
+            return failed
+        }
+        if outcomes.contains(.revocationPending) { return .revocationPending }
+        return .revoked
+    }
+
+    static func summary(_ error: AuthSessionError) -> String {
+        var text = error.code.rawValue
+        if let status = error.httpStatus { text += " http=\(status)" }
+        if let oauth = error.oauthError { text += " oauth=\(oauth)" }
+        return text
+    }
+
+    @discardableResult
+    nonisolated func storage<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as TokenStoreError { throw AuthSessionError.storage(error) }
+    }
+}
+
+extension Duration {
+    var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

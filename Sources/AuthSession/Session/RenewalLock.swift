@@ -1,0 +1,45 @@
+import Foundation
+import TokenStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A lock shared by every process using one store, held while a refresh token is presented
+/// to the server and its successor stored, so a rotating refresh token is never presented
+/// twice. It is `flock` on a file beside the database (`<db>.renewal-lock`, mode 0600,
+/// never followed if it is a symlink); the kernel releases it if the holder dies.
+struct RenewalLock: Sendable {
+    let path: String
+    /// How long to wait for another process's renewal before giving up with `timedOut`.
+    var timeout: Duration = .seconds(60)
+
+    init(storePath: String) {
+        path = storePath + ".renewal-lock"
+    }
+
+    /// Runs `body` holding the lock. Waiting polls without blocking a thread, and is cancellable.
+    func withLock<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw AuthSessionError.storage(TokenStoreError(
+                .ioError, "The renewal lock file could not be opened.", cause: .posix(errno: errno, operation: "open renewal lock")))
+        }
+        defer { close(fd) }
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        var pause = Duration.milliseconds(2)
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else {
+                throw AuthSessionError.storage(TokenStoreError(
+                    .ioError, "The renewal lock could not be taken.", cause: .posix(errno: errno, operation: "flock")))
+            }
+            guard clock.now < deadline else {
+                throw AuthSessionError(.timedOut, "Another process held the renewal lock for longer than \(timeout).")
+            }
+            do { try await Task.sleep(for: pause) } catch { throw AuthSessionError(.cancelled, "Waiting for the renewal lock was cancelled.") }
+            pause = min(pause * 2, .milliseconds(50))
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try await body()
+    }
+}

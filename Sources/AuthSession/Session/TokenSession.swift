@@ -1,0 +1,180 @@
+import Foundation
+import TokenStore
+
+/// The session layer an app talks to: Sign in with Apple through Auth0, silent token
+/// renewal with refresh-token rotation, and logout.
+///
+/// ```swift
+/// let store = try TokenStore(appID: "com.example.notes")
+/// let session = try TokenSession(store: store, configuration: .init(domain: "https://tenant.auth0.com", clientID: "…"))
+/// try await session.signInWithApple(authorizationCode: code, appleUserID: user, account: "me", scopes: ["openid", "read:notes"])
+/// let token = try await session.acquireTokenSilently(account: "me", scopes: ["read:notes"])
+/// _ = try await session.logout(account: "me")
+/// ```
+///
+/// All network calls go through one ``AuthorizationServerClient`` and its ``RetryPolicy``.
+/// Renewals of one account are single-flight: concurrent callers in this process share one
+/// refresh, and callers in other processes wait on a lock beside the database and then find
+/// the fresh token in the store, so a rotating refresh token is never presented twice.
+public final class TokenSession: Sendable {
+    public let store: TokenStore
+    public let client: AuthorizationServerClient
+    /// The logout coordinator (also reachable through ``logout(account:service:)``).
+    public let logoutCoordinator: LogoutCoordinator
+    let logger: Logger
+    private let renewals = KeyedSerializer()
+    private let renewalLock: RenewalLock
+
+    /// A session over `store` talking to the server in `configuration`.
+    public convenience init(
+        store: TokenStore, configuration: AuthorizationServerConfiguration,
+        transport: any HTTPTransport = URLSessionTransport(), retryPolicy: RetryPolicy = .default,
+        logger: Logger = .disabled
+    ) {
+        self.init(
+            store: store,
+            client: AuthorizationServerClient(configuration: configuration, transport: transport, retryPolicy: retryPolicy, logger: logger),
+            logger: logger)
+    }
+
+    /// A session over `store` using `client` for every network call.
+    public init(store: TokenStore, client: AuthorizationServerClient, logger: Logger = .disabled) {
+        self.store = store
+        self.client = client
+        self.logger = logger
+        logoutCoordinator = LogoutCoordinator(store: store, client: client, logger: logger)
+        renewalLock = RenewalLock(storePath: store.path)
+    }
+
+    // MARK: Sign-in
+
+    /// Signs in by exchanging an Apple authorization code at Auth0 (native token exchange),
+    /// then stores the refresh token, the Apple user id and the access token in one
+    /// transaction and records the user `authorized`. `offline_access` is always requested:
+    /// without a refresh token there is no session to keep.
+    ///
+    /// - Returns: the access token and the id token (not stored).
+    /// - Throws: ``AuthSessionError`` — `invalidGrant` (bad or used code: nothing stored),
+    ///   `notConnectedToInternet`, `timedOut`, `rateLimited`, `serverError`, `invalidClient`,
+    ///   `unexpectedResponse` (no refresh token in the answer), `storage`.
+    @discardableResult
+    public func signInWithApple(
+        authorizationCode: SecretBytes, appleUserID: String, account: String,
+        service: String = ItemKey.defaultService, scopes: [String] = ["openid"]
+    ) async throws -> SignInResult {
+        var requested = scopes
+        if !requested.contains("offline_access") { requested.append("offline_access") }
+        let response = try await client.exchangeAppleAuthorizationCode(authorizationCode, scopes: requested)
+        guard let refreshToken = response.refreshToken else {
+            throw AuthSessionError(
+                .unexpectedResponse, "The token exchange answered without a refresh token; nothing was stored.")
+        }
+        let access = Self.entry(from: response)
+        try storage {
+            try self.store.saveSignIn(
+                account: account, service: service, refreshToken: refreshToken, appleUserID: appleUserID,
+                accessToken: access)
+        }
+        logger.info("signed in", metadata: ["token.fp": refreshToken.fingerprint])
+        return SignInResult(
+            accessToken: AccessToken(token: access.token, expiresAt: access.expiresAt, scopes: access.scopes, source: .signIn),
+            idToken: response.idToken,
+            declinedScopes: response.declinedScopes(requested: requested))
+    }
+
+    // MARK: Silent renewal
+
+    /// An access token for `account` covering `scopes`, valid for at least `minimumTTL`:
+    /// from the sealed cache when it qualifies, otherwise by a refresh at the server.
+    ///
+    /// With rotation, the new refresh token and access token are stored in one durable
+    /// transaction before the access token is returned. A logout that started meanwhile
+    /// wins: the new refresh token goes to the revocation outbox and is revoked.
+    /// - Throws: ``AuthSessionError`` — `interactionRequired` (no refresh token, or
+    ///   `invalid_grant`: the stored token is no longer offered), `serverDeclinedScopes`
+    ///   (the token for the granted scopes is in the error's `grantedScopes` and stored in
+    ///   the cache), `notConnectedToInternet`, `timedOut`, `rateLimited`, `serverError`,
+    ///   `invalidClient`, `unexpectedResponse`, `storage`.
+    public func acquireTokenSilently(
+        account: String, service: String = ItemKey.defaultService, scopes: [String] = [],
+        minimumTTL: Duration = .seconds(60)
+    ) async throws -> AccessToken {
+        if let cached = try cachedToken(account: account, service: service, scopes: scopes, minimumTTL: minimumTTL) {
+            return cached
+        }
+        return try await renewals.run(accountKey(service: service, account: account)) {
+            // Another caller in this process may have refreshed while we queued.
+            if let cached = try self.cachedToken(account: account, service: service, scopes: scopes, minimumTTL: minimumTTL) {
+                return cached
+            }
+            return try await self.renewalLock.withLock {
+                // ...or another process, while we waited for the lock.
+                if let cached = try self.cachedToken(account: account, service: service, scopes: scopes, minimumTTL: minimumTTL) {
+                    return cached
+                }
+                return try await self.refresh(account: account, service: service, scopes: scopes)
+            }
+        }
+    }
+
+    /// Logs `account` out (see ``LogoutCoordinator``).
+    public func logout(account: String, service: String = ItemKey.defaultService) async throws -> LogoutOutcome {
+        try await logoutCoordinator.logout(account: account, service: service)
+    }
+
+    // MARK: Internals
+
+    private func refresh(account: String, service: String, scopes: [String]) async throws -> AccessToken {
+        guard let presented = try storage({ try self.store.refreshToken(account: account, service: service) }) else {
+            throw AuthSessionError(.interactionRequired, "No refresh token is stored for the account; the user must sign in.")
+        }
+        let response: TokenResponse
+        do {
+            response = try await client.refresh(presented, scopes: scopes)
+        } catch let error as AuthSessionError where error.code == .interactionRequired {
+            try storage { try self.store.rejectRefreshToken(account: account, service: service, presented: presented) }
+            logger.info("refresh refused; token no longer offered", metadata: ["oauth.error": error.oauthError ?? "-"])
+            throw error
+        }
+        CrashPoint.reach("renewal.afterServerAnswer")
+        let access = Self.entry(from: response, requested: scopes)
+        let replacement = try storage {
+            try self.store.replaceRefreshToken(
+                account: account, service: service, presented: presented, with: response.refreshToken, accessToken: access)
+        }
+        CrashPoint.reach("renewal.afterCommit")
+        if replacement == .superseded {
+            // A logout won the race: revoke what we just obtained, and report the sign-out.
+            _ = try await logoutCoordinator.resumePendingRevocations()
+            throw AuthSessionError(.interactionRequired, "The account was logged out while its token was being renewed.")
+        }
+        logger.debug("renewed", metadata: ["rotated": "\(response.refreshToken != nil)"])
+        let token = AccessToken(token: access.token, expiresAt: access.expiresAt, scopes: access.scopes, source: .network)
+        let declined = response.declinedScopes(requested: scopes)
+        if !declined.isEmpty {
+            var error = AuthSessionError.serverDeclinedScopes(granted: access.scopes, declined: declined)
+            error.grantedAccessToken = token
+            throw error
+        }
+        return token
+    }
+
+    private func cachedToken(account: String, service: String, scopes: [String], minimumTTL: Duration) throws -> AccessToken? {
+        guard let entry = try storage({ try self.store.cachedAccessToken(account: account, service: service) }) else { return nil }
+        guard entry.expiresAt.timeIntervalSinceNow >= minimumTTL.timeInterval,
+              Set(scopes).subtracting(["offline_access"]).isSubset(of: Set(entry.scopes))
+        else { return nil }
+        return AccessToken(token: entry.token, expiresAt: entry.expiresAt, scopes: entry.scopes, source: .cache)
+    }
+
+    static func entry(from response: TokenResponse, requested: [String] = []) -> AccessTokenEntry {
+        // No expires_in: hand the token on but never serve it from the cache.
+        let expiresAt = response.expiresAt ?? Date()
+        return AccessTokenEntry(token: response.accessToken, expiresAt: expiresAt, scopes: response.grantedScopes)
+    }
+
+    @discardableResult
+    func storage<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as TokenStoreError { throw AuthSessionError.storage(error) }
+    }
+}

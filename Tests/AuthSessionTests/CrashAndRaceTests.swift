@@ -1,0 +1,117 @@
+import AuthSession
+import Foundation
+import Testing
+import TestSupport
+import TokenStore
+
+@Suite("Crashes and races in logout and renewal", .serialized, sessionKeyringTrait)
+struct CrashAndRaceTests {
+    static let repeats = Int(ProcessInfo.processInfo.environment["TOKENSTORE_CRASH_REPEATS"] ?? "") ?? 20
+
+    @Test("kill -9 at each logout step: after restart and resume, no token is left unrevoked and unqueued")
+    func logoutCrashPoints() async throws {
+        let f = try SessionFixture()
+        let child = try BuiltProducts.executable("tokenstore-testchild")
+        let points = ["logout.afterBegin", "logout.afterRevoke", "logout.afterRecord"]
+        var violations = 0
+        var crashes = 0
+        for point in points {
+            for round in 0..<Self.repeats {
+                let user = "user-\(point)-\(round)"
+                try await f.signIn("alice", appleUserID: user)
+                let rt = try #require(try f.refreshToken())
+                let result = try runChild(
+                    child, ["logout", f.path, f.server.baseURL.absoluteString, "alice"],
+                    environment: ["TOKENSTORE_CRASH_POINT": point])
+                if result.signaled { crashes += 1 } else { Issue.record("\(point): child was not killed: \(result.stderr)") }
+                // Right after the crash: the token is the account's, in the outbox, or revoked at the server.
+                let stillOwned = try f.store.refreshToken(account: "alice")?.stringValue() == rt
+                let queued = try f.store.pendingRevocations().contains { $0.refreshToken.stringValue() == rt }
+                let revoked = try !f.server.introspect(rt).active
+                if !(stillOwned || queued || revoked) { violations += 1 }
+                // Restart: recovery finishes the job.
+                _ = try await f.session.logoutCoordinator.resumePendingRevocations(now: Date() + 86_400)
+                if try f.server.introspect(rt).active { violations += 1 }
+                if try !f.store.pendingRevocations().isEmpty { violations += 1 }
+                if try f.store.counts().items != 0 { violations += 1 }
+                if try f.store.credentialState(forUserID: user) != .revoked { violations += 1 }
+            }
+        }
+        #expect(crashes == points.count * Self.repeats)
+        #expect(violations == 0)
+        metric("crash_points", ["area": "logout", "points_covered": "\(points.count)/\(points.count)",
+                                "repeats_per_point": Self.repeats, "violations": violations])
+    }
+
+    @Test("kill -9 between the server's answer and the commit: next call gives a token or interactionRequired, no loop")
+    func renewalCrash() async throws {
+        let f = try SessionFixture()
+        let child = try BuiltProducts.executable("tokenstore-testchild")
+        var violations = 0
+        for point in ["renewal.afterServerAnswer", "renewal.afterCommit"] {
+            for round in 0..<Self.repeats {
+                try f.server.configure(accessTokenTTL: 1)
+                try await f.signIn("alice", appleUserID: "user-renewal-crash-\(round)")
+                try f.server.configure(accessTokenTTL: 3600)
+                try await Task.sleep(for: .milliseconds(1050))
+                let result = try runChild(
+                    child, ["acquire", f.path, f.server.baseURL.absoluteString, "alice", "1"],
+                    environment: ["TOKENSTORE_CRASH_POINT": point])
+                if !result.signaled { Issue.record("\(point): child was not killed: \(result.stdout) \(result.stderr)") }
+                var outcomes: [String] = []
+                for _ in 0..<3 {
+                    do {
+                        _ = try await f.session.acquireTokenSilently(account: "alice")
+                        outcomes.append("token")
+                    } catch let error as AuthSessionError where error.code == .interactionRequired {
+                        outcomes.append("interactionRequired")
+                    }
+                }
+                // Stable: the same outcome every time, and a token only when committed.
+                if Set(outcomes).count != 1 { violations += 1 }
+                if point == "renewal.afterCommit" && outcomes[0] != "token" { violations += 1 }
+                _ = try await f.session.logout(account: "alice")
+            }
+        }
+        #expect(violations == 0)
+        metric("crash_points", ["area": "renewal", "points_covered": "2/2", "repeats_per_point": Self.repeats,
+                                "violations": violations])
+    }
+
+    @Test("logout racing a renewal, both orders: never authorized afterwards, nothing left unrevoked")
+    func logoutVersusRenewal() async throws {
+        let rounds = Int(ProcessInfo.processInfo.environment["TOKENSTORE_RACE_ROUNDS"] ?? "") ?? 1_000
+        let f = try SessionFixture()
+        var resurrections = 0
+        var leaks = 0
+        for round in 0..<rounds {
+            let user = "user-race-\(round)"
+            try await f.signIn("alice", appleUserID: user)
+            let session = f.session
+            async let renewal: Void = {
+                if round % 2 == 1 { await Task.yield() }
+                do {
+                    _ = try await session.acquireTokenSilently(account: "alice", minimumTTL: .seconds(7200))
+                } catch let error as AuthSessionError where error.code == .interactionRequired {
+                    // The logout won: the expected outcome for this order.
+                } catch {
+                    Issue.record("renewal failed unexpectedly: \(error)")
+                }
+            }()
+            async let logout: Void = {
+                if round % 2 == 0 { await Task.yield() }
+                _ = try await session.logout(account: "alice")
+            }()
+            _ = await renewal
+            try await logout
+            _ = try await f.session.logoutCoordinator.resumePendingRevocations(now: Date() + 86_400)
+            if try f.store.credentialState(forUserID: user) == .authorized || f.store.refreshToken(account: "alice") != nil {
+                resurrections += 1
+            }
+            if try f.server.stats().activeRefreshTokens != 0 { leaks += 1 }
+        }
+        #expect(resurrections == 0)
+        #expect(leaks == 0)
+        metric("logout_vs_renewal", ["races": rounds, "resurrections": resurrections, "unrevoked_tokens": leaks])
+    }
+}

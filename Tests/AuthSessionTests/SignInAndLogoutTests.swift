@@ -1,0 +1,179 @@
+import AuthSession
+import Foundation
+import Testing
+import TestSupport
+import TokenStore
+
+@Suite("Sign-in and logout against the real authorization server", sessionKeyringTrait)
+struct SignInAndLogoutTests {
+    @Test("sign-in stores the refresh token and Apple user id sealed; state authorized")
+    func signIn() async throws {
+        let f = try SessionFixture()
+        let result = try await f.signIn(appleUserID: "000111.signin.user")
+        #expect(result.accessToken.source == .signIn)
+        #expect(result.idToken != nil)
+        let rt = try #require(try f.refreshToken())
+        #expect(try f.server.introspect(rt).active)
+        #expect(try f.store.appleUserID(account: "alice") == "000111.signin.user")
+        #expect(try f.store.credentialState(forUserID: "000111.signin.user") == .authorized)
+        let cached = try #require(try f.store.cachedAccessToken(account: "alice"))
+        #expect(cached.scopes.contains("read:items"))
+        // Sealed: the raw file holds neither token nor user id.
+        for suffix in ["", "-wal"] {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: f.path + suffix))
+            #expect(bytes.range(of: Data(rt.utf8)) == nil)
+            #expect(bytes.range(of: Data("000111.signin.user".utf8)) == nil)
+        }
+    }
+
+    @Test("a bad or used authorization code is invalidGrant and stores nothing")
+    func badCode() async throws {
+        let f = try SessionFixture()
+        await expectAuthCode(.invalidGrant) {
+            try await f.session.signInWithApple(
+                authorizationCode: SecretBytes(utf8: "not-a-real-code"), appleUserID: "u1", account: "alice")
+        }
+        let code = try f.server.appleAuthorizationCode(for: "u2")
+        try await f.session.signInWithApple(authorizationCode: SecretBytes(utf8: code), appleUserID: "u2", account: "bob")
+        await expectAuthCode(.invalidGrant) {
+            try await f.session.signInWithApple(authorizationCode: SecretBytes(utf8: code), appleUserID: "u2", account: "carol")
+        }
+        #expect(try f.store.counts().items == 3, "only bob's three items")
+        #expect(try f.store.credentialState(forUserID: "u1") == .notFound)
+    }
+
+    @Test("logout revokes at the server, deletes the local entries, records revoked")
+    func logout() async throws {
+        let f = try SessionFixture()
+        try await f.signIn(appleUserID: "user-logout")
+        let rt = try #require(try f.refreshToken())
+        let outcome = try await f.session.logout(account: "alice")
+        #expect(outcome == .revoked)
+        #expect(try f.server.introspect(rt).active == false)
+        let refresh = try f.server.post(AuthorizationServer.tokenPath, form: [
+            "grant_type": "refresh_token", "refresh_token": rt, "client_id": AuthorizationServer.publicClientID,
+        ])
+        #expect(refresh.status == 400)
+        #expect(refresh.json?["error"] as? String == "invalid_grant")
+        #expect(try f.store.counts().items == 0)
+        #expect(try f.store.pendingRevocations().isEmpty)
+        #expect(try f.store.credentialState(forUserID: "user-logout") == .revoked)
+        let history = try f.store.credentialStateHistory(forUserID: "user-logout")
+        #expect(history.map(\.reason) == [.signIn, .userLogout])
+        #expect(history.last?.detail == nil)
+        // Logging out again is a no-op with no network call.
+        let before = try f.server.stats().revokeRequests
+        #expect(try await f.session.logout(account: "alice") == .notFound)
+        #expect(try f.server.stats().revokeRequests == before)
+    }
+
+    @Test("logout of an account with nothing stored is notFound with no network call")
+    func logoutNothing() async throws {
+        let f = try SessionFixture()
+        #expect(try await f.session.logout(account: "nobody") == .notFound)
+        #expect(try f.server.stats().revokeRequests == 0)
+    }
+
+    @Test("429 with Retry-After: 2 then 200: waited at least 2 s, then revoked")
+    func retryAfterHonoured() async throws {
+        let f = try SessionFixture()
+        try await f.signIn()
+        try f.server.inject(.status(429, path: AuthorizationServer.revokePath, retryAfter: "2"))
+        let start = ContinuousClock.now
+        let outcome = try await f.session.logout(account: "alice")
+        let waited = ContinuousClock.now - start
+        #expect(outcome == .revoked)
+        #expect(waited >= .seconds(2), "waited \(waited)")
+        #expect(try f.server.stats().revokeRequests == 2)
+    }
+
+    @Test("a huge Retry-After is capped: no long sleep, the entry waits at most the cap")
+    func hugeRetryAfterCapped() async throws {
+        let f = try SessionFixture()
+        try await f.signIn()
+        try f.server.inject(.status(429, path: AuthorizationServer.revokePath, count: 10, retryAfter: "999999"))
+        let start = ContinuousClock.now
+        let outcome = try await f.session.logout(account: "alice")
+        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(outcome == .revocationPending)
+        let entry = try #require(try f.store.pendingRevocations().first)
+        #expect(entry.nextAttemptAt.timeIntervalSinceNow <= fastPolicy.maximumRetryAfter.seconds + 2)
+    }
+
+    @Test("401 invalid_client: revocationFailed(invalidClient), entry kept and flagged")
+    func invalidClient() async throws {
+        let f = try SessionFixture(clientID: AuthorizationServer.confidentialClientID, clientSecret: "wrong-secret")
+        let tokens = try f.server.signIn(
+            appleUserID: "user-401", clientID: AuthorizationServer.confidentialClientID,
+            clientSecret: AuthorizationServer.confidentialClientSecret)
+        try f.store.saveSignIn(
+            account: "alice", refreshToken: SecretBytes(utf8: try #require(tokens.refreshToken)), appleUserID: "user-401",
+            accessToken: nil)
+        let outcome = try await f.session.logout(account: "alice")
+        #expect(outcome == .revocationFailed(.invalidClient))
+        let entries = try f.store.pendingRevocations()
+        #expect(entries.count == 1)
+        #expect(entries.first?.failureCode == AuthSessionError.Code.invalidClient.rawValue)
+        #expect(try f.store.refreshToken(account: "alice") == nil)
+        #expect(try f.store.credentialState(forUserID: "user-401") == .revoked)
+        #expect(try f.store.credentialStateHistory(forUserID: "user-401").last?.detail == CredentialStateDetail.remoteRevocationFailed)
+        // A permanently failed entry is not retried by resume; discarding it is explicit and recorded.
+        #expect(try await f.session.logoutCoordinator.resumePendingRevocations().revoked == 0)
+        #expect(try await f.session.logoutCoordinator.discardPendingRevocations(account: "alice") == 1)
+        #expect(try f.store.pendingRevocations().isEmpty)
+        #expect(try f.store.credentialStateHistory(forUserID: "user-401").last?.reason == .revocationDiscarded)
+    }
+
+    @Test("server down: pending at once, outbox survives 5 process restarts, revoked once back")
+    func offlineLogout() async throws {
+        let f = try SessionFixture()
+        try await f.signIn(appleUserID: "user-offline")
+        let rt = try #require(try f.refreshToken())
+        f.server.stopTemporarily()
+        let outcome = try await f.session.logout(account: "alice")
+        #expect(outcome == .revocationPending)
+        // The app sees the user logged out at once.
+        #expect(try f.store.refreshToken(account: "alice") == nil)
+        #expect(try f.store.cachedAccessToken(account: "alice") == nil)
+        #expect(try f.store.appleUserID(account: "alice") == nil)
+        #expect(try f.store.credentialState(forUserID: "user-offline") == .revoked)
+        #expect(try f.store.credentialStateHistory(forUserID: "user-offline").last?.detail == CredentialStateDetail.remoteRevocationPending)
+        let child = try BuiltProducts.executable("tokenstore-testchild")
+        let restarts = 5
+        var lost = 0
+        for _ in 0..<restarts {
+            let result = try runChild(child, ["pending", f.path])
+            #expect(result.status == 0, "\(result.stderr)")
+            if result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "PENDING 1" { lost += 1 }
+            // Resume while the server is still down changes nothing.
+            let resumed = try runChild(child, ["resume", f.path, f.server.baseURL.absoluteString])
+            #expect(resumed.status == 0, "\(resumed.stderr)")
+        }
+        try f.server.restart()
+        #expect(try f.server.introspect(rt).active, "still active until revoked")
+        let report = try await f.session.logoutCoordinator.resumePendingRevocations(now: Date() + 3600)
+        #expect(report.revoked == 1)
+        #expect(try f.store.pendingRevocations().isEmpty)
+        #expect(try f.server.introspect(rt).active == false)
+        #expect(try f.store.credentialStateHistory(forUserID: "user-offline").last?.reason == .revocationConfirmed)
+        #expect(lost == 0)
+        metric("offline_logout", ["restarts": restarts, "outbox_entries_lost": lost])
+    }
+
+    @Test("Apple revocation relayed by the app runs the same clean-up with reason appleRevoked")
+    func appleRevoked() async throws {
+        let f = try SessionFixture()
+        try await f.signIn(appleUserID: "user-apple")
+        let rt = try #require(try f.refreshToken())
+        let outcomes = try await f.session.logoutCoordinator.handleAppleCredentialRevoked(userID: "user-apple")
+        #expect(outcomes == [.revoked])
+        #expect(try f.server.introspect(rt).active == false)
+        #expect(try f.store.credentialStateHistory(forUserID: "user-apple").last?.reason == .appleRevoked)
+        _ = try await f.session.logoutCoordinator.handleAppleCredentialRevoked(userID: "never-seen")
+        #expect(try f.store.credentialState(forUserID: "never-seen") == .revoked)
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
