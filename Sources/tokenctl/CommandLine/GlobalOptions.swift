@@ -1,0 +1,48 @@
+/// The options every command accepts, before or after the command name.
+///
+/// `--store PATH` and `--app-id ID` are mutually exclusive; neither given means the
+/// store's default location, which the command layer decides.
+struct GlobalOptions: Sendable, Equatable {
+    /// Where the store lives, as the user named it.
+    enum StoreLocation: Sendable, Equatable {
+        case defaultLocation
+        case path(String)
+        case appID(String)
+    }
+
+    var storeLocation: StoreLocation = .defaultLocation
+    /// `--json`: one JSON document on stdout instead of text columns.
+    var json = false
+    /// `--quiet`: no progress and no informational lines; errors still go to stderr.
+    var quiet = false
+    /// `--passphrase-fd N`: read the store passphrase from this open file descriptor.
+    var passphraseFileDescriptor: Int32?
+
+    /// The declarations of the global options, shown under GLOBAL OPTIONS in every command's help.
+    static let specs: [OptionSpec] = [
+        .value("store", "path", "The store database file to open."),
+        .value("app-id", "id", "Open the default store of this application instead of --store."),
+        .flag("json", "Print one JSON document with stable, sorted keys instead of text."),
+        .flag("quiet", "Print no progress and no informational lines; errors are still printed."),
+        .value(
+            "passphrase-fd", "fd", rule: .nonNegativeInteger,
+            "Read the store passphrase from this open file descriptor (passphrase key provider)."),
+    ]
+
+    /// The global options that may not be combined.
+    static let mutuallyExclusive: [[String]] = [["store", "app-id"]]
+
+    /// Reads the global options out of the root command's parsed values.
+    init(_ root: ParsedCommand) {
+        if let path = root.value("store") {
+            storeLocation = .path(path)
+        } else if let appID = root.value("app-id") {
+            storeLocation = .appID(appID)
+        }
+        json = root.hasFlag("json")
+        quiet = root.hasFlag("quiet")
+        passphraseFileDescriptor = root.value("passphrase-fd").flatMap { Int32($0) }
+    }
+
+    init() {}
+}

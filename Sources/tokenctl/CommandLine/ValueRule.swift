@@ -1,0 +1,42 @@
+import Foundation
+
+/// What an option's value must look like. The parser rejects anything else with a usage error.
+enum ValueRule: Sendable, Equatable {
+    /// Any non-empty string.
+    case any
+    /// One of a fixed list of words, e.g. the item kinds.
+    case oneOf([String])
+    /// A file descriptor number or count: digits only, fits in an `Int32`.
+    case nonNegativeInteger
+    /// An absolute `http` or `https` URL with a host.
+    case httpURL
+
+    /// Whether `value` satisfies the rule.
+    func accepts(_ value: String) -> Bool {
+        switch self {
+        case .any:
+            return !value.isEmpty
+        case .oneOf(let words):
+            return words.contains(value)
+        case .nonNegativeInteger:
+            return value.allSatisfy(\.isASCII) && Int32(value).map { $0 >= 0 } == true
+        case .httpURL:
+            guard let components = URLComponents(string: value),
+                let scheme = components.scheme?.lowercased(),
+                scheme == "https" || scheme == "http",
+                let host = components.host, !host.isEmpty
+            else { return false }
+            return true
+        }
+    }
+
+    /// The expectation stated in an error, e.g. `expected one of refresh-token, generic`.
+    var expectation: String {
+        switch self {
+        case .any: return "expected a non-empty value"
+        case .oneOf(let words): return "expected one of \(words.joined(separator: ", "))"
+        case .nonNegativeInteger: return "expected a non-negative integer"
+        case .httpURL: return "expected an http or https URL"
+        }
+    }
+}

@@ -1,0 +1,249 @@
+import Foundation
+import Testing
+
+/// The command-line layer seen from outside: exit codes and the exact stderr of usage errors.
+/// Until the commands are wired, a command line that parses ends in "'<name>' is not wired
+/// yet" with status 1, which tells a parsed line (1) from a rejected one (64).
+@Suite struct ParserTests {
+    /// Asserts the three-line usage error and status 64.
+    private func expectUsageError(
+        _ arguments: [String], environment: [String: String] = [:],
+        message: String, usage: String, see: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let result = try TokenctlBinary.run(arguments, environment: environment)
+        #expect(result.exitCode == 64, sourceLocation: sourceLocation)
+        #expect(result.standardOutput == "", sourceLocation: sourceLocation)
+        #expect(
+            result.standardError == "tokenctl: error: \(message)\nUsage: \(usage)\nSee '\(see)'.\n",
+            sourceLocation: sourceLocation)
+    }
+
+    /// Asserts that the line parsed and reached the (not yet wired) command.
+    private func expectParsed(
+        _ arguments: [String], command: String, environment: [String: String] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let result = try TokenctlBinary.run(arguments, environment: environment)
+        #expect(result.exitCode == 1, sourceLocation: sourceLocation)
+        #expect(result.standardError == "tokenctl: error: '\(command)' is not wired yet\n", sourceLocation: sourceLocation)
+    }
+
+    private let getUsage = "tokenctl get --account <account> --kind <kind> [--service <service>] [--reveal]"
+    private let rootUsage =
+        "tokenctl [--store <path> | --app-id <id>] [--json] [--quiet] [--passphrase-fd <fd>] <subcommand>"
+
+    // MARK: Accepted forms
+
+    @Test func optionValueWithEqualsOrSeparate() throws {
+        try expectParsed(["get", "--account=alice", "--kind", "generic"], command: "get")
+        try expectParsed(["get", "--account", "alice", "--kind=refresh-token", "--service=s"], command: "get")
+    }
+
+    @Test func everyKindIsAccepted() throws {
+        for kind in ["refresh-token", "apple-user-id", "access-token", "generic"] {
+            try expectParsed(["delete", "--account", "a", "--kind", kind], command: "delete")
+        }
+    }
+
+    @Test func globalOptionsBeforeOrAfterTheCommand() throws {
+        try expectParsed(["--store", "/tmp/s.db", "--json", "list"], command: "list")
+        try expectParsed(["list", "--app-id=com.example.app", "--quiet", "--passphrase-fd", "3"], command: "list")
+    }
+
+    @Test func doubleDashEndsOptions() throws {
+        try expectParsed(["state", "--", "--looks-like-an-option"], command: "state")
+        try expectUsageError(
+            ["state", "--looks-like-an-option"], message: "unknown option '--looks-like-an-option'",
+            usage: "tokenctl state <user-id>", see: "tokenctl help state")
+    }
+
+    @Test func valueStartingWithDashNeedsEquals() throws {
+        try expectParsed(["get", "--account=-dash", "--kind", "generic"], command: "get")
+        try expectUsageError(
+            ["get", "--account", "-dash", "--kind", "generic"], message: "missing value for '--account <account>'",
+            usage: getUsage, see: "tokenctl help get")
+    }
+
+    @Test func repeatedOptionMayBeRepeated() throws {
+        try expectParsed(
+            ["token", "--domain", "https://auth.example", "--client-id", "c", "--account", "a",
+             "--scope", "openid", "--scope=offline_access"], command: "token")
+    }
+
+    @Test func requiredFlagsConfirmDestructiveCommands() throws {
+        try expectParsed(["reset", "--yes"], command: "reset")
+        try expectParsed(["destroy", "--yes"], command: "destroy")
+        try expectUsageError(
+            ["destroy"], message: "missing required option '--yes'", usage: "tokenctl destroy --yes",
+            see: "tokenctl help destroy")
+    }
+
+    @Test func commandsWithoutOptionsParse() throws {
+        for command in ["status", "list", "pending", "verify", "rotate-key", "unlock"] {
+            try expectParsed([command], command: command)
+        }
+        try expectParsed(["migrate", "--dry-run"], command: "migrate")
+        try expectParsed(["history", "user-1"], command: "history")
+    }
+
+    // MARK: Environment defaults
+
+    @Test func domainAndClientIDFromEnvironment() throws {
+        let environment = ["TOKENCTL_DOMAIN": "https://auth.example", "TOKENCTL_CLIENT_ID": "client"]
+        try expectParsed(["resume"], command: "resume", environment: environment)
+        try expectParsed(["logout", "--account", "a"], command: "logout", environment: environment)
+        try expectUsageError(
+            ["resume"], message: "missing required option '--domain <url>'",
+            usage: "tokenctl resume --domain <url> --client-id <id>", see: "tokenctl help resume")
+    }
+
+    @Test func commandLineWinsOverEnvironment() throws {
+        try expectParsed(
+            ["resume", "--domain", "https://auth.example"], command: "resume",
+            environment: ["TOKENCTL_DOMAIN": "not a url", "TOKENCTL_CLIENT_ID": "client"])
+    }
+
+    @Test func invalidEnvironmentValueNamesTheVariable() throws {
+        try expectUsageError(
+            ["resume", "--client-id", "c"], environment: ["TOKENCTL_DOMAIN": "ftp://auth.example"],
+            message: "invalid value for '--domain <url>' (from TOKENCTL_DOMAIN): expected an http or https URL",
+            usage: "tokenctl resume --domain <url> --client-id <id>", see: "tokenctl help resume")
+    }
+
+    @Test func emptyEnvironmentVariableCountsAsUnset() throws {
+        try expectUsageError(
+            ["resume", "--domain", "https://auth.example"], environment: ["TOKENCTL_CLIENT_ID": ""],
+            message: "missing required option '--client-id <id>'",
+            usage: "tokenctl resume --domain <url> --client-id <id>", see: "tokenctl help resume")
+    }
+
+    // MARK: Usage errors
+
+    @Test func unknownOptionSuggestsTheClosestName() throws {
+        try expectUsageError(
+            ["get", "--acount", "a", "--kind", "generic"], message: "unknown option '--acount' (did you mean '--account'?)",
+            usage: getUsage, see: "tokenctl help get")
+    }
+
+    @Test func unknownOptionWithValueShowsOnlyTheName() throws {
+        let result = try TokenctlBinary.run(["get", "--secret=hunter2", "--account", "a", "--kind", "generic"])
+        #expect(result.exitCode == 64)
+        #expect(result.standardError.hasPrefix("tokenctl: error: unknown option '--secret'\n"))
+        #expect(!result.standardError.contains("hunter2"))
+    }
+
+    @Test func unknownCommandShowsItsPositionNotItsText() throws {
+        try expectUsageError(
+            ["lsit"], message: "argument 1 is not a command (did you mean 'list'?)", usage: rootUsage,
+            see: "tokenctl help")
+        let result = try TokenctlBinary.run(["--json", "s3cr3t-refresh-token-value"])
+        #expect(result.exitCode == 64)
+        #expect(result.standardError.hasPrefix("tokenctl: error: argument 2 is not a command\n"))
+        #expect(!result.standardError.contains("s3cr3t"))
+    }
+
+    @Test func missingValue() throws {
+        try expectUsageError(
+            ["get", "--kind", "generic", "--account"], message: "missing value for '--account <account>'",
+            usage: getUsage, see: "tokenctl help get")
+        try expectUsageError(
+            ["get", "--kind", "generic", "--account="], message: "missing value for '--account <account>'",
+            usage: getUsage, see: "tokenctl help get")
+    }
+
+    @Test func missingRequiredOption() throws {
+        try expectUsageError(
+            ["get", "--account", "a"], message: "missing required option '--kind <kind>'", usage: getUsage,
+            see: "tokenctl help get")
+    }
+
+    @Test func missingRequiredArgument() throws {
+        try expectUsageError(
+            ["history"], message: "missing required argument '<user-id>'", usage: "tokenctl history <user-id>",
+            see: "tokenctl help history")
+    }
+
+    @Test func unexpectedArgumentShowsItsPositionNotItsText() throws {
+        try expectUsageError(
+            ["state", "user-1", "eyJhbGciOi.secret"], message: "unexpected argument at position 3",
+            usage: "tokenctl state <user-id>", see: "tokenctl help state")
+        try expectUsageError(
+            ["put", "--account", "a", "--kind", "generic", "my-secret"], message: "unexpected argument at position 6",
+            usage: "tokenctl put --account <account> --kind <kind> [--service <service>] [--label <label>]",
+            see: "tokenctl help put")
+    }
+
+    @Test func invalidKind() throws {
+        try expectUsageError(
+            ["get", "--account", "a", "--kind", "password"],
+            message: "invalid value for '--kind <kind>': expected one of refresh-token, apple-user-id, access-token, generic",
+            usage: getUsage, see: "tokenctl help get")
+    }
+
+    @Test func invalidPassphraseFileDescriptorShowsTheGlobalUsage() throws {
+        try expectUsageError(
+            ["list", "--passphrase-fd", "three"],
+            message: "invalid value for '--passphrase-fd <fd>': expected a non-negative integer", usage: rootUsage,
+            see: "tokenctl help")
+    }
+
+    @Test func storeAndAppIDAreMutuallyExclusive() throws {
+        try expectUsageError(
+            ["--store", "/tmp/s.db", "list", "--app-id", "com.example"],
+            message: "'--store' and '--app-id' cannot be used together", usage: rootUsage, see: "tokenctl help")
+    }
+
+    @Test func optionGivenTwice() throws {
+        try expectUsageError(
+            ["get", "--account", "a", "--account", "b", "--kind", "generic"],
+            message: "option '--account' may be given only once", usage: getUsage, see: "tokenctl help get")
+    }
+
+    @Test func flagWithValue() throws {
+        try expectUsageError(
+            ["get", "--account", "a", "--kind", "generic", "--reveal=yes"], message: "option '--reveal' takes no value",
+            usage: getUsage, see: "tokenctl help get")
+    }
+
+    @Test func optionOfAnotherCommandIsUnknown() throws {
+        try expectUsageError(
+            ["list", "--reveal"], message: "unknown option '--reveal'", usage: "tokenctl list",
+            see: "tokenctl help list")
+    }
+
+    @Test func invalidDomain() throws {
+        try expectUsageError(
+            ["resume", "--domain", "auth.example", "--client-id", "c"],
+            message: "invalid value for '--domain <url>': expected an http or https URL",
+            usage: "tokenctl resume --domain <url> --client-id <id>", see: "tokenctl help resume")
+    }
+
+    @Test func helpOfUnknownCommand() throws {
+        try expectUsageError(
+            ["help", "delet"], message: "argument 2 is not a command (did you mean 'delete'?)",
+            usage: "tokenctl help [<command>]", see: "tokenctl help")
+    }
+
+    // MARK: Version and help precedence
+
+    @Test func version() throws {
+        for arguments in [["--version"], ["list", "--version"]] {
+            let result = try TokenctlBinary.run(arguments)
+            #expect(result.exitCode == 0)
+            #expect(result.standardOutput == "0.1.0\n")
+            #expect(result.standardError == "")
+        }
+    }
+
+    @Test func helpWinsOverErrorsOnTheSameLine() throws {
+        let result = try TokenctlBinary.run(["get", "--acount", "x", "--help"])
+        #expect(result.exitCode == 0)
+        #expect(result.standardOutput.hasPrefix("OVERVIEW: Show one item's metadata"))
+        #expect(result.standardError == "")
+    }
+
+    @Test func helpAfterDoubleDashIsAnArgument() throws {
+        try expectParsed(["state", "--", "--help"], command: "state")
+    }
+}
