@@ -1,0 +1,32 @@
+# TokenStore — the two set-up commands are `make demo` and `make test`.
+SWIFT ?= swift
+SWIFT_FLAGS ?=
+
+.PHONY: all deps build test demo bench soak fuzz release clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+	@scripts/authserver venv
+
+build: deps
+	$(SWIFT) build $(SWIFT_FLAGS)
+
+# The whole suite: real SQLite, the real Secret Service (gnome-keyring on a private D-Bus
+# session bus) and the real authorization server on loopback.
+test: deps
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	TOKENSTORE_REQUIRE_KEYRING=1 scripts/with-keyring $(SWIFT) test --skip-build $(SWIFT_FLAGS)
+
+# A sign-in → use → logout cycle in a private keyring session against the local server.
+demo: deps
+	$(SWIFT) build --product tokenstore-demo $(SWIFT_FLAGS)
+	scripts/with-keyring $$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-demo
+
+# Release build with warnings as errors (CI runs this too).
+release: deps
+	$(SWIFT) build -c release -Xswiftc -warnings-as-errors $(SWIFT_FLAGS)
+
+clean:
+	rm -rf .build
