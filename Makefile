@@ -22,7 +22,7 @@ test: deps
 # A sign-in → use → logout cycle in a private keyring session against the local server.
 demo: deps
 	$(SWIFT) build --product tokenstore-demo $(SWIFT_FLAGS)
-	scripts/with-keyring $$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-demo
+	scripts/with-keyring scripts/demo $$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-demo
 
 # Release build with warnings as errors (CI runs this too).
 release: deps

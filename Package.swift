@@ -33,6 +33,11 @@ let package = Package(
             plugins: ["EmbedMigrations"]),
         .target(name: "AuthSession", dependencies: ["TokenStore"]),
         .executableTarget(name: "tokenctl", dependencies: ["TokenStore", "AuthSession"]),
+        // `make demo`: a sign-in → use → logout cycle against the local authorization server.
+        .executableTarget(name: "tokenstore-demo", dependencies: ["TokenStore", "AuthSession"]),
+        // `make bench`: TokenStore against libsecret-per-item and plaintext SQLite.
+        .executableTarget(
+            name: "tokenbench", dependencies: ["TokenStore", "AuthSession", "CSQLite", "CLibSecret", "CSodium"]),
 
         // Test-only helpers: temporary directories, the private keyring, the local
         // authorization server. Never linked into a product.
@@ -40,6 +45,8 @@ let package = Package(
         // A child process for crash, multi-process and concurrency tests.
         .executableTarget(
             name: "tokenstore-testchild", dependencies: ["TokenStore", "AuthSession"], path: "Tests/TestChild"),
+        // libFuzzer entry points over the decoders (`make fuzz`); without -DFUZZING it replays a corpus.
+        .executableTarget(name: "tokenstore-fuzz", dependencies: ["TokenStore", "AuthSession"], path: "Tests/Fuzz"),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "TestSupport"]),
         .testTarget(name: "AuthSessionTests", dependencies: ["AuthSession", "TokenStore", "TestSupport"]),
         .testTarget(name: "tokenctlTests", dependencies: ["TestSupport"], exclude: ["Golden"]),

@@ -1,0 +1,98 @@
+// `make demo`: one sign-in → use → logout cycle, printed step by step.
+//
+// Runs inside a private keyring session (scripts/with-keyring) against the local test
+// authorization server, whose URL comes in TOKENSTORE_DEMO_SERVER (scripts/demo starts it).
+// Tokens are never printed: only fingerprints, lengths and outcomes.
+import AuthSession
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import TokenStore
+
+func step(_ text: String) { print("\n== \(text)") }
+func show(_ text: String) { print("   \(text)") }
+
+guard let serverURL = ProcessInfo.processInfo.environment["TOKENSTORE_DEMO_SERVER"].flatMap(URL.init(string:)) else {
+    FileHandle.standardError.write(Data("tokenstore-demo: set TOKENSTORE_DEMO_SERVER (run `make demo`)\n".utf8))
+    exit(64)
+}
+
+/// Calls one of the test server's control paths (the demo's stand-in for Apple and for outages).
+func control(_ path: String, _ body: [String: Any]) async throws -> [String: Any] {
+    var request = URLRequest(url: serverURL.appendingPathComponent("__test/\(path)"))
+    request.httpMethod = "POST"
+    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+    request.httpBody = try JSONSerialization.data(withJSONObject: body)
+    let (data, _) = try await URLSession.shared.data(for: request)
+    return (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+}
+
+let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("tokenstore-demo-\(getpid())")
+defer { try? FileManager.default.removeItem(at: directory) }  // a demo's scratch directory
+let storePath = directory.appendingPathComponent("store/tokens.sqlite").path
+let account = "demo@example.com"
+let appleUserID = "001234.\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()).0042"
+
+do {
+    step("Open a store (data key in the Secret Service, rows sealed in SQLite)")
+    let store = try TokenStore(path: storePath, appID: "dev.tokenstore.demo")
+    show("store \(store.storeIdentifier.prefix(8))…, key \(store.keyIdentifier.prefix(8))… in the private gnome-keyring")
+    let policy = RetryPolicy(maximumAttempts: 3, baseDelay: .milliseconds(100), maximumDelay: .milliseconds(400))
+    let session = TokenSession(
+        store: store, configuration: try AuthorizationServerConfiguration(domain: serverURL, clientID: "tokenstore-test"),
+        retryPolicy: policy)
+
+    step("Sign in with Apple: exchange the authorization code at the authorization server")
+    let code = try await control("apple/code", ["sub": appleUserID])["code"] as? String ?? ""
+    let signIn = try await session.signInWithApple(
+        authorizationCode: SecretBytes(utf8: code), appleUserID: appleUserID, account: account,
+        scopes: ["openid", "read:items"])
+    let refresh = try store.refreshToken(account: account)
+    show("stored refresh token \(refresh.map(\.description) ?? "none")")
+    show("access token \(signIn.accessToken.token.fingerprint), scopes \(signIn.accessToken.scopes.joined(separator: " "))")
+    show("credential state: \(try store.credentialState(forUserID: appleUserID).rawValue)")
+
+    step("Use: read the access token back (from the sealed cache, no network)")
+    let cached = try await session.acquireTokenSilently(account: account, scopes: ["read:items"])
+    show("source \(cached.source.rawValue), expires \(cached.expiresAt)")
+
+    step("Renew silently: the server rotates the refresh token; the store swaps it atomically")
+    let renewed = try await session.acquireTokenSilently(account: account, scopes: ["read:items"], minimumTTL: .seconds(7200))
+    show("source \(renewed.source.rawValue); refresh token now \(try store.refreshToken(account: account)?.description ?? "none")")
+
+    step("The database file holds no plaintext")
+    let token = try store.refreshToken(account: account)?.stringValue() ?? ""
+    var hits = 0
+    for suffix in ["", "-wal", "-shm"] {
+        guard let bytes = FileManager.default.contents(atPath: storePath + suffix) else { continue }
+        for needle in [token, appleUserID, account] where bytes.range(of: Data(needle.utf8)) != nil { hits += 1 }
+        show("tokens.sqlite\(suffix): \(bytes.count) bytes scanned")
+    }
+    show("refresh token, Apple user id, account name found: \(hits) times")
+
+    step("Log out while the server is failing (503 ×3): the user is logged out here at once")
+    _ = try await control("faults", ["path": "/oauth/revoke", "status": 503, "count": 3])
+    let outcome = try await session.logout(account: account)
+    show("outcome: \(outcome)")
+    show("refresh token offered to the app: \(try store.refreshToken(account: account) == nil ? "none" : "STILL THERE")")
+    for entry in try store.pendingRevocations() {
+        show("outbox: 1 entry, attempts \(entry.attempts), last error \(entry.lastError ?? "-")")
+    }
+
+    step("The server is back: resume pending revocations (at start-up, or when the network returns)")
+    let report = try await session.logoutCoordinator.resumePendingRevocations(now: Date() + 3600)
+    show("resume: \(report)")
+    let introspection = try await control("introspect", ["token": token])
+    show("server says the refresh token is active: \(introspection["active"] as? Bool ?? true)")
+
+    step("Credential state history")
+    show("state now: \(try store.credentialState(forUserID: appleUserID).rawValue)")
+    for transition in try store.credentialStateHistory(forUserID: appleUserID) {
+        show("\(transition.date)  \(transition.from.rawValue) → \(transition.to.rawValue)  \(transition.reason)\(transition.detail.map { " (\($0))" } ?? "")")
+    }
+    print("\nDemo finished.")
+} catch {
+    FileHandle.standardError.write(Data("tokenstore-demo: error: \(error)\n".utf8))
+    exit(1)
+}
