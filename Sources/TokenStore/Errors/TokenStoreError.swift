@@ -4,11 +4,12 @@
 /// holds a secret, an account name or a user id, an optional hint saying what to do, and
 /// the underlying cause (SQLite extended result code, GLib error, errno) when there is one.
 ///
-/// Match on the code with `~=`:
+/// Match on the code with the static patterns (`~=` by code):
 ///
 /// ```swift
-/// do { try store.refreshToken(account: "me") }
-/// catch TokenStoreError.Code.keyringLocked { /* ask the user to unlock */ }
+/// do { _ = try store.refreshToken(account: "me") }
+/// catch TokenStoreError.keyringLocked { /* ask the user to unlock */ }
+/// catch let error as TokenStoreError { switch error.code { … } }
 /// ```
 public struct TokenStoreError: Error, Sendable, CustomStringConvertible {
     /// Stable error codes. Apps switch on these; the raw values never change.
@@ -96,8 +97,35 @@ public struct TokenStoreError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+extension TokenStoreError {
+    /// Pattern for ``Code/secretServiceUnavailable``: `catch TokenStoreError.secretServiceUnavailable`.
+    public static let secretServiceUnavailable = Code.secretServiceUnavailable
+    /// Pattern for ``Code/keyringLocked``.
+    public static let keyringLocked = Code.keyringLocked
+    /// Pattern for ``Code/dataKeyMissing``.
+    public static let dataKeyMissing = Code.dataKeyMissing
+    /// Pattern for ``Code/dataKeyCorrupt``.
+    public static let dataKeyCorrupt = Code.dataKeyCorrupt
+    /// Pattern for ``Code/integrityCheckFailed``.
+    public static let integrityCheckFailed = Code.integrityCheckFailed
+    /// Pattern for ``Code/databaseCorrupt``.
+    public static let databaseCorrupt = Code.databaseCorrupt
+    /// Pattern for ``Code/databaseBusy``.
+    public static let databaseBusy = Code.databaseBusy
+    /// Pattern for ``Code/schemaTooNew``.
+    public static let schemaTooNew = Code.schemaTooNew
+    /// Pattern for ``Code/migrationFailed``.
+    public static let migrationFailed = Code.migrationFailed
+    /// Pattern for ``Code/unsafeFileLayout``.
+    public static let unsafeFileLayout = Code.unsafeFileLayout
+    /// Pattern for ``Code/invalidInput``.
+    public static let invalidInput = Code.invalidInput
+    /// Pattern for ``Code/ioError``.
+    public static let ioError = Code.ioError
+}
+
 extension TokenStoreError.Code {
-    /// `catch TokenStoreError.Code.keyringLocked` support.
+    /// `catch TokenStoreError.keyringLocked` support: matches a thrown ``TokenStoreError`` by code.
     public static func ~= (code: Self, error: any Error) -> Bool {
         (error as? TokenStoreError)?.code == code
     }

@@ -1,0 +1,11 @@
+import Testing
+@testable import TokenStore
+@Test func patternMatchingByCode() {
+    func classify(_ error: any Error) -> String {
+        do { throw error }
+        catch TokenStoreError.keyringLocked { return "locked" }
+        catch { return "other" }
+    }
+    #expect(classify(TokenStoreError(.keyringLocked, "x")) == "locked")
+    #expect(classify(TokenStoreError(.ioError, "x")) == "other")
+}
