@@ -5,7 +5,7 @@ import TestSupport
 
 /// Locks the shared private keyring: these tests must not overlap with others that use it.
 @Suite("Data key failures", .serialized, keyringTrait)
-struct KeyFailureTests {
+struct KeyFailureExclusiveKeyringTests {
     @Test("locked collection: opening is keyringLocked, never a new key, rows intact")
     func lockedCollection() throws {
         let t = try TestStore()

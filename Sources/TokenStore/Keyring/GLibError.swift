@@ -45,7 +45,7 @@ enum GLibError {
             if code == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
                 return TokenStoreError(
                     .timedOut, "The Secret Service did not answer in time (\(operation)).",
-                    hint: TokenStoreError.secretServiceHint, cause: cause)
+                    hint: notAnsweringHint, cause: cause)
             }
             // Connecting to the session bus failed: no address, autolaunch impossible,
             // socket missing or refused, connection closed.
@@ -56,7 +56,7 @@ enum GLibError {
             case G_DBUS_ERROR_NO_REPLY, G_DBUS_ERROR_TIMEOUT, G_DBUS_ERROR_TIMED_OUT:
                 return TokenStoreError(
                     .timedOut, "The Secret Service did not answer in time (\(operation)).",
-                    hint: TokenStoreError.secretServiceHint, cause: cause)
+                    hint: notAnsweringHint, cause: cause)
             case G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER,
                 G_DBUS_ERROR_NO_SERVER, G_DBUS_ERROR_DISCONNECTED, G_DBUS_ERROR_BAD_ADDRESS,
                 G_DBUS_ERROR_NO_NETWORK, G_DBUS_ERROR_NOT_SUPPORTED, G_DBUS_ERROR_UNKNOWN_METHOD,
@@ -75,6 +75,11 @@ enum GLibError {
         }
         return TokenStoreError(.ioError, "The Secret Service call failed (\(operation)).", cause: cause)
     }
+
+    /// The hint of `timedOut`: a service owns the name but does not answer.
+    static let notAnsweringHint =
+        "A Secret Service is running on the session bus but not answering; check or restart it "
+        + "(e.g. gnome-keyring-daemon --replace --components=secrets)."
 
     static func unavailable(_ operation: String, _ cause: TokenStoreError.Cause?) -> TokenStoreError {
         TokenStoreError(

@@ -42,7 +42,7 @@ enum GLibWorkerThread {
             throw TokenStoreError(
                 .timedOut,
                 "The Secret Service did not answer within \(timeout) (\(operation)); the call was cancelled.",
-                hint: TokenStoreError.secretServiceHint)
+                hint: GLibError.notAnsweringHint)
         }
         // The worker stored the result before signalling `done`.
         switch job.result! {
