@@ -35,11 +35,7 @@ public struct CredentialStateReason: RawRepresentable, Sendable, Hashable, Custo
     public var description: String { rawValue }
 
     static func validate(_ code: String, what: String) throws {
-        let allowed = code.utf8.allSatisfy {
-            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x61 && $0 <= 0x7a)
-                || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d
-        }
-        guard allowed, (1...64).contains(code.utf8.count) else {
+        guard code.isPlainName, code.utf8.count <= 64 else {
             throw TokenStoreError(.invalidInput, "A \(what) must be 1–64 characters of [A-Za-z0-9._-].")
         }
     }
@@ -61,4 +57,14 @@ public enum CredentialStateDetail {
     public static let remoteRevocationPending = "remoteRevocationPending"
     /// Logged out here; the server refused the revocation with a configuration error.
     public static let remoteRevocationFailed = "remoteRevocationFailed"
+}
+
+extension String {
+    /// True for a non-empty name of `[A-Za-z0-9._-]` only: safe as a code, a file name part, a log value.
+    var isPlainName: Bool {
+        !isEmpty && utf8.allSatisfy {
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x61 && $0 <= 0x7a)
+                || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d
+        }
+    }
 }

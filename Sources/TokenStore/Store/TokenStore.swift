@@ -88,11 +88,7 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
     }
 
     static func validateAppID(_ appID: String) throws {
-        let ok = appID.utf8.allSatisfy {
-            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x61 && $0 <= 0x7a)
-                || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d
-        }
-        guard ok, (1...255).contains(appID.utf8.count), appID != ".", appID != ".." else {
+        guard appID.isPlainName, appID.utf8.count <= 255, appID != ".", appID != ".." else {
             throw TokenStoreError(.invalidInput, "The app id must be 1–255 characters of [A-Za-z0-9._-].")
         }
     }
