@@ -17,9 +17,7 @@ build: deps
 # session bus) and the real authorization server on loopback.
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	TOKENSTORE_REQUIRE_KEYRING=1 scripts/with-keyring sh -c '\
-	  $(SWIFT) test --skip-build $(SWIFT_FLAGS) --skip ExclusiveKeyring && \
-	  $(SWIFT) test --skip-build $(SWIFT_FLAGS) --filter ExclusiveKeyring --no-parallel'
+	TOKENSTORE_REQUIRE_KEYRING=1 SWIFT=$(SWIFT) scripts/with-keyring scripts/run-tests $(SWIFT_FLAGS)
 # Suites that lock the shared private keyring (or stop its daemon) have "ExclusiveKeyring" in
 # their type name: they run in a second, serialized pass so they cannot disturb the others.
 
