@@ -75,16 +75,22 @@ extension TokenStore {
 
     /// Local clean-up of a logout with nothing to revoke: deletes the account's Apple user id
     /// and cached access token and records `revoked`.
+    ///
+    /// When this leaves the store with no items and no pending revocations, the data key is
+    /// rotated (crypto-erase; see ``TokenStore/Options/rotatesKeyAfterLastLogout``).
     public func finishLocalLogout(
         account: String, service: String = ItemKey.defaultService, reason: CredentialStateReason = .userLogout
     ) throws {
         try Self.validate(ItemKey(service: service, account: account, kind: .refreshToken))
-        try write { db in
+        let emptied = try write { db in
+            let before = try db.scalarInt("SELECT count(*) FROM items") ?? 0
             let userID = try readItem(db, key: ItemKey(service: service, account: account, kind: .appleUserID))?.secret.stringValue()
             try deleteLocalEntries(db, service: service, account: account)
             if let userID { try recordState(db, userID: userID, to: .revoked, reason: reason, detail: nil) }
+            return try (db.scalarInt("SELECT count(*) FROM items") ?? 0) < before && holdsNoSecrets(db)
         }
         try checkpointQuietly()
+        if emptied { cryptoEraseAfterLastLogout() }
     }
 
     /// Records the result of a revocation attempt, in one transaction.
@@ -98,13 +104,15 @@ extension TokenStore {
     /// detail `remoteRevocationPending` or `remoteRevocationFailed` unless revoked). If the
     /// logout was already finished locally and the revocation now went through, the history
     /// records `revocationConfirmed`. Then the WAL is checkpointed.
+    /// When the deleted entry was the store's last secret (no items, no pending revocations
+    /// left), the data key is then rotated (crypto-erase; see ``TokenStore/Options``).
     /// - Returns: the user's credential state afterwards, when the user id is known.
     @discardableResult
     public func recordRevocationAttempt(_ entry: PendingRevocation, result: RevocationAttemptResult) throws -> CredentialState? {
         guard let entryID = Hex.decode(entry.id), entryID.count == 16 else {
             throw TokenStoreError(.invalidInput, "Not a pending-revocation id.")
         }
-        let state: CredentialState? = try write { db in
+        let state: (CredentialState?, Bool) = try write { db in
             let exists = (try db.scalarInt("SELECT count(*) FROM pending_revocations WHERE entry_id = ?", [.blob(entryID)]) ?? 0) > 0
             let detail: String?
             switch result {
@@ -132,10 +140,12 @@ extension TokenStore {
                       try lastDetail(db, userID: userID) != nil {
                 try recordState(db, userID: userID, to: .revoked, reason: .revocationConfirmed, detail: nil)
             }
-            return try entry.appleUserID.map { try currentState(db, userID: $0) }
+            let emptied = try exists && holdsNoSecrets(db)
+            return (try entry.appleUserID.map { try currentState(db, userID: $0) }, emptied)
         }
         try checkpointQuietly()
-        return state
+        if state.1 { cryptoEraseAfterLastLogout() }
+        return state.0
     }
 
     /// The outbox entries, oldest first; only those due by `dueBy` when given. Flagged
@@ -155,21 +165,24 @@ extension TokenStore {
 
     /// Gives up on a pending revocation explicitly: the entry is deleted without the token
     /// being revoked, and the choice is recorded in the user's history (`revocationDiscarded`).
+    /// Rotates the data key afterwards when nothing secret is left (crypto-erase).
     /// - Warning: the refresh token may still be valid at the server.
     public func discardPendingRevocation(_ entry: PendingRevocation) throws {
         guard let entryID = Hex.decode(entry.id), entryID.count == 16 else {
             throw TokenStoreError(.invalidInput, "Not a pending-revocation id.")
         }
-        try write { db in
+        let emptied = try write { db in
             try db.run("DELETE FROM pending_revocations WHERE entry_id = ?", [.blob(entryID)])
-            guard db.changes > 0 else { return }
+            guard db.changes > 0 else { return false }
             if try isLoggingOut(db, service: entry.service, account: entry.account) {
                 try deleteLocalEntries(db, service: entry.service, account: entry.account)
             }
             if let userID = entry.appleUserID {
                 try recordState(db, userID: userID, to: .revoked, reason: .revocationDiscarded, detail: nil)
             }
+            return try holdsNoSecrets(db)
         }
+        if emptied { cryptoEraseAfterLastLogout() }
     }
 
     // MARK: Internals

@@ -19,6 +19,8 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
     public let appID: String
     /// The key provider holding the data key.
     public let keyProvider: any KeyProvider
+    /// The options given at open.
+    public let options: Options
     let logger: Logger
 
     private let lock = NSLock()
@@ -49,9 +51,12 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
     ///   `dataKeyMissing`, `dataKeyCorrupt`, `databaseCorrupt`, `schemaTooNew`,
     ///   `migrationFailed`, `unsafeFileLayout`, `invalidInput`, `ioError`.
     public convenience init(
-        appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(), logger: Logger = .disabled
+        appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(), logger: Logger = .disabled,
+        options: Options = Options()
     ) throws {
-        try self.init(path: Self.defaultPath(appID: appID), appID: appID, keyProvider: keyProvider, logger: logger)
+        try self.init(
+            path: Self.defaultPath(appID: appID), appID: appID, keyProvider: keyProvider, logger: logger,
+            options: options)
     }
 
     /// Opens (or creates) the store at `path`.
@@ -59,15 +64,18 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
     /// A new store gets a new data key, made while holding the database write lock so two
     /// processes opening it at once end with one key. A store that already holds sealed
     /// rows never gets a new key: a key that cannot be read is an error, never "first run".
-    /// - Throws: as ``init(appID:keyProvider:logger:)``.
+    /// A key rotation that a crash interrupted is finished (or rolled back) here; see
+    /// ``rotateDataKey(batchSize:progress:)``.
+    /// - Throws: as ``init(appID:keyProvider:logger:options:)``.
     public init(
         path: String, appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(),
-        logger: Logger = .disabled
+        logger: Logger = .disabled, options: Options = Options()
     ) throws {
         try Self.validateAppID(appID)
         self.path = path
         self.appID = appID
         self.keyProvider = keyProvider
+        self.options = options
         self.logger = logger
         try FileLayout.prepare(databasePath: path)
         let db = try Database(path: path)
@@ -78,6 +86,7 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
         dataKey = setup.key
         database = db
         logger.debug("store opened", metadata: ["key.provider": keyProvider.name, "key.created": "\(setup.created)"])
+        recoverInterruptedRotation()
     }
 
     /// Closes the connection and wipes the key from memory. Later calls throw `storeClosed`.
@@ -103,14 +112,25 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
         return try body(database)
     }
 
-    /// A write transaction (`BEGIN IMMEDIATE`), serialized.
+    /// A write transaction (`BEGIN IMMEDIATE`), serialized. Picks up a key rotation that
+    /// another store object finished meanwhile before `body` runs.
     func write<T>(_ body: (Database) throws -> T) throws -> T {
-        try withDatabase { db in try db.writeTransaction { try body(db) } }
+        try withDatabase { db in
+            try db.writeTransaction {
+                try followKeyRotation(db)
+                return try body(db)
+            }
+        }
     }
 
-    /// A read transaction (one snapshot), serialized.
+    /// A read transaction (one snapshot), serialized. Picks up a finished key rotation too.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try withDatabase { db in try db.readTransaction { try body(db) } }
+        try withDatabase { db in
+            try db.readTransaction {
+                try followKeyRotation(db)
+                return try body(db)
+            }
+        }
     }
 
     func replaceDataKey(_ key: DataKey) { dataKey = key }
@@ -123,16 +143,16 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
 
     // MARK: Keyed hashes (the only form identifiers take in the clear)
 
-    func itemLookup(_ key: ItemKey) -> [UInt8] {
-        dataKey.lookupHash(domain: 1, [Array(key.service.utf8), Array(key.account.utf8), [key.kind.code]])
+    func itemLookup(_ key: ItemKey, under other: DataKey? = nil) -> [UInt8] {
+        (other ?? dataKey).lookupHash(domain: 1, [Array(key.service.utf8), Array(key.account.utf8), [key.kind.code]])
     }
 
-    func accountRef(service: String, account: String) -> [UInt8] {
-        dataKey.lookupHash(domain: 2, [Array(service.utf8), Array(account.utf8)])
+    func accountRef(service: String, account: String, under other: DataKey? = nil) -> [UInt8] {
+        (other ?? dataKey).lookupHash(domain: 2, [Array(service.utf8), Array(account.utf8)])
     }
 
-    func userRef(_ userID: String) -> [UInt8] {
-        dataKey.lookupHash(domain: 3, [Array(userID.utf8)])
+    func userRef(_ userID: String, under other: DataKey? = nil) -> [UInt8] {
+        (other ?? dataKey).lookupHash(domain: 3, [Array(userID.utf8)])
     }
 
     func binding(_ kind: RecordKind, rowKey: [UInt8], key: DataKey? = nil) -> Sealer.Binding {

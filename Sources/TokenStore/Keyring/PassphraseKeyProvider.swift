@@ -1,0 +1,338 @@
+internal import CSodium
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Keeps data keys in files, each wrapped under a key derived from a passphrase the app
+/// supplies: for headless machines (SSH sessions, servers, CI) with no Secret Service.
+///
+/// Never chosen automatically: a store uses it only when the app passes it explicitly.
+///
+/// ```swift
+/// let provider = PassphraseKeyProvider(storePath: path, passphrase: SecretBytes(utf8: phrase))
+/// let store = try TokenStore(path: path, appID: "com.example.app", keyProvider: provider)
+/// ```
+///
+/// Each key is one file, `tokenstore-<store-id>-<key-id>.key` (mode 0600, opened with
+/// `O_NOFOLLOW`, replaced atomically), in ``directory``: the 32-byte data key sealed with
+/// XChaCha20-Poly1305 under a key derived with Argon2id (libsodium `crypto_pwhash`,
+/// `ALG_ARGON2ID13`). The file holds the Argon2id parameters (opslimit, memlimit), the salt
+/// and the nonce next to the wrapped key, a passphrase verifier, and a checksum of the whole
+/// file; the associated data binds the wrapped key to its store id and key id, so a file
+/// copied under another name does not open.
+///
+/// Errors when loading:
+/// - the passphrase does not match the file's verifier: `wrongPassphrase`; nothing is changed.
+/// - the file's checksum, layout or parameters are wrong, or the wrapped key does not
+///   authenticate although the passphrase is right: `integrityCheckFailed` — the file was
+///   altered (not `dataKeyCorrupt`, which means "the provider gave a key that does not open
+///   the store": here no key is given at all). Someone who alters the salt or parameters
+///   *and* recomputes the checksum gets `wrongPassphrase`, which cannot be told apart
+///   without the passphrase.
+///
+/// The protection is only as strong as the passphrase: the file can be attacked offline by
+/// guessing, slowed down by Argon2id's cost. Prefer the Secret Service where there is one.
+public struct PassphraseKeyProvider: KeyProvider {
+    /// Argon2id cost limits (libsodium `opslimit` and `memlimit`).
+    public struct Limits: Sendable, Equatable {
+        /// Passes over memory.
+        public let opsLimit: UInt64
+        /// Memory in bytes.
+        public let memLimit: UInt64
+
+        /// Custom limits; values outside libsodium's bounds are `invalidInput` when a key is stored.
+        public init(opsLimit: UInt64, memLimit: UInt64) {
+            self.opsLimit = opsLimit
+            self.memLimit = memLimit
+        }
+
+        /// libsodium's moderate limits (`OPSLIMIT_MODERATE`, `MEMLIMIT_MODERATE`: 3 passes,
+        /// 256 MiB, about a second): the default.
+        public static let moderate = Limits(
+            opsLimit: UInt64(crypto_pwhash_opslimit_moderate()), memLimit: UInt64(crypto_pwhash_memlimit_moderate()))
+        /// libsodium's interactive limits (2 passes, 64 MiB): for tests and small devices.
+        public static let interactive = Limits(
+            opsLimit: UInt64(crypto_pwhash_opslimit_interactive()), memLimit: UInt64(crypto_pwhash_memlimit_interactive()))
+    }
+
+    public var name: String { "passphrase" }
+    /// The directory holding the wrapped-key files.
+    public let directory: String
+    /// The limits used when a key is wrapped (a file is opened with the limits it records).
+    public let limits: Limits
+    private let passphrase: SecretBytes
+
+    /// A provider keeping its files in `directory` (made with mode 0700 if missing).
+    /// - Parameters:
+    ///   - passphrase: supplied by the app (read from a terminal or a file descriptor); kept in
+    ///     guarded memory.
+    ///   - limits: Argon2id cost for newly wrapped keys; ``Limits/moderate`` by default.
+    public init(directory: String, passphrase: SecretBytes, limits: Limits = .moderate) {
+        self.directory = directory
+        self.passphrase = passphrase
+        self.limits = limits
+    }
+
+    /// A provider keeping its files next to the database at `storePath`.
+    public init(storePath: String, passphrase: SecretBytes, limits: Limits = .moderate) {
+        let directory = (storePath as NSString).deletingLastPathComponent
+        self.init(directory: directory.isEmpty ? "." : directory, passphrase: passphrase, limits: limits)
+    }
+
+    /// The path of the file holding `reference`'s key.
+    /// - Throws: `invalidInput` when the ids are not hex.
+    public func filePath(for reference: DataKeyReference) throws -> String {
+        for id in [reference.storeID, reference.keyID] {
+            guard (1...64).contains(id.utf8.count),
+                  id.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
+            else { throw TokenStoreError(.invalidInput, "A key reference id is not lowercase hex.") }
+        }
+        return "\(directory)/tokenstore-\(reference.storeID)-\(reference.keyID).key"
+    }
+
+    /// Reads and unwraps a key.
+    /// - Returns: the key, or `nil` when there is no file for it.
+    /// - Throws: `wrongPassphrase`, `integrityCheckFailed`, `unsafeFileLayout` (a link, not
+    ///   a regular file, another owner, readable by others), `ioError`.
+    public func loadKey(_ reference: DataKeyReference) throws -> SecretBytes? {
+        let path = try filePath(for: reference)
+        guard let bytes = try Self.readFile(path) else { return nil }
+        return try WrappedKeyFile.unwrap(bytes, passphrase: passphrase, reference: reference)
+    }
+
+    /// Wraps and stores a key, replacing the file of the same reference atomically.
+    /// - Throws: `invalidInput` (not 32 bytes, empty passphrase, limits out of bounds),
+    ///   `unsafeFileLayout`, `ioError`.
+    public func storeKey(_ key: SecretBytes, for reference: DataKeyReference) throws {
+        let path = try filePath(for: reference)
+        let bytes = try WrappedKeyFile.wrap(key, passphrase: passphrase, limits: limits, reference: reference)
+        try Self.prepareDirectory(directory)
+        try Self.writeAtomically(bytes, to: path)
+    }
+
+    /// Deletes a key's file. Succeeds when it is already gone.
+    /// - Warning: every row sealed under this key becomes unreadable.
+    public func deleteKey(_ reference: DataKeyReference) throws {
+        let path = try filePath(for: reference)
+        if unlink(path) != 0 {
+            guard errno == ENOENT else { throw Self.posix("deleting a wrapped-key file", errno) }
+            return
+        }
+        TokenStore.syncDirectory(of: path)
+    }
+
+    /// `present` when the key's file exists (the passphrase is not checked), else `missing`.
+    public func availability(of reference: DataKeyReference) throws -> DataKeyAvailability {
+        var info = stat()
+        if lstat(try filePath(for: reference), &info) == 0 { return .present }
+        guard errno == ENOENT || errno == ENOTDIR else { throw Self.posix("inspecting a wrapped-key file", errno) }
+        return .missing
+    }
+
+    // MARK: Files
+
+    private static func readFile(_ path: String) throws -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            if errno == ELOOP { throw unsafe("The wrapped-key file is a symbolic link; refusing to open it.") }
+            throw posix("opening a wrapped-key file", errno)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw posix("inspecting a wrapped-key file", errno) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw unsafe("The wrapped-key path is not a regular file.") }
+        guard info.st_uid == geteuid() else { throw unsafe("The wrapped-key file is owned by another user.") }
+        guard info.st_mode & 0o077 == 0 else { throw unsafe("The wrapped-key file is accessible to other users; make it 0600.") }
+        guard info.st_size <= 4_096 else {
+            throw TokenStoreError(.integrityCheckFailed, "The wrapped-key file is too large to be one.")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
+        var total = 0
+        while total < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + total, $0.count - total) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw posix("reading a wrapped-key file", errno) }
+            if n == 0 { break }
+            total += n
+        }
+        return Array(bytes.prefix(total))
+    }
+
+    private static func prepareDirectory(_ directory: String) throws {
+        var info = stat()
+        if lstat(directory, &info) != 0 {
+            guard errno == ENOENT else { throw posix("inspecting the key directory", errno) }
+            guard mkdir(directory, 0o700) == 0 || errno == EEXIST else { throw posix("creating the key directory", errno) }
+            guard lstat(directory, &info) == 0 else { throw posix("inspecting the key directory", errno) }
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { throw unsafe("The key directory is not a directory.") }
+        guard info.st_uid == geteuid() else { throw unsafe("The key directory is owned by another user.") }
+        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else { throw unsafe("The key directory is writable by other users.") }
+    }
+
+    private static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+        let temporary = "\(path).\(Hex.encode(SecretBytes.random(count: 8).copyBytes())).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw posix("creating a wrapped-key file", errno) }
+        var ok = false
+        defer {
+            if !ok { unlink(temporary) }
+        }
+        do {
+            defer { close(fd) }
+            guard fchmod(fd, 0o600) == 0 else { throw posix("setting a wrapped-key file's mode", errno) }
+            var written = 0
+            while written < bytes.count {
+                let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw posix("writing a wrapped-key file", errno) }
+                written += n
+            }
+            guard fsync(fd) == 0 else { throw posix("syncing a wrapped-key file", errno) }
+        }
+        guard rename(temporary, path) == 0 else { throw posix("replacing a wrapped-key file", errno) }
+        ok = true
+        TokenStore.syncDirectory(of: path)
+    }
+
+    private static func unsafe(_ message: String) -> TokenStoreError {
+        TokenStoreError(.unsafeFileLayout, message, hint: "Keep wrapped-key files in a private directory (0700) owned by this user.")
+    }
+
+    private static func posix(_ operation: String, _ code: Int32) -> TokenStoreError {
+        TokenStoreError(.ioError, "A file-system call failed while \(operation).", cause: .posix(errno: code, operation: operation))
+    }
+}
+
+/// The wrapped-key file format, version 1 (174 bytes):
+///
+/// `"TSPK" ‖ version u8 ‖ alg u8 ‖ opslimit u64le ‖ memlimit u64le ‖ salt (16) ‖ nonce (24)`
+/// (the header, 62 bytes) `‖ verifier (32) ‖ wrapped key (32 + 16) ‖ checksum (32)`.
+///
+/// Argon2id gives 64 bytes: the first 32 wrap the key, the last 32 key the verifier
+/// (BLAKE2b over the header and the reference). The checksum is unkeyed BLAKE2b over
+/// everything before it, so accidental or naive damage is told apart from a wrong passphrase.
+enum WrappedKeyFile {
+    static let magic = Array("TSPK".utf8)
+    static let version: UInt8 = 1
+    static let headerCount = 62
+    static let wrappedCount = 32 + 16
+    static let totalCount = headerCount + 32 + wrappedCount + 32
+
+    static func wrap(
+        _ key: SecretBytes, passphrase: SecretBytes, limits: PassphraseKeyProvider.Limits, reference: DataKeyReference
+    ) throws -> [UInt8] {
+        guard key.count == 32 else { throw TokenStoreError(.invalidInput, "A data key must be 32 bytes, not \(key.count).") }
+        guard passphrase.count > 0 else { throw TokenStoreError(.invalidInput, "The passphrase is empty.") }
+        guard limits.opsLimit >= UInt64(crypto_pwhash_opslimit_min()), limits.opsLimit <= maximumOps,
+              limits.memLimit >= UInt64(crypto_pwhash_memlimit_min()), limits.memLimit <= maximumMemory
+        else { throw TokenStoreError(.invalidInput, "The Argon2id limits are outside libsodium's bounds.") }
+        var header = magic + [version, UInt8(crypto_pwhash_alg_argon2id13())]
+        header += littleEndian(limits.opsLimit) + littleEndian(limits.memLimit)
+        header += SecretBytes.random(count: 16).copyBytes()
+        header += SecretBytes.random(count: 24).copyBytes()
+        let derived = try derive(passphrase, header: header)
+        let verifier = self.verifier(derived, header: header, reference: reference)
+        let ad = header + binding(reference)
+        var wrapped = [UInt8](repeating: 0, count: wrappedCount)
+        let nonce = Array(header[38..<62])
+        let rc = key.withUnsafeBytes { plain in
+            derived.withUnsafeBytes { kek in
+                crypto_aead_xchacha20poly1305_ietf_encrypt(
+                    &wrapped, nil, plain.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, ad, UInt64(ad.count),
+                    nil, nonce, kek.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        guard rc == 0 else { throw TokenStoreError(.ioError, "Wrapping the data key failed.") }
+        let body = header + verifier + wrapped
+        return body + Blake2b.digest(body)
+    }
+
+    static func unwrap(_ bytes: [UInt8], passphrase: SecretBytes, reference: DataKeyReference) throws -> SecretBytes {
+        func altered(_ why: String) -> TokenStoreError {
+            TokenStoreError(
+                .integrityCheckFailed, "The wrapped-key file was altered or damaged (\(why)).",
+                hint: "Restore the file from a backup, or reset the store explicitly (resetStore).")
+        }
+        guard bytes.count == totalCount else { throw altered("length") }
+        let body = Array(bytes[0..<(totalCount - 32)])
+        guard sodiumEqual(Blake2b.digest(body), Array(bytes[(totalCount - 32)...])) else { throw altered("checksum") }
+        let header = Array(bytes[0..<headerCount])
+        guard Array(header[0..<4]) == magic else { throw altered("not a wrapped-key file") }
+        guard header[4] == version else { throw altered("unknown version") }
+        guard Int32(header[5]) == crypto_pwhash_alg_argon2id13() else { throw altered("unknown algorithm") }
+        let ops = readLittleEndian(header, at: 6), memory = readLittleEndian(header, at: 14)
+        guard ops >= UInt64(crypto_pwhash_opslimit_min()), ops <= maximumOps,
+              memory >= UInt64(crypto_pwhash_memlimit_min()), memory <= maximumMemory
+        else { throw altered("parameters out of bounds") }
+        guard passphrase.count > 0 else { throw TokenStoreError(.wrongPassphrase, "The passphrase is empty.") }
+        let derived = try derive(passphrase, header: header)
+        guard sodiumEqual(verifier(derived, header: header, reference: reference), Array(bytes[headerCount..<(headerCount + 32)])) else {
+            throw TokenStoreError(
+                .wrongPassphrase, "The passphrase does not open the wrapped data key.",
+                hint: "Supply the passphrase the store was created with.")
+        }
+        let wrapped = Array(bytes[(headerCount + 32)..<(headerCount + 32 + wrappedCount)])
+        let ad = header + binding(reference)
+        let nonce = Array(header[38..<62])
+        var ok = false
+        let key = SecretBytes(count: 32) { out in
+            derived.withUnsafeBytes { kek in
+                ok = crypto_aead_xchacha20poly1305_ietf_decrypt(
+                    out.baseAddress!.assumingMemoryBound(to: UInt8.self), nil, nil, wrapped, UInt64(wrapped.count),
+                    ad, UInt64(ad.count), nonce, kek.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0
+            }
+        }
+        guard ok else { throw altered("the wrapped key does not authenticate") }
+        return key
+    }
+
+    /// Upper bounds accepted from a file, so a doctored file cannot ask for unbounded work.
+    static let maximumOps = UInt64(crypto_pwhash_opslimit_sensitive()) * 4
+    static let maximumMemory = UInt64(crypto_pwhash_memlimit_sensitive())
+
+    /// 64 bytes of Argon2id output: the wrapping key, then the verifier key.
+    private static func derive(_ passphrase: SecretBytes, header: [UInt8]) throws -> SecretBytes {
+        let salt = Array(header[22..<38])
+        let ops = readLittleEndian(header, at: 6), memory = readLittleEndian(header, at: 14)
+        var rc: Int32 = -1
+        let out = SecretBytes(count: 64) { out in
+            passphrase.withUnsafeBytes { phrase in
+                rc = crypto_pwhash(
+                    out.baseAddress!.assumingMemoryBound(to: UInt8.self), 64,
+                    phrase.baseAddress!.assumingMemoryBound(to: CChar.self), UInt64(phrase.count), salt,
+                    ops, Int(memory), crypto_pwhash_alg_argon2id13())
+            }
+        }
+        guard rc == 0 else {
+            throw TokenStoreError(.ioError, "Argon2id could not run (out of memory for its memory limit?).")
+        }
+        return out
+    }
+
+    /// Only the first 32 bytes wrap (libsodium reads 32 bytes of key); the rest keys this.
+    private static func verifier(_ derived: SecretBytes, header: [UInt8], reference: DataKeyReference) -> [UInt8] {
+        derived.withUnsafeBytes { all in
+            Blake2b.digest(Array("tokenstore/passphrase-verifier/v1".utf8) + header + binding(reference),
+                           key: UnsafeRawBufferPointer(rebasing: all[32..<64]))
+        }
+    }
+
+    private static func binding(_ reference: DataKeyReference) -> [UInt8] {
+        Array("store-id=\(reference.storeID);key-id=\(reference.keyID)".utf8)
+    }
+
+    private static func littleEndian(_ value: UInt64) -> [UInt8] {
+        withUnsafeBytes(of: value.littleEndian) { Array($0) }
+    }
+
+    private static func readLittleEndian(_ bytes: [UInt8], at offset: Int) -> UInt64 {
+        (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[offset + $1]) << (8 * UInt64($1)) }
+    }
+
+    private static func sodiumEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.count == b.count && sodium_memcmp(a, b, a.count) == 0
+    }
+}
