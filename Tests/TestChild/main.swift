@@ -84,6 +84,10 @@ do {
             }
             say(lines.joined(separator: "\n"))
         }
+    case "crash-loop", "mp-worker", "open-batch", "umask-open", "scan-session":
+        try await runReliabilityMode(mode, args)
+    case "km-rotate", "km-open-default":
+        try runKeyManagementMode(mode, args)
     default:
         fail("unknown mode")
     }

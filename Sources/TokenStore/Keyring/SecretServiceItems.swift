@@ -171,6 +171,12 @@ enum SecretServiceItems {
         }
     }
 
+    /// Drops libsecret's cached default service proxy (safe at any time: holders of a
+    /// reference keep theirs), so the next call connects to whatever daemon runs now.
+    static func forgetCachedService() {
+        secret_service_disconnect()
+    }
+
     // MARK: - Pieces
 
     private static func withService<R>(

@@ -140,6 +140,10 @@ public struct SecretServiceKeyProvider: KeyProvider {
     /// - Throws: ``TokenStoreError`` `dataKeyCorrupt` (more than one item),
     ///   `secretServiceUnavailable`, `timedOut`, `cancelled`, `ioError`.
     public func availability(of reference: DataKeyReference) throws -> DataKeyAvailability {
+        try reconnecting { () throws(TokenStoreError) -> DataKeyAvailability in try availabilityOnce(of: reference) }
+    }
+
+    private func availabilityOnce(of reference: DataKeyReference) throws(TokenStoreError) -> DataKeyAvailability {
         try GLibWorkerThread.run("key availability", timeout: timeout) { cancellable throws(TokenStoreError) in
             let operation = "key availability"
             let found = try SecretServiceItems.search(
@@ -161,7 +165,7 @@ public struct SecretServiceKeyProvider: KeyProvider {
     ///   be shown), `secretServiceUnavailable`, `timedOut`, `cancelled`, `ioError` (no
     ///   default collection).
     public func unlockDefaultCollection(timeout: Duration = .seconds(120)) throws {
-        try unlock(timeout: timeout)
+        try reconnecting { () throws(TokenStoreError) in try unlock(timeout: timeout) }
     }
 
     // MARK: - Private
@@ -182,9 +186,26 @@ public struct SecretServiceKeyProvider: KeyProvider {
     /// (a prompt) and runs it once more.
     private func withInteraction<R>(_ body: () throws(TokenStoreError) -> R) throws(TokenStoreError) -> R {
         do {
-            return try body()
+            return try reconnecting(body)
         } catch where error.code == .keyringLocked && allowsUserInteraction {
             try unlock(timeout: interactionTimeout)
+            return try reconnecting(body)
+        }
+    }
+
+    /// Runs `body`; when no Secret Service answered, forgets libsecret's cached service and
+    /// runs it once more.
+    ///
+    /// libsecret keeps one service proxy per process, bound to the unique bus name of the
+    /// daemon it first reached: once that daemon has exited, every later call fails ("name
+    /// not provided by any .service files") even after a new daemon took its place, until
+    /// the process restarts. Forgetting the proxy lets this call and the later ones reach
+    /// the daemon running now (or have D-Bus start one).
+    private func reconnecting<R>(_ body: () throws(TokenStoreError) -> R) throws(TokenStoreError) -> R {
+        do {
+            return try body()
+        } catch where error.code == .secretServiceUnavailable {
+            SecretServiceItems.forgetCachedService()
             return try body()
         }
     }

@@ -188,6 +188,10 @@ final class Database {
             return TokenStoreError(.databaseBusy, "The database stayed locked by another connection while \(context).", cause: cause)
         case SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_FORMAT:
             return TokenStoreError(.databaseCorrupt, "The database file is corrupt or not a TokenStore database (\(context)).", cause: cause)
+        case SQLITE_ERROR where message.hasPrefix("unsupported file format"):
+            // A damaged header (schema format number SQLite does not know) comes back as a
+            // plain SQLITE_ERROR with this message, not as SQLITE_CORRUPT or SQLITE_FORMAT.
+            return TokenStoreError(.databaseCorrupt, "The database file is corrupt or not a TokenStore database (\(context)).", cause: cause)
         case SQLITE_CANTOPEN where code == SQLITE_CANTOPEN | (6 << 8):  // SQLITE_CANTOPEN_SYMLINK
             return TokenStoreError(.unsafeFileLayout, "The database path is a symbolic link; refusing to open it.", cause: cause)
         default:
@@ -217,7 +221,17 @@ final class Statement {
         var statement: OpaquePointer?
         let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard rc == SQLITE_OK, let statement else {
-            throw Database.error(code: sqlite3_extended_errcode(db), message: String(cString: sqlite3_errmsg(db)), context: "preparing a statement")
+            let code = sqlite3_extended_errcode(db)
+            let message = String(cString: sqlite3_errmsg(db))
+            if code & 0xff == SQLITE_ERROR {
+                // The library's own SQL fails to compile only against a schema that is not the
+                // one its migrations made (a damaged sqlite_schema: "no such column", "unknown
+                // function" in a CHECK): the file is not a valid store.
+                throw TokenStoreError(
+                    .databaseCorrupt, "The database schema is not the one this library made (preparing a statement).",
+                    cause: .sqlite(extendedCode: code, message: message))
+            }
+            throw Database.error(code: code, message: message, context: "preparing a statement")
         }
         self.handle = statement
         self.db = db
