@@ -1,9 +1,11 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The command-line layer seen from outside: exit codes and the exact stderr of usage errors.
-/// Until the commands are wired, a command line that parses ends in "'<name>' is not wired
-/// yet" with status 1, which tells a parsed line (1) from a rejected one (64).
+/// A line that parses reaches its command, which here fails for want of a store (the
+/// environment names one that does not exist): a command error, never the usage report
+/// and status 64 of a rejected line.
 @Suite struct ParserTests {
     /// Asserts the three-line usage error and status 64.
     private func expectUsageError(
@@ -19,14 +21,21 @@ import Testing
             sourceLocation: sourceLocation)
     }
 
-    /// Asserts that the line parsed and reached the (not yet wired) command.
+    /// Asserts that the line parsed and reached the command: it failed as a command (no
+    /// store at the path `TOKENCTL_STORE` names, no Secret Service in the minimal
+    /// environment), not as a usage error.
     private func expectParsed(
         _ arguments: [String], command: String, environment: [String: String] = [:],
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
+        let directory = try TemporaryDirectory(prefix: "tokenctl-parse")
+        var environment = environment
+        environment["TOKENCTL_STORE"] = directory.appending("absent/tokens.sqlite").path
         let result = try TokenctlBinary.run(arguments, environment: environment)
-        #expect(result.exitCode == 1, sourceLocation: sourceLocation)
-        #expect(result.standardError == "tokenctl: error: '\(command)' is not wired yet\n", sourceLocation: sourceLocation)
+        #expect(result.exitCode != 64 && result.exitCode != 0, "\(command): \(result.exitCode)", sourceLocation: sourceLocation)
+        #expect(result.standardError.contains("tokenctl: error: "), sourceLocation: sourceLocation)
+        #expect(!result.standardError.contains("Usage:"), "\(command): \(result.standardError)", sourceLocation: sourceLocation)
+        #expect(result.standardOutput == "", sourceLocation: sourceLocation)
     }
 
     private let getUsage = "tokenctl get --account <account> --kind <kind> [--service <service>] [--reveal]"

@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import Testing
 
 /// What one run of the tokenctl binary produced.
 struct TokenctlResult: Sendable {
@@ -82,4 +83,76 @@ enum TokenctlBinary {
             standardOutput: try String(contentsOf: outputURL, encoding: .utf8),
             standardError: try String(contentsOf: errorURL, encoding: .utf8))
     }
+}
+
+// MARK: - A store in a temporary directory, driven through the binary
+
+/// Keyring-backed tokenctl tests run only inside scripts/with-keyring (make test always does).
+let tokenctlKeyringTrait = Testing.ConditionTrait.enabled(
+    if: PrivateKeyring.isAvailable, Comment(rawValue: PrivateKeyring.skipReason))
+
+/// A unique secret whose appearance in any output is a leak.
+func makeCanary() -> String { "canary-\(UUID().uuidString)-secret" }
+
+/// One test's store: a fresh temporary directory, `--store PATH`, and the session bus of the
+/// private keyring passed to the child (TokenctlBinary.run starts from a minimal environment).
+struct TokenctlStore {
+    let directory: TemporaryDirectory
+    let path: String
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "tokenctl-test")
+        path = directory.appending("store/tokens.sqlite").path
+    }
+
+    /// The environment the private keyring needs: its session bus.
+    static var keyringEnvironment: [String: String] {
+        var environment: [String: String] = [:]
+        let inherited = ProcessInfo.processInfo.environment
+        for name in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"] { environment[name] = inherited[name] }
+        return environment
+    }
+
+    /// Runs `tokenctl --store PATH <arguments>`.
+    func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> TokenctlResult {
+        try TokenctlBinary.run(
+            ["--store", path] + arguments, environment: Self.keyringEnvironment.merging(environment) { _, given in given },
+            stdin: stdin)
+    }
+
+    /// Runs `tokenctl --store PATH --json <arguments>` and parses stdout as one JSON object.
+    func json(
+        _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> (result: TokenctlResult, object: [String: Any]) {
+        let result = try run(["--json"] + arguments, stdin: stdin, environment: environment)
+        let parsed = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8))
+        guard let object = parsed as? [String: Any] else {
+            Issue.record("not a JSON object: \(result.standardOutput)", sourceLocation: sourceLocation)
+            return (result, [:])
+        }
+        return (result, object)
+    }
+
+    /// Stores `secret` as a generic item of `account` through `tokenctl put`.
+    func put(_ secret: String, account: String = "alice", kind: String = "generic") throws {
+        let result = try run(["put", "--account", account, "--kind", kind], stdin: secret + "\n")
+        guard result.exitCode == 0 else {
+            throw PrivateKeyringError("tokenctl put failed (\(result.exitCode)): \(result.standardError)")
+        }
+    }
+
+    /// Runs the `sqlite3` shell on the database.
+    func sqlite(_ sql: String) throws -> String {
+        let result = try PrivateKeyring.run("sqlite3", [path, sql])
+        guard result.status == 0 else { throw PrivateKeyringError("sqlite3 failed: \(result)") }
+        return result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// Asserts that a JSON object has exactly `keys`.
+func expectKeys(
+    _ object: [String: Any], _ keys: Set<String>, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(Set(object.keys) == keys, "keys: \(object.keys.sorted())", sourceLocation: sourceLocation)
 }

@@ -1,17 +1,54 @@
-/// Runs one parsed command and returns its exit status. THE LEAD REPLACES THIS FILE with the
-/// store-backed commands; parsing, help, `--version` and usage errors are handled before it
-/// is called (see `main.swift`).
+import Foundation
+
+/// Runs one parsed command and returns its exit status. Parsing, help, `--version` and
+/// usage errors are handled before it is called (see `main.swift`).
 ///
 /// Contract:
-/// - Write the result to `console.write` (text via `TextTable`, or one `JSONValue` document
-///   when `invocation.global.json`), and anything else to `console.writeError`.
-/// - Throw `CommandFailure` for an expected failure (its exit code, message and hint are
-///   printed by `main.swift`); any other error is printed as `tokenctl: error: <description>`
-///   with exit status 1, so its description must not contain a secret.
-/// - A usage problem found only here (e.g. a value the parser cannot check) may throw
-///   `UsageError`; it is printed with the usage line and exits 64.
+/// - The result goes to `console.write` (text via `TextTable`, or one `JSONValue` document
+///   when `--json` is given); anything else to `console.writeError`.
+/// - An expected failure is thrown as `CommandFailure` (exit code, message, hint); errors of
+///   the store and the session layer are mapped by `ErrorMapping`. On failure nothing is
+///   written to stdout, also with `--json`.
+/// - A usage problem found only here throws `UsageError` (printed with the usage line, exit 64).
 ///
-/// - Throws: `CommandFailure`, `UsageError`, or any error of the store.
+/// - Throws: `CommandFailure`, `UsageError`, or an error whose description holds no secret.
 func run(_ invocation: CommandInvocation, console: Console) throws -> ExitCode {
-    throw CommandFailure(.failure, "'\(invocation.command.name)' is not wired yet")
+    let context = CommandContext(
+        invocation: invocation, console: console, environment: ProcessInfo.processInfo.environment)
+    do {
+        return try dispatch(context)
+    } catch let error as UsageError {
+        throw error
+    } catch let error as CommandFailure {
+        throw error
+    } catch {
+        if let failure = ErrorMapping.failure(for: error) { throw failure }
+        throw error
+    }
+}
+
+private func dispatch(_ context: CommandContext) throws -> ExitCode {
+    switch context.command.name {
+    case "status": return try StoreCommands.status(context)
+    case "list": return try StoreCommands.list(context)
+    case "get": return try StoreCommands.get(context)
+    case "put": return try StoreCommands.put(context)
+    case "delete": return try StoreCommands.delete(context)
+    case "state": return try StoreCommands.state(context)
+    case "history": return try StoreCommands.history(context)
+    case "pending": return try StoreCommands.pending(context)
+    case "verify": return try MaintenanceCommands.verify(context)
+    case "migrate": return try MaintenanceCommands.migrate(context)
+    case "login": return try SessionCommands.login(context)
+    case "token": return try SessionCommands.token(context)
+    case "logout": return try SessionCommands.logout(context)
+    case "resume": return try SessionCommands.resume(context)
+    case "rotate-key": return try KeyCommands.rotateKey(context)
+    case "unlock": return try KeyCommands.unlock(context)
+    case "reset": return try KeyCommands.reset(context)
+    case "destroy": return try KeyCommands.destroy(context)
+    default:
+        // The parser only hands over commands from the table; a new entry needs a case here.
+        throw CommandFailure(.failure, "'\(context.command.name)' has no implementation")
+    }
 }

@@ -8,11 +8,14 @@ struct Console: Sendable {
     let standardOutputIsTerminal: Bool
     /// Whether stderr is a terminal; decided once at start.
     let standardErrorIsTerminal: Bool
+    /// Whether stdin is a terminal (a person would type a secret there); decided once at start.
+    let standardInputIsTerminal: Bool
 
     /// The console of this process, with the terminal checks done now.
     init() {
         standardOutputIsTerminal = Terminal.standardOutputIsTerminal
         standardErrorIsTerminal = Terminal.standardErrorIsTerminal
+        standardInputIsTerminal = Terminal.standardInputIsTerminal
     }
 
     /// Writes `text` to stdout as is (add the newline yourself).

@@ -13,6 +13,9 @@ enum Terminal {
     /// Whether stdout is a terminal (a person is probably reading it).
     static var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
 
+    /// Whether stdin is a terminal.
+    static var standardInputIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
+
     /// Whether stderr is a terminal.
     static var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
 

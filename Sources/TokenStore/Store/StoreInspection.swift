@@ -1,0 +1,132 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What can be learnt about a store without its data key: for diagnostics such as
+/// `tokenctl status`, and for reporting on a store that cannot be opened (locked keyring,
+/// missing key). Holds no secret and no identifier: only counts, random ids, versions and
+/// file modes.
+public struct StoreInspection: Sendable {
+    /// One schema migration, by number and name.
+    public struct MigrationInfo: Sendable, Equatable {
+        public let version: Int
+        public let name: String
+    }
+
+    /// The mode bits of the store's files (e.g. `0o600`), `nil` for a file that does not exist.
+    public struct FileModes: Sendable, Equatable {
+        public let directory: Int?
+        public let database: Int?
+        public let wal: Int?
+        public let shm: Int?
+    }
+
+    /// The database file inspected.
+    public let path: String
+    /// The newest migration applied to the file (0 for an empty file).
+    public let schemaVersion: Int
+    /// The newest schema version this library knows.
+    public let supportedSchemaVersion: Int
+    /// Migrations this library would apply at the next open, oldest first; empty when the
+    /// file is newer than the library (`schemaVersion > supportedSchemaVersion`).
+    public let pendingMigrations: [MigrationInfo]
+    /// The store's random id (hex), or `nil` when the store was never initialised.
+    public let storeIdentifier: String?
+    /// The active data key's id (hex), or `nil` when the store has no key yet.
+    public let activeKeyIdentifier: String?
+    /// Data keys recorded by status (`active`, `next`, `retired`) and how many of each.
+    public let dataKeys: [String: Int]
+    /// What the store holds (counted, nothing opened).
+    public let counts: StoreCounts
+    /// Outbox entries the server refused for good (flagged).
+    public let failedRevocations: Int
+    /// Recorded credential-state transitions.
+    public let historyEntries: Int
+    public let fileModes: FileModes
+
+    /// The key-provider reference of the active data key, for asking a provider about it
+    /// (``KeyProvider/availability(of:)``) without opening the store. `appID` only names the
+    /// keyring item's label.
+    public func activeKeyReference(appID: String) -> DataKeyReference? {
+        guard let storeIdentifier, let activeKeyIdentifier else { return nil }
+        return DataKeyReference(storeID: storeIdentifier, keyID: activeKeyIdentifier, appID: appID)
+    }
+}
+
+extension TokenStore {
+    /// Looks at the store file at `path` without the data key and without changing
+    /// anything: no migration, no key made, no file created or chmod-ed.
+    ///
+    /// ```swift
+    /// let inspection = try TokenStore.inspect(path: path)
+    /// print(inspection.counts.items, inspection.pendingMigrations.map(\.version))
+    /// ```
+    /// - Throws: ``TokenStoreError`` — `ioError` (no file at `path`, or it cannot be read),
+    ///   `unsafeFileLayout` (a symbolic link, not a regular file, owned by another user),
+    ///   `databaseCorrupt`, `databaseBusy`, `migrationFailed` (an applied migration differs
+    ///   from the embedded one).
+    public static func inspect(path: String) throws -> StoreInspection {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            let code = errno
+            throw TokenStoreError(
+                .ioError, "There is no store file at the given path.", cause: .posix(errno: code, operation: "lstat"))
+        }
+        if (info.st_mode & S_IFMT) == S_IFLNK {
+            throw TokenStoreError(.unsafeFileLayout, "The database path is a symbolic link; refusing to open it.")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw TokenStoreError(.unsafeFileLayout, "The database path is not a regular file.")
+        }
+        guard info.st_uid == geteuid() else {
+            throw TokenStoreError(.unsafeFileLayout, "The database is owned by another user.")
+        }
+
+        let db = try Database(path: path)
+        let migrator = Migrator()
+        return try db.readTransaction {
+            let version = try migrator.currentVersion(in: db)
+            let pending = version > migrator.latestVersion ? [] : try migrator.pendingMigrations(in: db)
+            let hasSchema = try tableExists(db, "store_info")
+            func count(_ sql: String) throws -> Int { hasSchema ? Int(try db.scalarInt(sql) ?? 0) : 0 }
+
+            let storeID = hasSchema
+                ? try db.firstRow("SELECT store_id FROM store_info WHERE id = 1", [], { $0.blob(0) }) : nil
+            let activeKeyID = hasSchema
+                ? try db.firstRow("SELECT key_id FROM data_keys WHERE status = 'active'", [], { $0.blob(0) }) : nil
+            var keys: [String: Int] = [:]
+            if hasSchema {
+                try db.forEachRow("SELECT status, count(*) FROM data_keys GROUP BY status") { row in
+                    keys[row.text(0)] = Int(row.int(1))
+                }
+            }
+            let counts = StoreCounts(
+                items: try count("SELECT count(*) FROM items"),
+                accounts: try count("SELECT count(DISTINCT account_ref) FROM items"),
+                pendingRevocations: try count("SELECT count(*) FROM pending_revocations"),
+                credentialStates: try count("SELECT count(*) FROM credential_states"))
+            let directory = (path as NSString).deletingLastPathComponent
+            return StoreInspection(
+                path: path, schemaVersion: version, supportedSchemaVersion: migrator.latestVersion,
+                pendingMigrations: pending.map { .init(version: $0.version, name: $0.name) },
+                storeIdentifier: storeID.map(Hex.encode), activeKeyIdentifier: activeKeyID.map(Hex.encode),
+                dataKeys: keys, counts: counts,
+                failedRevocations: try count("SELECT count(*) FROM pending_revocations WHERE failed_code IS NOT NULL"),
+                historyEntries: try count("SELECT count(*) FROM credential_history"),
+                fileModes: .init(
+                    directory: FileLayout.mode(of: directory.isEmpty ? "." : directory),
+                    database: FileLayout.mode(of: path), wal: FileLayout.mode(of: path + "-wal"),
+                    shm: FileLayout.mode(of: path + "-shm")))
+        }
+    }
+
+    /// The migrations this library embeds, oldest first.
+    public static var knownMigrations: [StoreInspection.MigrationInfo] {
+        Migrator().migrations.map { .init(version: $0.version, name: $0.name) }
+    }
+
+    private static func tableExists(_ db: Database, _ name: String) throws -> Bool {
+        (try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(name)]) ?? 0) > 0
+    }
+}

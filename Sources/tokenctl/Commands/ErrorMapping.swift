@@ -1,0 +1,119 @@
+import AuthSession
+import TokenStore
+
+/// Maps the errors of the store and the session layer to tokenctl's exit statuses
+/// (sysexits) and to a message and a one-line hint for people.
+///
+/// | status | errors |
+/// |---|---|
+/// | 65 data | integrityCheckFailed, databaseCorrupt, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput |
+/// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure |
+/// | 75 temporary | keyringLocked, databaseBusy; rateLimited |
+/// | 77 permission | unsafeFileLayout, wrongPassphrase |
+/// | 1 other | everything else |
+///
+/// Messages come from the errors themselves, which never hold a secret or an identifier.
+enum ErrorMapping {
+    /// The failure to print for `error`, or `nil` when it is not an error of the store or the session.
+    static func failure(for error: any Error) -> CommandFailure? {
+        switch error {
+        case let error as TokenStoreError: return storeFailure(error)
+        case let error as AuthSessionError: return sessionFailure(error)
+        default: return nil
+        }
+    }
+
+    static func exitCode(for code: TokenStoreError.Code) -> ExitCode {
+        switch code {
+        case .integrityCheckFailed, .databaseCorrupt, .migrationFailed, .schemaTooNew, .dataKeyMissing,
+            .dataKeyCorrupt, .invalidInput:
+            return .dataError
+        case .secretServiceUnavailable, .timedOut:
+            return .unavailable
+        case .keyringLocked, .databaseBusy:
+            return .tempFailure
+        case .unsafeFileLayout, .wrongPassphrase:
+            return .noPermission
+        case .ioError, .storeClosed, .cancelled:
+            return .failure
+        }
+    }
+
+    static func exitCode(for code: AuthSessionError.Code) -> ExitCode {
+        switch code {
+        case .notConnectedToInternet, .timedOut, .serverError, .tlsFailure:
+            return .unavailable
+        case .rateLimited:
+            return .tempFailure
+        case .interactionRequired, .serverDeclinedScopes, .invalidClient, .invalidRequest, .unsupportedTokenType,
+            .invalidGrant, .unexpectedResponse, .cancelled, .insecureConfiguration, .storage:
+            return .failure
+        }
+    }
+
+    static func storeFailure(_ error: TokenStoreError) -> CommandFailure {
+        CommandFailure(
+            exitCode(for: error.code), "\(error.message) [\(error.code.rawValue)]", hint: hint(for: error))
+    }
+
+    static func sessionFailure(_ error: AuthSessionError) -> CommandFailure {
+        if error.code == .storage, case .storage(let storeError)? = error.cause {
+            return storeFailure(storeError)
+        }
+        var message = error.message
+        var details: [String] = []
+        if let status = error.httpStatus { details.append("HTTP \(status)") }
+        if let oauth = error.oauthError { details.append(oauth) }
+        if let granted = error.grantedScopes { details.append("granted: \(granted.joined(separator: " "))") }
+        if let declined = error.declinedScopes { details.append("declined: \(declined.joined(separator: " "))") }
+        if !details.isEmpty { message += " (" + details.joined(separator: ", ") + ")" }
+        return CommandFailure(exitCode(for: error.code), "\(message) [\(error.code.rawValue)]", hint: hint(for: error))
+    }
+
+    // MARK: Hints
+
+    static let unlockHint =
+        "unlock the keyring: run 'tokenctl unlock' (shows the desktop's unlock prompt) or log in to the desktop session"
+    static let secretServiceHint =
+        "start a Secret Service in this session, e.g. 'gnome-keyring-daemon --start --components=secrets' "
+        + "(DBUS_SESSION_BUS_ADDRESS must name the session bus)"
+    static let keyMissingHint =
+        "restore the keyring that held the store's data key, or start over with 'tokenctl reset --yes' "
+        + "(deletes the stored secrets, keeps the credential-state history)"
+
+    private static func hint(for error: TokenStoreError) -> String? {
+        switch error.code {
+        case .keyringLocked: return unlockHint
+        case .secretServiceUnavailable: return secretServiceHint
+        case .dataKeyMissing: return keyMissingHint
+        case .integrityCheckFailed: return "run 'tokenctl verify' to list every damaged row"
+        case .databaseCorrupt: return "run 'tokenctl verify'; restore the store file from a backup if it fails"
+        case .databaseBusy: return "another process holds the store; try again in a moment"
+        case .timedOut: return "the Secret Service did not answer in time; check that it is running and not stuck"
+        default: return error.hint.map(sentenceToHint)
+        }
+    }
+
+    private static func hint(for error: AuthSessionError) -> String? {
+        switch error.code {
+        case .notConnectedToInternet, .timedOut:
+            return "check the --domain URL and the network; for a logout, 'tokenctl resume' retries later"
+        case .rateLimited:
+            if let after = error.retryAfter { return "the server asked to wait \(after.components.seconds) s; try again then" }
+            return "the server is rate limiting; try again later"
+        case .serverError: return "the server failed; try again later"
+        case .interactionRequired: return "sign in again with 'tokenctl login'"
+        case .invalidGrant: return "get a fresh Apple authorization code: each code works once and expires quickly"
+        case .invalidClient: return "check --client-id (or \(CommandTable.clientIDVariable))"
+        default: return nil
+        }
+    }
+
+    /// The store's hints are sentences for developers; a CLI hint starts lower-case without a final period.
+    private static func sentenceToHint(_ sentence: String) -> String {
+        var text = sentence
+        if text.hasSuffix(".") { text.removeLast() }
+        guard let first = text.first else { return text }
+        return first.lowercased() + text.dropFirst()
+    }
+}
