@@ -1,19 +1,20 @@
 /// The plaintext layout inside a sealed blob: `'T' ‖ version ‖ (tag u8 ‖ length u32le ‖ bytes)*`.
 ///
 /// Decoding never trusts a length: every field is bounds-checked, duplicate tags and
-/// trailing bytes are rejected. The decoder is what the `fuzz_decoders` target drives.
-struct RecordFields {
+/// trailing bytes are rejected. The decoder is what the `fuzz_decoders` target drives
+/// (`package` for that target).
+package struct RecordFields {
     enum Tag: UInt8 {
         case service = 1, account = 2, itemKind = 3, secret = 4, label = 5, expiresAt = 6, scopes = 7
-        case appleUserID = 8, keyCheck = 9, userID = 10
+        case appleUserID = 8, keyCheck = 9, userID = 10, credentialState = 11
     }
 
     static let magic: UInt8 = 0x54
     static let version: UInt8 = 1
 
-    private(set) var entries: [(tag: UInt8, bytes: [UInt8])] = []
+    package private(set) var entries: [(tag: UInt8, bytes: [UInt8])] = []
     /// The secret field, kept out of ordinary arrays.
-    private(set) var secret: SecretBytes?
+    package private(set) var secret: SecretBytes?
 
     init() {}
 
@@ -33,7 +34,7 @@ struct RecordFields {
     }
 
     /// Serializes into guarded memory (the result holds the secret).
-    func encode() -> SecretBytes {
+    package func encode() -> SecretBytes {
         let secretCount = secret?.count ?? 0
         let total = 2 + entries.reduce(0) { $0 + 5 + $1.bytes.count } + (secret == nil ? 0 : 5 + secretCount)
         return SecretBytes(count: total) { out in
@@ -64,7 +65,7 @@ struct RecordFields {
 
     /// Parses a decrypted record.
     /// - Throws: `integrityCheckFailed` when the layout is not valid.
-    static func decode(_ plaintext: UnsafeRawBufferPointer) throws -> RecordFields {
+    package static func decode(_ plaintext: UnsafeRawBufferPointer) throws -> RecordFields {
         func malformed(_ why: String) -> TokenStoreError {
             TokenStoreError(.integrityCheckFailed, "A sealed record has an invalid layout (\(why)).")
         }

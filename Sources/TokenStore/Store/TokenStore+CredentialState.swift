@@ -41,8 +41,28 @@ extension TokenStore {
     // MARK: Internals
 
     func currentState(_ db: Database, userID: String) throws -> CredentialState {
-        let raw = try db.scalarText("SELECT state FROM credential_states WHERE user_ref = ?", [.blob(userRef(userID))])
-        return raw.flatMap(CredentialState.init(rawValue:)) ?? .notFound
+        let ref = userRef(userID)
+        let row = try db.firstRow(
+            "SELECT state, key_id, sealed_user FROM credential_states WHERE user_ref = ?", [.blob(ref)]
+        ) { ($0.text(0), $0.blob(1), $0.blob(2)) }
+        guard let (column, keyID, sealed) = row else { return .notFound }
+        return try authenticatedState(column: column, keyID: keyID, sealed: sealed, userRef: ref, userID: userID)
+    }
+
+    /// The state of a `credential_states` row, checked against the sealed copy: the clear
+    /// column is only an index, a change to it (or a blob moved from another user) is
+    /// `integrityCheckFailed`.
+    func authenticatedState(
+        column: String, keyID: [UInt8], sealed: [UInt8], userRef ref: [UInt8], userID: String? = nil
+    ) throws -> CredentialState {
+        let fields = try open(sealed, keyID: keyID, kind: .credentialUser, rowKey: ref)
+        guard let sealedUser = fields.string(.userID), userRef(sealedUser) == ref, userID == nil || sealedUser == userID,
+              let sealedState = fields.string(.credentialState), sealedState == column,
+              let state = CredentialState(rawValue: sealedState)
+        else {
+            throw TokenStoreError(.integrityCheckFailed, "A credential-state row was altered: its state does not match its sealed copy.")
+        }
+        return state
     }
 
     func recordState(
@@ -60,11 +80,13 @@ extension TokenStore {
         }
         var fields = RecordFields()
         fields.set(.userID, userID)
+        fields.set(.credentialState, state.rawValue)
         let now = Clock.nowMillis()
         try db.run(
             """
             INSERT INTO credential_states(user_ref, key_id, sealed_user, state, updated_at) VALUES (?, ?, ?, ?, ?)
-            ON CONFLICT(user_ref) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
+            ON CONFLICT(user_ref) DO UPDATE SET key_id = excluded.key_id, sealed_user = excluded.sealed_user,
+                state = excluded.state, updated_at = excluded.updated_at
             """,
             [.blob(ref), .blob(dataKey.keyID), .blob(seal(fields, kind: .credentialUser, rowKey: ref)),
              .text(state.rawValue), .int(now)])

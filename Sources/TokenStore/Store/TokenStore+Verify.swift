@@ -46,12 +46,9 @@ extension TokenStore {
                     else { throw TokenStoreError(.integrityCheckFailed, "A pending revocation is missing fields or misplaced.") }
                 }
             }
-            try db.forEachRow("SELECT user_ref, key_id, sealed_user FROM credential_states") { row in
+            try db.forEachRow("SELECT user_ref, key_id, sealed_user, state FROM credential_states") { row in
                 check("credential_states", row.blob(0)) {
-                    let fields = try open(row.blob(2), keyID: row.blob(1), kind: .credentialUser, rowKey: row.blob(0))
-                    guard let userID = fields.string(.userID), userRef(userID) == row.blob(0) else {
-                        throw TokenStoreError(.integrityCheckFailed, "A credential-state row does not belong where it is.")
-                    }
+                    _ = try authenticatedState(column: row.text(3), keyID: row.blob(1), sealed: row.blob(2), userRef: row.blob(0))
                 }
             }
             return VerificationReport(integrityCheck: integrity, rowsChecked: done, badRows: bad)

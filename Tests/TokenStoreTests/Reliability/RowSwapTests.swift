@@ -180,10 +180,9 @@ struct RowSwapTests {
         #expect(wrongCode == 0)
     }
 
-    /// Not a blob swap but the same attack on the columns kept in the clear: the credential
-    /// state (`authorized` / `revoked`) is a plain column, so swapping it between two users is
-    /// not detected. Known issue, reported: sealing the state (with the user_ref as associated
-    /// data) needs a schema migration.
+    /// Not a blob swap but the same attack on the column kept in the clear: the credential
+    /// state (`authorized` / `revoked`) is also sealed with the user id, and a clear column that
+    /// disagrees with the sealed copy is detected.
     @Test("swapping the clear credential-state column between users is detected")
     func credentialStateColumnSwap() throws {
         let t = try TestStore()
@@ -191,14 +190,13 @@ struct RowSwapTests {
         try t.store.recordCredentialState(.revoked, forUserID: "bob-user", reason: .userLogout)
         let raw = try t.rawDatabase()
         try raw.run("UPDATE credential_states SET state = 'authorized' WHERE user_ref = ?", [.blob(t.store.userRef("bob-user"))])
-        withKnownIssue("credential_states.state is not authenticated (needs a migration to seal it)") {
-            let result = outcomeCode {
-                if try t.store.credentialState(forUserID: "bob-user") == .authorized { throw Absent() }
-            }
-            #expect(result == TokenStoreError.Code.integrityCheckFailed.rawValue, "a revoked user read back as \(result == "untyped" ? "authorized" : result)")
-            let healthy = try t.store.verify().isHealthy
-            #expect(!healthy, "verify() does not notice the changed state")
+        let result = outcomeCode {
+            if try t.store.credentialState(forUserID: "bob-user") == .authorized { throw Absent() }
         }
+        #expect(result == TokenStoreError.Code.integrityCheckFailed.rawValue, "a revoked user read back as \(result == "untyped" ? "authorized" : result)")
+        let healthy = try t.store.verify().isHealthy
+        #expect(!healthy, "verify() does not notice the changed state")
+        #expect(try t.store.credentialState(forUserID: "alice-user") == .authorized, "the untouched row still reads")
     }
 }
 
