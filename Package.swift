@@ -46,7 +46,8 @@ let package = Package(
         .executableTarget(
             name: "tokenstore-testchild", dependencies: ["TokenStore", "AuthSession"], path: "Tests/TestChild"),
         // libFuzzer entry points over the decoders (`make fuzz`); without -DFUZZING it replays a corpus.
-        .executableTarget(name: "tokenstore-fuzz", dependencies: ["TokenStore", "AuthSession"], path: "Tests/Fuzz"),
+        .executableTarget(
+            name: "tokenstore-fuzz", dependencies: ["TokenStore", "AuthSession"], path: "Tests/Fuzz", exclude: ["Corpus"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "TestSupport"]),
         .testTarget(name: "AuthSessionTests", dependencies: ["AuthSession", "TokenStore", "TestSupport"]),
         .testTarget(name: "tokenctlTests", dependencies: ["TestSupport"], exclude: ["Golden"]),

@@ -4,14 +4,14 @@ internal import CSodium
 ///
 /// The sealing key is the data key itself; the lookup key (for the keyed hashes that
 /// replace identifiers in the database) is derived with `crypto_kdf_derive_from_key`.
-final class DataKey: Sendable {
+package final class DataKey: Sendable {
     static let byteCount = 32
 
     let keyID: [UInt8]
     let material: SecretBytes
     private let lookupKey: SecretBytes
 
-    init(keyID: [UInt8], material: SecretBytes) throws {
+    package init(keyID: [UInt8], material: SecretBytes) throws {
         guard material.count == Self.byteCount else {
             throw TokenStoreError(
                 .dataKeyCorrupt, "The data key from the key provider has the wrong length (\(material.count) bytes).")

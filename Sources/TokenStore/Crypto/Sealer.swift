@@ -4,19 +4,26 @@ internal import CSodium
 ///
 /// Blob layout: `version (1) ‖ nonce (24) ‖ ciphertext ‖ tag (16)`. The associated data
 /// binds the store id, key id, record kind and the row's lookup key, so a blob copied to
-/// another row, kind, table or store fails to open.
-enum Sealer {
+/// another row, kind, table or store fails to open. `package` for the fuzz target.
+package enum Sealer {
     static let version: UInt8 = 1
     static let nonceBytes = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
     static let tagBytes = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
     static let overhead = 1 + nonceBytes + tagBytes
 
     /// What a sealed value is bound to.
-    struct Binding {
+    package struct Binding {
         let storeID: [UInt8]
         let keyID: [UInt8]
         let kind: RecordKind
         let rowKey: [UInt8]
+
+        package init(storeID: [UInt8], keyID: [UInt8], kind: RecordKind, rowKey: [UInt8]) {
+            self.storeID = storeID
+            self.keyID = keyID
+            self.kind = kind
+            self.rowKey = rowKey
+        }
 
         var associatedData: [UInt8] {
             var ad = Array("tokenstore/v1".utf8)
@@ -28,7 +35,7 @@ enum Sealer {
         }
     }
 
-    static func seal(_ plaintext: UnsafeRawBufferPointer, key: DataKey, binding: Binding) -> [UInt8] {
+    package static func seal(_ plaintext: UnsafeRawBufferPointer, key: DataKey, binding: Binding) -> [UInt8] {
         let ad = binding.associatedData
         var blob = [UInt8](repeating: 0, count: overhead + plaintext.count)
         blob[0] = version
@@ -49,7 +56,7 @@ enum Sealer {
 
     /// Opens a blob into guarded memory.
     /// - Throws: `integrityCheckFailed` when the blob is malformed or does not authenticate.
-    static func open(_ blob: [UInt8], key: DataKey, binding: Binding) throws -> SecretBytes {
+    package static func open(_ blob: [UInt8], key: DataKey, binding: Binding) throws -> SecretBytes {
         guard blob.count >= overhead, blob[0] == version else {
             throw TokenStoreError(.integrityCheckFailed, "A sealed \(binding.kind) record is malformed.")
         }
@@ -78,13 +85,13 @@ enum Sealer {
 }
 
 /// What a sealed blob holds; part of the associated data.
-enum RecordKind: UInt8, CustomStringConvertible {
+package enum RecordKind: UInt8, CustomStringConvertible {
     case keyCheck = 1
     case item = 2
     case credentialUser = 3
     case pendingRevocation = 4
 
-    var description: String {
+    package var description: String {
         switch self {
         case .keyCheck: return "key-check"
         case .item: return "item"
