@@ -42,6 +42,21 @@ struct SignInAndLogoutTests {
         #expect(try f.store.credentialState(forUserID: "u1") == .notFound)
     }
 
+    @Test("signing in again over a live session revokes the replaced refresh token at the server")
+    func signInOverLiveSession() async throws {
+        let f = try SessionFixture()
+        try await f.signIn(appleUserID: "user-first")
+        let first = try #require(try f.refreshToken())
+        try await f.signIn(appleUserID: "user-second")
+        let second = try #require(try f.refreshToken())
+        #expect(first != second)
+        #expect(try f.server.introspect(first).active == false, "the replaced token was revoked")
+        #expect(try f.server.introspect(second).active)
+        #expect(try f.store.pendingRevocations().isEmpty)
+        #expect(try f.store.credentialState(forUserID: "user-first") == .revoked)
+        #expect(try f.store.credentialState(forUserID: "user-second") == .authorized)
+    }
+
     @Test("logout revokes at the server, deletes the local entries, records revoked")
     func logout() async throws {
         let f = try SessionFixture()

@@ -70,10 +70,19 @@ public final class TokenSession: Sendable {
                 .unexpectedResponse, "The token exchange answered without a refresh token; nothing was stored.")
         }
         let access = Self.entry(from: response)
-        try storage {
+        let replacedSession = try storage {
             try self.store.saveSignIn(
                 account: account, service: service, refreshToken: refreshToken, appleUserID: appleUserID,
                 accessToken: access)
+        }
+        if replacedSession {
+            // The account's previous refresh token went to the outbox: revoke it now. A failure
+            // leaves it queued for the next resume; the sign-in itself has succeeded.
+            do {
+                _ = try await logoutCoordinator.resumePendingRevocations()
+            } catch {
+                logger.warning("revoking the replaced session failed; it stays queued", metadata: ["error": "\(type(of: error))"])
+            }
         }
         logger.info("signed in", metadata: ["token.fp": refreshToken.fingerprint])
         return SignInResult(

@@ -29,6 +29,8 @@ public struct CredentialStateReason: RawRepresentable, Sendable, Hashable, Custo
     public static let revocationConfirmed = Self(rawValue: "revocationConfirmed")
     /// The app gave up on a pending revocation explicitly.
     public static let revocationDiscarded = Self(rawValue: "revocationDiscarded")
+    /// A new sign-in on the same account replaced this user's session.
+    public static let replacedBySignIn = Self(rawValue: "replacedBySignIn")
     /// The data key was lost and the store was reset.
     public static let keyLost = Self(rawValue: "keyLost")
 

@@ -25,17 +25,38 @@ public enum RefreshTokenReplacement: Sendable, Equatable {
 extension TokenStore {
     /// Stores a sign-in in one transaction: the refresh token, the Apple user id and the
     /// access-token cache of `account`, and records the user as `authorized`.
+    ///
+    /// A refresh token the account already held is never dropped: it goes to the
+    /// pending-revocation outbox, and when it belonged to another Apple user, that user is
+    /// recorded `revoked` (reason `replacedBySignIn`, revocation pending).
+    /// - Returns: whether a previous refresh token was queued for revocation (call
+    ///   `resumePendingRevocations()` of the session layer to send it).
     /// - Throws: `invalidInput`, storage errors. Nothing is stored when it throws.
+    @discardableResult
     public func saveSignIn(
         account: String, service: String = ItemKey.defaultService, refreshToken: SecretBytes,
         appleUserID: String, accessToken: AccessTokenEntry?
-    ) throws {
+    ) throws -> Bool {
         let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
         try Self.validate(rtKey)
         try Self.validate(userID: appleUserID)
         try Self.validate(secret: refreshToken, attributes: .init())
         if let accessToken { try Self.validate(secret: accessToken.token, attributes: .init(scopes: accessToken.scopes)) }
-        try write { db in
+        return try write { db in
+            var queued = false
+            if let previous = try readItem(db, key: rtKey), previous.secret != refreshToken {
+                let previousUser = try readItem(
+                    db, key: ItemKey(service: service, account: account, kind: .appleUserID))?.secret.stringValue()
+                try insertPendingRevocation(
+                    db, service: service, account: account, appleUserID: previousUser, token: previous.secret,
+                    reason: .replacedBySignIn)
+                if let previousUser, previousUser != appleUserID {
+                    try recordState(
+                        db, userID: previousUser, to: .revoked, reason: .replacedBySignIn,
+                        detail: CredentialStateDetail.remoteRevocationPending)
+                }
+                queued = true
+            }
             try upsertItem(db, key: rtKey, secret: refreshToken, attributes: .init())
             try upsertItem(
                 db, key: ItemKey(service: service, account: account, kind: .appleUserID),
@@ -49,6 +70,7 @@ extension TokenStore {
             }
             try clearLogoutMark(db, service: service, account: account)
             try recordState(db, userID: appleUserID, to: .authorized, reason: .signIn, detail: nil)
+            return queued
         }
     }
 
