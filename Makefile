@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build test demo bench soak fuzz release clean
+.PHONY: all deps build test demo bench soak fuzz sanitizers release clean
 
 all: build
 
@@ -18,6 +18,8 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	TOKENSTORE_REQUIRE_KEYRING=1 SWIFT=$(SWIFT) scripts/with-keyring scripts/run-tests $(SWIFT_FLAGS)
+	# The fuzz seed corpus replayed through the decoders (the same code libFuzzer drives).
+	$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-fuzz
 # Suites that lock the shared private keyring (or stop its daemon) have "ExclusiveKeyring" in
 # their type name: they run in a second, serialized pass so they cannot disturb the others.
 
@@ -25,6 +27,20 @@ test: deps
 demo: deps
 	$(SWIFT) build --product tokenstore-demo $(SWIFT_FLAGS)
 	scripts/with-keyring scripts/demo $$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-demo
+
+# libFuzzer + ASan over the decoders (Tests/Fuzz), FUZZ_SECONDS per target (CI: 60).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	scripts/fuzz $(FUZZ_SECONDS)
+
+# The suite under --sanitize=address (and undefined, which this toolchain reports unsupported).
+sanitizers: deps
+	scripts/sanitizers address undefined
+
+# Soak sizes, outside CI (hours): crash_kill9 10,000, malformed_db 100,000, multiprocess
+# 16 processes × 10 min, 10,000 races, 100 crash repeats, 30 min of fuzzing per target.
+soak: deps
+	scripts/soak 1800
 
 # Release build with warnings as errors (CI runs this too).
 release: deps
