@@ -17,9 +17,9 @@ build: deps
 # session bus) and the real authorization server on loopback.
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	TOKENSTORE_REQUIRE_KEYRING=1 SWIFT=$(SWIFT) scripts/with-keyring scripts/run-tests $(SWIFT_FLAGS)
 	# The fuzz seed corpus replayed through the decoders (the same code libFuzzer drives).
 	$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-fuzz
+	TOKENSTORE_REQUIRE_KEYRING=1 SWIFT=$(SWIFT) scripts/with-keyring scripts/run-tests $(SWIFT_FLAGS)
 # Suites that lock the shared private keyring (or stop its daemon) have "ExclusiveKeyring" in
 # their type name: they run in a second, serialized pass so they cannot disturb the others.
 
