@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // A child process for crash, multi-process and concurrency tests.
         .executableTarget(
-            name: "tokenstore-testchild", dependencies: ["TokenStore", "AuthSession"], path: "Tests/TestChild"),
+            name: "tokenstore-testchild", dependencies: ["TokenStore", "AuthSession", "TestSupport"], path: "Tests/TestChild"),
         // libFuzzer entry points over the decoders (`make fuzz`); without -DFUZZING it replays a corpus.
         .executableTarget(
             name: "tokenstore-fuzz", dependencies: ["TokenStore", "AuthSession"], path: "Tests/Fuzz", exclude: ["Corpus"]),

@@ -13,6 +13,7 @@
 //                                      "CANARY <token>" for every token it saw (plaintext_scan)
 import AuthSession
 import Foundation
+import TestSupport
 import TokenStore
 #if canImport(Glibc)
 import Glibc
@@ -61,7 +62,7 @@ func runReliabilityMode(_ mode: String, _ args: [String]) async throws {
 // MARK: crash_kill9
 
 private func crashLoop(storePath: String, seed: UInt64) throws {
-    var rng = SplitMix64(seed: seed)
+    var rng = SeededGenerator(seed: seed)
     let store = try TokenStore(path: storePath, appID: reliabilityAppID)
     say("READY")
     let accounts = (0..<8).map { "acct-\($0)" }
@@ -73,14 +74,17 @@ private func crashLoop(storePath: String, seed: UInt64) throws {
         let value = "rt-\(seed)-\(n)"
         let roll = rng.next() % 100
         if roll < 35 {
-            say("BEGIN put \(account) \(value)")
             if roll % 2 == 0 {
+                say("BEGIN put \(account) \(value)")
                 try store.set(SecretBytes(utf8: value), for: ItemKey(account: account, kind: .refreshToken))
+                say("ACK put \(account) \(value)")
             } else {
+                // A sign-in over a live session also moves the replaced token to the outbox.
+                say("BEGIN signin \(account) \(value)")
                 try store.saveSignIn(
                     account: account, refreshToken: SecretBytes(utf8: value), appleUserID: "user-\(account)", accessToken: access)
+                say("ACK signin \(account) \(value)")
             }
-            say("ACK put \(account) \(value)")
         } else if roll < 75 {
             guard let current = try store.refreshToken(account: account) else { continue }
             say("BEGIN rotate \(account) \(value)")
@@ -112,7 +116,7 @@ private func crashLoop(storePath: String, seed: UInt64) throws {
 // MARK: multiprocess
 
 private func multiprocessWorker(storePath: String, id: String, millis: Int) throws {
-    var rng = SplitMix64(seed: UInt64(abs(id.hashValue)) | 1)
+    var rng = SeededGenerator(seed: UInt64(abs(id.hashValue)) | 1)
     let store = try TokenStore(path: storePath, appID: reliabilityAppID)
     let counterKey = ItemKey(account: "counter-\(id)", kind: .generic)
     let access = AccessTokenEntry(token: SecretBytes(utf8: "at-\(id)"), expiresAt: Date() + 3600, scopes: ["openid"])

@@ -10,6 +10,7 @@
 // Crash points are armed with TOKENSTORE_CRASH_POINT=<name> (debug builds).
 import AuthSession
 import Foundation
+import TestSupport
 import TokenStore
 
 func fail(_ message: String) -> Never {
@@ -33,7 +34,7 @@ do {
         say("OK items=\(counts.items)")
     case "put-loop":
         guard args.count >= 4, let seed = UInt64(args[2]), let count = Int(args[3]) else { fail("put-loop STORE SEED N") }
-        var rng = SplitMix64(seed: seed)
+        var rng = SeededGenerator(seed: seed)
         let store = try TokenStore(path: storePath, appID: "dev.tokenstore.tests")
         for n in 0..<count {
             let account = "acct-\(rng.next() % 16)"
@@ -96,15 +97,3 @@ do {
     exit(1)
 }
 
-/// A small seeded generator (SplitMix64) so runs are reproducible from their seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

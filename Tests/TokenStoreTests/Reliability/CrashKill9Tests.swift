@@ -15,12 +15,15 @@ struct CrashKill9Tests {
         var refreshTokens: [String: String] = [:]
         var outbox: Set<String> = []
 
-        /// Applies one operation line ("put acct v", "rotate acct v stored", "logout acct", "local acct", "revoke acct t").
+        /// Applies one operation line ("put acct v", "signin acct v", "rotate acct v stored", "logout acct", "local acct", "revoke acct t").
         mutating func apply(_ words: [Substring]) {
             guard words.count >= 2 else { return }
             let account = String(words[1])
             switch words[0] {
             case "put":
+                refreshTokens[account] = String(words[2])
+            case "signin":
+                if let old = refreshTokens[account], old != String(words[2]) { outbox.insert(old) }
                 refreshTokens[account] = String(words[2])
             case "rotate":
                 if words.count < 4 || words[3] == "stored" {

@@ -27,18 +27,6 @@ enum Reliability {
     static func child() throws -> URL { try BuiltProducts.executable("tokenstore-testchild") }
 }
 
-/// A small seeded generator (SplitMix64), the same as the test child's.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// A child process whose standard output is read line by line while it runs, and which
 /// the test can SIGKILL at any moment.
