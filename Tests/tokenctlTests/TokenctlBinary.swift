@@ -41,7 +41,8 @@ enum TokenctlBinary {
 
     /// Runs tokenctl with `arguments` and waits for it.
     ///
-    /// The environment is minimal and predictable: `PATH`, `HOME`, `LANG=C.UTF-8`, then
+    /// The environment is minimal and predictable: `PATH`, `HOME`, `LANG=C.UTF-8`, sanitizer
+    /// options (`ASAN_*`, `LSAN_*`, `UBSAN_*`, `TSAN_*`), then
     /// `environment`; no `TOKENCTL_*` variable leaks in from the shell running the tests.
     /// stdin is `stdin` or empty; stdout and stderr go to files, so a large output cannot
     /// block on a full pipe.
@@ -71,6 +72,10 @@ enum TokenctlBinary {
         var base = ["LANG": "C.UTF-8"]
         base["PATH"] = inherited["PATH"]
         base["HOME"] = inherited["HOME"]
+        // Sanitizer settings reach the child too (scripts/sanitizers runs it instrumented).
+        for (name, value) in inherited where ["ASAN_", "LSAN_", "UBSAN_", "TSAN_"].contains(where: name.hasPrefix) {
+            base[name] = value
+        }
         process.environment = base.merging(environment) { _, given in given }
         process.standardInput = input
         process.standardOutput = output
