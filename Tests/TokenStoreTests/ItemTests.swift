@@ -92,6 +92,25 @@ struct ItemTests {
         #expect(value != secret(canary + "x"))
     }
 
+    @Test("secrets round-trip at every guarded-memory size boundary")
+    func guardedMemoryBoundaries() throws {
+        let t = try TestStore()
+        for size in [1, 63, 64, 65, 127, 128, 129, 1_023, 1_024, 1_025, 4_095, 4_096, 4_097, 65_536] {
+            let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ size) }
+            let value = SecretBytes(bytes)
+            #expect(value.copyBytes() == bytes, "size \(size)")
+            try t.store.set(value, for: key("size-\(size)", .generic))
+            #expect(try t.store.secret(for: key("size-\(size)", .generic))?.copyBytes() == bytes, "size \(size)")
+        }
+        // Released slots are wiped and reused: a new secret never shows an old one's bytes.
+        var seen: [[UInt8]] = []
+        for round in 0..<64 {
+            let bytes = [UInt8](repeating: UInt8(round), count: 100)
+            seen.append(SecretBytes(bytes).copyBytes())
+        }
+        #expect(seen.enumerated().allSatisfy { index, bytes in bytes == [UInt8](repeating: UInt8(index), count: 100) })
+    }
+
     @Test("bad input is refused with invalidInput and writes nothing")
     func invalidInput() throws {
         let t = try TestStore()
