@@ -28,6 +28,12 @@ demo: deps
 	$(SWIFT) build --product tokenstore-demo $(SWIFT_FLAGS)
 	scripts/with-keyring scripts/demo $$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-demo
 
+# TokenStore against libsecret-per-item and plaintext SQLite in a private keyring session with the
+# local authorization server; rewrites the generated part of BENCHMARKS.md (~10–20 min on 2 cores).
+bench: deps
+	$(SWIFT) build -c release --product tokenbench $(SWIFT_FLAGS)
+	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/bench
+
 # libFuzzer + ASan over the decoders (Tests/Fuzz), FUZZ_SECONDS per target (CI: 60).
 FUZZ_SECONDS ?= 60
 fuzz: deps

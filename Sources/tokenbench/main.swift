@@ -1,2 +1,188 @@
-// Benchmarks: see `make bench` (issue 6). Placeholder until the benchmark lands.
-print("tokenbench: not implemented yet")
+// tokenbench — TokenStore against libsecret-per-item and plaintext SQLite (issue 6).
+// `make bench` runs it release-built inside scripts/with-keyring; see BENCHMARKS.md.
+import Foundation
+import TokenStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let usage = """
+    USAGE: tokenbench [--quick] [--server URL] [--output FILE] [--dir DIR] [--seed N] [--keep] [--session-only]
+
+    Measures TokenStore, libsecret one-item-per-token and plaintext SQLite in one run and
+    prints a Markdown table. Run it inside a Secret Service session (scripts/with-keyring);
+    scripts/bench does that and starts the local authorization server.
+
+    OPTIONS:
+      --quick          small sizes and few iterations (a smoke test, < 60 s)
+      --server URL     the local authorization server (logout and renewal figures)
+      --output FILE    write the results into FILE (between the generated-section markers)
+      --dir DIR        where the stores go (default: a new directory under $TMPDIR)
+      --seed N         the seed of the random key choice (default: 1)
+      --keep           keep the stores afterwards
+      --session-only   only the session-layer figures (needs --server)
+      -h, --help       show this help
+
+    Internal modes (the cold-open children): open-once PATH APPID INDEX,
+    plaintext-open-once PATH INDEX, libsecret-lookup-once INDEX. Profiling (one operation
+    in a loop, for callgrind): profile get|put|list|open SIZE ITERATIONS DIR.
+    """
+
+func fail(_ message: String, code: Int32 = 1) -> Never {
+    FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+    exit(code)
+}
+
+func usageError(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("Error: \(message)\nHelp: tokenbench --help\n".utf8))
+    exit(64)
+}
+
+/// The cold-open children: time inside the process, print `open_get_ns=N`.
+func runChild(_ arguments: [String]) -> Never {
+    let start = monotonicNanos()
+    do {
+        switch arguments.first {
+        case "open-once":
+            guard arguments.count == 4, let index = Int(arguments[3]) else { usageError("open-once PATH APPID INDEX") }
+            let store = try TokenStore(path: arguments[1], appID: arguments[2])
+            let key = ItemKey(service: Workload.service, account: Workload.account(index), kind: .generic)
+            guard let secret = try store.secret(for: key), secret.count == Workload.tokenBytes else {
+                fail("open-once: the item is missing")
+            }
+            let elapsed = monotonicNanos() - start
+            print("open_get_ns=\(elapsed)")
+        case "plaintext-open-once":
+            guard arguments.count == 3, let index = Int(arguments[2]) else { usageError("plaintext-open-once PATH INDEX") }
+            let store = try PlaintextStore(path: arguments[1])
+            guard try store.get(lookup: PlaintextStore.lookup(index))?.count == Workload.tokenBytes else {
+                fail("plaintext-open-once: the item is missing")
+            }
+            let elapsed = monotonicNanos() - start
+            print("open_get_ns=\(elapsed)")
+        case "libsecret-lookup-once":
+            guard arguments.count == 2, let index = Int(arguments[1]) else { usageError("libsecret-lookup-once INDEX") }
+            let items = try LibsecretItems()
+            guard try items.lookup(index: index)?.count == Workload.tokenBytes else {
+                fail("libsecret-lookup-once: the item is missing")
+            }
+            let elapsed = monotonicNanos() - start
+            print("open_get_ns=\(elapsed)")
+        default:
+            usageError("unknown mode")
+        }
+    } catch {
+        fail("\(arguments[0]): \(error)")
+    }
+    exit(0)
+}
+
+struct Options {
+    var quick = false
+    var server: URL?
+    var output: String?
+    var directory: String?
+    var seed: UInt64 = 1
+    var keep = false
+    var sessionOnly = false
+
+    static func parse(_ arguments: [String]) -> Options {
+        var options = Options()
+        var rest = arguments[...]
+        func value(_ name: String, _ inline: String?) -> String {
+            if let inline { return inline }
+            guard let next = rest.popFirst() else { usageError("\(name) needs a value") }
+            return next
+        }
+        while let argument = rest.popFirst() {
+            let parts = argument.split(separator: "=", maxSplits: 1).map(String.init)
+            let name = parts[0]
+            let inline = parts.count == 2 ? parts[1] : nil
+            switch name {
+            case "-h", "--help":
+                print(usage)
+                exit(0)
+            case "--quick": options.quick = true
+            case "--keep": options.keep = true
+            case "--session-only": options.sessionOnly = true
+            case "--server":
+                guard let url = URL(string: value(name, inline)), url.scheme != nil else { usageError("--server needs a URL") }
+                options.server = url
+            case "--output": options.output = value(name, inline)
+            case "--dir": options.directory = value(name, inline)
+            case "--seed":
+                guard let seed = UInt64(value(name, inline)) else { usageError("--seed needs a number") }
+                options.seed = seed
+            default: usageError("unknown argument '\(argument)'")
+            }
+        }
+        return options
+    }
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if let mode = arguments.first, ["open-once", "plaintext-open-once", "libsecret-lookup-once"].contains(mode) {
+    runChild(arguments)
+}
+if arguments.first == "profile" {
+    do {
+        try Profile.run(arguments)
+    } catch {
+        fail("profile: \(error)")
+    }
+    exit(0)
+}
+let options = Options.parse(arguments)
+guard ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
+    fail("no D-Bus session bus: run inside scripts/with-keyring (scripts/bench does), never against your real keyring")
+}
+
+let plan = options.quick ? Plan.quick(seed: options.seed) : Plan.full(seed: options.seed)
+let directory: String
+if let chosen = options.directory {
+    directory = chosen
+} else {
+    var template = Array(((ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/tokenbench.XXXXXX").utf8CString)
+    guard mkdtemp(&template) != nil else { fail("cannot make a temporary directory") }
+    directory = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+
+let environment = Environment.collect()
+let runner = Runner(plan: plan, directory: directory)
+runner.results.loadBefore = Environment.loadAverage
+Runner.log("\(plan.quick ? "quick" : "full") run in \(directory); load \(runner.results.loadBefore)")
+let started = monotonicNanos()
+do {
+    if !options.sessionOnly { try runner.run() }
+    if let server = options.server {
+        Runner.log("session layer against \(server.absoluteString)")
+        let bench = SessionBench(serverURL: server, directory: directory + "/session", iterations: plan.sessionIterations)
+        do {
+            runner.results.session = try await bench.run()
+        } catch {
+            var figures = SessionFigures()
+            figures.note = "the session benchmark failed: \(error)"
+            runner.results.session = figures
+            Runner.log("session benchmark failed: \(error)")
+        }
+    }
+} catch {
+    if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
+    fail("\(error)")
+}
+runner.results.seconds = Double(monotonicNanos() - started) / 1e9
+runner.results.loadAfter = Environment.loadAverage
+if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
+
+let report = Report(results: runner.results, environment: environment, plan: plan)
+print(report.markdown)
+if let output = options.output {
+    do {
+        try report.write(to: output)
+        Runner.log("wrote \(output)")
+    } catch {
+        fail("cannot write \(output): \(error)")
+    }
+}

@@ -1,0 +1,357 @@
+import Foundation
+import TokenStore
+
+/// Runs the plan: at each size, TokenStore, then plaintext SQLite, then libsecret per item
+/// (interleaved by size so the three see the same machine conditions), each store grown
+/// from the previous size.
+final class Runner {
+    let plan: Plan
+    let directory: String
+    let appID = "dev.tokenstore.bench"
+    var results = RunResults()
+    var rng: SplitMix64
+    private var generation = 1
+
+    init(plan: Plan, directory: String) {
+        self.plan = plan
+        self.directory = directory
+        rng = SplitMix64(seed: plan.seed)
+    }
+
+    var tokenStorePath: String { directory + "/tokenstore/tokens.sqlite" }
+    var plaintextPath: String { directory + "/plaintext/items.sqlite" }
+
+    static func log(_ message: String) {
+        FileHandle.standardError.write(Data(("tokenbench: " + message + "\n").utf8))
+    }
+
+    func run() throws {
+        results.baselineRSS = Memory.residentBytes
+        results.peakResetWorks = Memory.resetPeak()
+        try FileManager.default.createDirectory(atPath: directory + "/plaintext", withIntermediateDirectories: true)
+
+        var store: TokenStore? = try TokenStore(path: tokenStorePath, appID: appID)
+        var plaintext: PlaintextStore? = try PlaintextStore(path: plaintextPath)
+        let libsecret = try LibsecretItems()
+        // Items of an earlier run in the same keyring (scripts/bench uses a fresh one each time).
+        do {
+            try libsecret.clearAll()
+        } catch {
+            Self.log("could not clear earlier benchmark items: \(error)")
+        }
+        var populated: [Backend: Int] = [.tokenStore: 0, .plaintext: 0, .libsecret: 0]
+
+        for size in plan.sizes {
+            var figures = SizeFigures(size: size)
+
+            // TokenStore.
+            Self.log("TokenStore at \(Format.count(size)) items")
+            figures.backends[.tokenStore] = try measureTokenStore(
+                &store, size: size, from: populated[.tokenStore]!)
+            populated[.tokenStore] = size
+
+            // Plaintext SQLite.
+            Self.log("plaintext SQLite at \(Format.count(size)) items")
+            figures.backends[.plaintext] = try measurePlaintext(&plaintext, size: size, from: populated[.plaintext]!)
+            populated[.plaintext] = size
+
+            // libsecret, one item per token.
+            if plan.libsecretSizes.contains(size) {
+                Self.log("libsecret per item at \(Format.count(size)) items")
+                figures.backends[.libsecret] = try measureLibsecret(libsecret, size: size, from: populated[.libsecret]!)
+                populated[.libsecret] = size
+            }
+            results.sizes.append(figures)
+        }
+        // No clean-up of the keyring items: scripts/with-keyring throws the whole keyring away
+        // (and one clear of 3,000 items outlasts D-Bus's 25 s timeout).
+        store?.close()
+        store = nil
+        plaintext = nil
+    }
+
+    // MARK: TokenStore
+
+    func key(_ index: Int) -> ItemKey { ItemKey(service: Workload.service, account: Workload.account(index), kind: .generic) }
+
+    func measureTokenStore(_ holder: inout TokenStore?, size: Int, from: Int) throws -> BackendFigures {
+        var figures = BackendFigures()
+        if holder == nil { holder = try TokenStore(path: tokenStorePath, appID: appID) }
+        guard let store = holder else { fatalError("unreachable") }
+        Memory.resetPeak()
+        let rssAtStart = Memory.residentBytes
+
+        // Grow the store with the public, durable `set` (one transaction per item).
+        let populateStart = monotonicNanos()
+        for index in from..<size {
+            try store.set(SecretBytes(Workload.token(index)), for: key(index))
+        }
+        figures.populateSeconds = Double(monotonicNanos() - populateStart) / 1e9
+
+        // Correctness first: a benchmark of wrong answers is worthless.
+        for index in [0, size / 2, size - 1] {
+            guard let secret = try store.secret(for: key(index)) else {
+                throw BenchFailure("TokenStore lost item \(index)")
+            }
+            let expected = Workload.token(index)
+            let current = secret.copyBytes()
+            guard current.count == expected.count else { throw BenchFailure("TokenStore returned a wrong size") }
+        }
+
+        // get: random existing items.
+        var gets = Samples(capacity: plan.getIterations)
+        for iteration in 0..<(plan.getWarmup + plan.getIterations) {
+            let itemKey = key(Int.random(in: 0..<size, using: &rng))
+            let start = monotonicNanos()
+            let secret = try store.secret(for: itemKey)
+            let elapsed = monotonicNanos() - start
+            guard secret != nil else { throw BenchFailure("TokenStore get missed") }
+            if iteration >= plan.getWarmup { gets.add(elapsed) }
+        }
+        figures.samples[.get] = gets
+
+        // put: overwrite random existing items (durable upsert: BEGIN IMMEDIATE … COMMIT, fsync).
+        var puts = Samples(capacity: plan.putIterations)
+        for iteration in 0..<(plan.putWarmup + plan.putIterations) {
+            let index = Int.random(in: 0..<size, using: &rng)
+            let itemKey = key(index)
+            let value = SecretBytes(Workload.token(index, generation: nextGeneration()))
+            let start = monotonicNanos()
+            try store.set(value, for: itemKey)
+            let elapsed = monotonicNanos() - start
+            if iteration >= plan.putWarmup { puts.add(elapsed) }
+        }
+        figures.samples[.put] = puts
+
+        // delete: a random item, put back (untimed) so the size stays the same.
+        var deletes = Samples(capacity: plan.deleteIterations)
+        for _ in 0..<plan.deleteIterations {
+            let index = Int.random(in: 0..<size, using: &rng)
+            let itemKey = key(index)
+            try deletes.time { () throws -> Void in try store.delete(itemKey) }
+            try store.set(SecretBytes(Workload.token(index)), for: itemKey)
+        }
+        figures.samples[.delete] = deletes
+
+        // list: every item's metadata, streamed (forEachItem opens one row at a time).
+        let peakBeforeList = Memory.peakBytes
+        Memory.resetPeak()
+        let rssBeforeList = Memory.residentBytes
+        var lists = Samples()
+        for iteration in 0..<(plan.listIterations(size: size) + 1) {
+            var count = 0
+            let start = monotonicNanos()
+            try store.forEachItem { _ in count += 1 }
+            let elapsed = monotonicNanos() - start
+            guard count == size else { throw BenchFailure("TokenStore listed \(count) of \(size) items") }
+            if iteration > 0 { lists.add(elapsed) }
+        }
+        figures.samples[.list] = lists
+        figures.listPeakGrowth = Memory.peakBytes - rssBeforeList
+        figures.peakRSS = max(peakBeforeList, Memory.peakBytes)
+        figures.peakGrowth = figures.peakRSS - rssAtStart
+
+        // Bytes on disk: closing the only connection checkpoints and removes the WAL.
+        store.close()
+        holder = nil
+        figures.bytesPerItem = Double(DiskUsage.sqliteBytes(tokenStorePath)) / Double(size)
+
+        // Cold open: a new process opens the store (key fetch from gnome-keyring) and reads one item.
+        var inChild = Samples()
+        var spawned = Samples()
+        for iteration in 0..<(plan.coldOpens + 1) {
+            let index = Int.random(in: 0..<size, using: &rng)
+            let result = try ChildProcess.run(["open-once", tokenStorePath, appID, String(index)])
+            guard let nanos = result.fields["open_get_ns"].flatMap(UInt64.init) else {
+                throw BenchFailure("open-once printed no figure")
+            }
+            if iteration > 0 {  // the first one warms the page cache and the binary
+                inChild.add(nanos)
+                spawned.add(result.wallNanos)
+            }
+        }
+        figures.samples[.openChild] = inChild
+        figures.samples[.openSpawn] = spawned
+        holder = try TokenStore(path: tokenStorePath, appID: appID)
+        return figures
+    }
+
+    // MARK: Plaintext SQLite
+
+    func measurePlaintext(_ holder: inout PlaintextStore?, size: Int, from: Int) throws -> BackendFigures {
+        var figures = BackendFigures()
+        if holder == nil { holder = try PlaintextStore(path: plaintextPath) }
+        guard let store = holder else { fatalError("unreachable") }
+        Memory.resetPeak()
+        let rssAtStart = Memory.residentBytes
+
+        // Populate in one transaction (not measured).
+        let populateStart = monotonicNanos()
+        if from < size { try store.populate(from..<size) }
+        figures.populateSeconds = Double(monotonicNanos() - populateStart) / 1e9
+        guard try store.get(lookup: PlaintextStore.lookup(size - 1)) == Workload.token(size - 1) else {
+            throw BenchFailure("plaintext lost an item")
+        }
+
+        var gets = Samples(capacity: plan.getIterations)
+        for iteration in 0..<(plan.getWarmup + plan.getIterations) {
+            let lookup = PlaintextStore.lookup(Int.random(in: 0..<size, using: &rng))
+            let start = monotonicNanos()
+            let value = try store.get(lookup: lookup)
+            let elapsed = monotonicNanos() - start
+            guard value != nil else { throw BenchFailure("plaintext get missed") }
+            if iteration >= plan.getWarmup { gets.add(elapsed) }
+        }
+        figures.samples[.get] = gets
+
+        var puts = Samples(capacity: plan.putIterations)
+        for iteration in 0..<(plan.putWarmup + plan.putIterations) {
+            let index = Int.random(in: 0..<size, using: &rng)
+            let value = Workload.token(index, generation: nextGeneration())
+            let start = monotonicNanos()
+            try store.put(index: index, value: value)
+            let elapsed = monotonicNanos() - start
+            if iteration >= plan.putWarmup { puts.add(elapsed) }
+        }
+        figures.samples[.put] = puts
+
+        var deletes = Samples(capacity: plan.deleteIterations)
+        for _ in 0..<plan.deleteIterations {
+            let index = Int.random(in: 0..<size, using: &rng)
+            let lookup = PlaintextStore.lookup(index)
+            try deletes.time { () throws -> Void in try store.delete(lookup: lookup) }
+            try store.put(index: index, value: Workload.token(index))
+        }
+        figures.samples[.delete] = deletes
+
+        var lists = Samples()
+        for iteration in 0..<(plan.listIterations(size: size) + 1) {
+            let start = monotonicNanos()
+            let count = try store.list()
+            let elapsed = monotonicNanos() - start
+            guard count == size else { throw BenchFailure("plaintext listed \(count) of \(size) items") }
+            if iteration > 0 { lists.add(elapsed) }
+        }
+        figures.samples[.list] = lists
+        figures.peakRSS = Memory.peakBytes
+        figures.peakGrowth = figures.peakRSS - rssAtStart
+
+        store.close()  // the only connection: checkpoint, WAL removed
+        holder = nil
+        figures.bytesPerItem = Double(DiskUsage.sqliteBytes(plaintextPath)) / Double(size)
+
+        var inChild = Samples()
+        var spawned = Samples()
+        for iteration in 0..<(plan.coldOpens + 1) {
+            let index = Int.random(in: 0..<size, using: &rng)
+            let result = try ChildProcess.run(["plaintext-open-once", plaintextPath, String(index)])
+            guard let nanos = result.fields["open_get_ns"].flatMap(UInt64.init) else {
+                throw BenchFailure("plaintext-open-once printed no figure")
+            }
+            if iteration > 0 {
+                inChild.add(nanos)
+                spawned.add(result.wallNanos)
+            }
+        }
+        figures.samples[.openChild] = inChild
+        figures.samples[.openSpawn] = spawned
+        holder = try PlaintextStore(path: plaintextPath)
+        return figures
+    }
+
+    // MARK: libsecret per item
+
+    func measureLibsecret(_ items: LibsecretItems, size: Int, from: Int) throws -> BackendFigures {
+        var figures = BackendFigures()
+        Memory.resetPeak()
+        let rssAtStart = Memory.residentBytes
+
+        let populateStart = monotonicNanos()
+        for index in from..<size { try items.store(index: index, value: Workload.token(index)) }
+        figures.populateSeconds = Double(monotonicNanos() - populateStart) / 1e9
+        guard try items.lookup(index: size - 1) == Workload.token(size - 1) else {
+            throw BenchFailure("libsecret lost an item")
+        }
+
+        var gets = Samples()
+        let warmup = max(5, plan.libsecretLookupIterations / 10)
+        for iteration in 0..<(warmup + plan.libsecretLookupIterations) {
+            let index = Int.random(in: 0..<size, using: &rng)
+            let start = monotonicNanos()
+            let value = try items.lookup(index: index)
+            let elapsed = monotonicNanos() - start
+            guard value != nil else { throw BenchFailure("libsecret lookup missed") }
+            if iteration >= warmup { gets.add(elapsed) }
+        }
+        figures.samples[.get] = gets
+
+        var puts = Samples()
+        for iteration in 0..<(2 + plan.libsecretStoreIterations(size: size)) {
+            let index = Int.random(in: 0..<size, using: &rng)
+            let value = Workload.token(index, generation: nextGeneration())
+            let start = monotonicNanos()
+            try items.store(index: index, value: value)
+            let elapsed = monotonicNanos() - start
+            if iteration >= 2 { puts.add(elapsed) }
+        }
+        figures.samples[.put] = puts
+
+        var deletes = Samples()
+        for _ in 0..<plan.libsecretClearIterations(size: size) {
+            let index = Int.random(in: 0..<size, using: &rng)
+            let cleared = try deletes.time { try items.clear(index: index) }
+            guard cleared else { throw BenchFailure("libsecret clear found nothing") }
+            try items.store(index: index, value: Workload.token(index))
+        }
+        figures.samples[.delete] = deletes
+
+        var lists = Samples()
+        for iteration in 0..<(plan.libsecretListIterations(size: size) + 1) {
+            let start = monotonicNanos()
+            let count = try items.list()
+            let elapsed = monotonicNanos() - start
+            guard count == size else { throw BenchFailure("libsecret listed \(count) of \(size) items") }
+            if iteration > 0 { lists.add(elapsed) }
+        }
+        figures.samples[.list] = lists
+        figures.peakRSS = Memory.peakBytes
+        figures.peakGrowth = figures.peakRSS - rssAtStart
+        figures.bytesPerItem = Double(keyringBytes()) / Double(size)
+
+        // Cold: a new process making its first libsecret lookup (D-Bus connection, session
+        // negotiation, search, secret transfer).
+        var inChild = Samples()
+        var spawned = Samples()
+        for iteration in 0..<(plan.coldOpens + 1) {
+            let index = Int.random(in: 0..<size, using: &rng)
+            let result = try ChildProcess.run(["libsecret-lookup-once", String(index)])
+            guard let nanos = result.fields["open_get_ns"].flatMap(UInt64.init) else {
+                throw BenchFailure("libsecret-lookup-once printed no figure")
+            }
+            if iteration > 0 {
+                inChild.add(nanos)
+                spawned.add(result.wallNanos)
+            }
+        }
+        figures.samples[.openChild] = inChild
+        figures.samples[.openSpawn] = spawned
+        return figures
+    }
+
+    /// The size of gnome-keyring's files (`$XDG_DATA_HOME/keyrings`), which hold every item.
+    func keyringBytes() -> Int {
+        let environment = ProcessInfo.processInfo.environment
+        let base = environment["XDG_DATA_HOME"] ?? ((environment["HOME"] ?? "") + "/.local/share")
+        return DiskUsage.directoryBytes(base + "/keyrings")
+    }
+
+    private func nextGeneration() -> Int {
+        generation += 1
+        return generation
+    }
+}
+
+struct BenchFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
