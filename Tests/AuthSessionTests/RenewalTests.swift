@@ -79,7 +79,7 @@ struct RenewalTests {
         let before = try f.server.stats()
         let child = try BuiltProducts.executable("tokenstore-testchild")
         let results = ResultsBox()
-        DispatchQueue.concurrentPerform(iterations: 4) { index in
+        runAllAtOnce(4) { index in
             results.set(index, Result { try runChild(child, ["acquire", f.path, f.server.baseURL.absoluteString, "alice", "4"]) })
         }
         var lines: [String] = []

@@ -14,7 +14,7 @@ struct KeyFailureExclusiveKeyringTests {
             let dir = try TemporaryDirectory()
             let path = dir.appending("tokens.sqlite").path
             let results = ConcurrentResults()
-            DispatchQueue.concurrentPerform(iterations: 2) { index in
+            runAllAtOnce(2) { index in
                 let result = Result { try runChild(child, ["open", path]) }
                 results.set(index, result)
             }

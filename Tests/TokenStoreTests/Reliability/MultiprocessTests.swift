@@ -24,7 +24,7 @@ struct MultiprocessTests {
         }
 
         let results = ConcurrentResults()
-        DispatchQueue.concurrentPerform(iterations: processes) { index in
+        runAllAtOnce(processes) { index in
             results.set(index, Result {
                 try runChild(child, ["mp-worker", path, "p\(index)", String(millis)], timeout: TimeInterval(millis) / 1000 + 120)
             })
