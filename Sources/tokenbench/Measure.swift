@@ -13,6 +13,14 @@ func monotonicNanos() -> UInt64 {
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }
 
+/// Runs `body` once; returns its value and how long it took.
+@inline(__always)
+func timed<T>(_ body: () throws -> T) rethrows -> (value: T, nanos: UInt64) {
+    let start = monotonicNanos()
+    let value = try body()
+    return (value, monotonicNanos() - start)
+}
+
 /// Latencies of one measured operation, in nanoseconds.
 struct Samples {
     private(set) var values: [UInt64] = []
@@ -20,15 +28,6 @@ struct Samples {
     init(capacity: Int = 0) { values.reserveCapacity(capacity) }
 
     mutating func add(_ nanos: UInt64) { values.append(nanos) }
-
-    /// Times `body` once and records it.
-    @inline(__always)
-    mutating func time<T>(_ body: () throws -> T) rethrows -> T {
-        let start = monotonicNanos()
-        let value = try body()
-        values.append(monotonicNanos() - start)
-        return value
-    }
 
     var count: Int { values.count }
 

@@ -99,54 +99,40 @@ final class Runner {
         }
 
         // get: random existing items.
-        var gets = Samples(capacity: plan.getIterations)
-        for iteration in 0..<(plan.getWarmup + plan.getIterations) {
+        figures.samples[.get] = try rounds(warmup: plan.getWarmup, count: plan.getIterations) {
             let itemKey = key(Int.random(in: 0..<size, using: &rng))
-            let start = monotonicNanos()
-            let secret = try store.secret(for: itemKey)
-            let elapsed = monotonicNanos() - start
+            let (secret, nanos) = try timed { try store.secret(for: itemKey) }
             guard secret != nil else { throw BenchFailure("TokenStore get missed") }
-            if iteration >= plan.getWarmup { gets.add(elapsed) }
+            return nanos
         }
-        figures.samples[.get] = gets
 
         // put: overwrite random existing items (durable upsert: BEGIN IMMEDIATE … COMMIT, fsync).
-        var puts = Samples(capacity: plan.putIterations)
-        for iteration in 0..<(plan.putWarmup + plan.putIterations) {
+        figures.samples[.put] = try rounds(warmup: plan.putWarmup, count: plan.putIterations) {
             let index = Int.random(in: 0..<size, using: &rng)
             let itemKey = key(index)
             let value = SecretBytes(Workload.token(index, generation: nextGeneration()))
-            let start = monotonicNanos()
-            try store.set(value, for: itemKey)
-            let elapsed = monotonicNanos() - start
-            if iteration >= plan.putWarmup { puts.add(elapsed) }
+            return try timed { try store.set(value, for: itemKey) }.nanos
         }
-        figures.samples[.put] = puts
 
         // delete: a random item, put back (untimed) so the size stays the same.
-        var deletes = Samples(capacity: plan.deleteIterations)
-        for _ in 0..<plan.deleteIterations {
+        figures.samples[.delete] = try rounds(warmup: 0, count: plan.deleteIterations) {
             let index = Int.random(in: 0..<size, using: &rng)
             let itemKey = key(index)
-            try deletes.time { () throws -> Void in try store.delete(itemKey) }
+            let nanos = try timed { () throws -> Void in try store.delete(itemKey) }.nanos
             try store.set(SecretBytes(Workload.token(index)), for: itemKey)
+            return nanos
         }
-        figures.samples[.delete] = deletes
 
         // list: every item's metadata, streamed (forEachItem opens one row at a time).
         let peakBeforeList = Memory.peakBytes
         Memory.resetPeak()
         let rssBeforeList = Memory.residentBytes
-        var lists = Samples()
-        for iteration in 0..<(plan.listIterations(size: size) + 1) {
+        figures.samples[.list] = try rounds(warmup: 1, count: plan.listIterations(size: size)) {
             var count = 0
-            let start = monotonicNanos()
-            try store.forEachItem { _ in count += 1 }
-            let elapsed = monotonicNanos() - start
+            let nanos = try timed { try store.forEachItem { _ in count += 1 } }.nanos
             guard count == size else { throw BenchFailure("TokenStore listed \(count) of \(size) items") }
-            if iteration > 0 { lists.add(elapsed) }
+            return nanos
         }
-        figures.samples[.list] = lists
         figures.listPeakGrowth = Memory.peakBytes - rssBeforeList
         figures.peakRSS = max(peakBeforeList, Memory.peakBytes)
         figures.peakGrowth = figures.peakRSS - rssAtStart
@@ -157,21 +143,9 @@ final class Runner {
         figures.bytesPerItem = Double(DiskUsage.sqliteBytes(tokenStorePath)) / Double(size)
 
         // Cold open: a new process opens the store (key fetch from gnome-keyring) and reads one item.
-        var inChild = Samples()
-        var spawned = Samples()
-        for iteration in 0..<(plan.coldOpens + 1) {
-            let index = Int.random(in: 0..<size, using: &rng)
-            let result = try ChildProcess.run(["open-once", tokenStorePath, appID, String(index)])
-            guard let nanos = result.fields["open_get_ns"].flatMap(UInt64.init) else {
-                throw BenchFailure("open-once printed no figure")
-            }
-            if iteration > 0 {  // the first one warms the page cache and the binary
-                inChild.add(nanos)
-                spawned.add(result.wallNanos)
-            }
+        (figures.samples[.openChild], figures.samples[.openSpawn]) = try coldOpens(size: size) { index in
+            ["open-once", tokenStorePath, appID, String(index)]
         }
-        figures.samples[.openChild] = inChild
-        figures.samples[.openSpawn] = spawned
         holder = try TokenStore(path: tokenStorePath, appID: appID)
         return figures
     }
@@ -193,46 +167,29 @@ final class Runner {
             throw BenchFailure("plaintext lost an item")
         }
 
-        var gets = Samples(capacity: plan.getIterations)
-        for iteration in 0..<(plan.getWarmup + plan.getIterations) {
+        figures.samples[.get] = try rounds(warmup: plan.getWarmup, count: plan.getIterations) {
             let lookup = PlaintextStore.lookup(Int.random(in: 0..<size, using: &rng))
-            let start = monotonicNanos()
-            let value = try store.get(lookup: lookup)
-            let elapsed = monotonicNanos() - start
+            let (value, nanos) = try timed { try store.get(lookup: lookup) }
             guard value != nil else { throw BenchFailure("plaintext get missed") }
-            if iteration >= plan.getWarmup { gets.add(elapsed) }
+            return nanos
         }
-        figures.samples[.get] = gets
-
-        var puts = Samples(capacity: plan.putIterations)
-        for iteration in 0..<(plan.putWarmup + plan.putIterations) {
+        figures.samples[.put] = try rounds(warmup: plan.putWarmup, count: plan.putIterations) {
             let index = Int.random(in: 0..<size, using: &rng)
             let value = Workload.token(index, generation: nextGeneration())
-            let start = monotonicNanos()
-            try store.put(index: index, value: value)
-            let elapsed = monotonicNanos() - start
-            if iteration >= plan.putWarmup { puts.add(elapsed) }
+            return try timed { try store.put(index: index, value: value) }.nanos
         }
-        figures.samples[.put] = puts
-
-        var deletes = Samples(capacity: plan.deleteIterations)
-        for _ in 0..<plan.deleteIterations {
+        figures.samples[.delete] = try rounds(warmup: 0, count: plan.deleteIterations) {
             let index = Int.random(in: 0..<size, using: &rng)
             let lookup = PlaintextStore.lookup(index)
-            try deletes.time { () throws -> Void in try store.delete(lookup: lookup) }
+            let nanos = try timed { () throws -> Void in try store.delete(lookup: lookup) }.nanos
             try store.put(index: index, value: Workload.token(index))
+            return nanos
         }
-        figures.samples[.delete] = deletes
-
-        var lists = Samples()
-        for iteration in 0..<(plan.listIterations(size: size) + 1) {
-            let start = monotonicNanos()
-            let count = try store.list()
-            let elapsed = monotonicNanos() - start
+        figures.samples[.list] = try rounds(warmup: 1, count: plan.listIterations(size: size)) {
+            let (count, nanos) = try timed { try store.list() }
             guard count == size else { throw BenchFailure("plaintext listed \(count) of \(size) items") }
-            if iteration > 0 { lists.add(elapsed) }
+            return nanos
         }
-        figures.samples[.list] = lists
         figures.peakRSS = Memory.peakBytes
         figures.peakGrowth = figures.peakRSS - rssAtStart
 
@@ -240,21 +197,9 @@ final class Runner {
         holder = nil
         figures.bytesPerItem = Double(DiskUsage.sqliteBytes(plaintextPath)) / Double(size)
 
-        var inChild = Samples()
-        var spawned = Samples()
-        for iteration in 0..<(plan.coldOpens + 1) {
-            let index = Int.random(in: 0..<size, using: &rng)
-            let result = try ChildProcess.run(["plaintext-open-once", plaintextPath, String(index)])
-            guard let nanos = result.fields["open_get_ns"].flatMap(UInt64.init) else {
-                throw BenchFailure("plaintext-open-once printed no figure")
-            }
-            if iteration > 0 {
-                inChild.add(nanos)
-                spawned.add(result.wallNanos)
-            }
+        (figures.samples[.openChild], figures.samples[.openSpawn]) = try coldOpens(size: size) { index in
+            ["plaintext-open-once", plaintextPath, String(index)]
         }
-        figures.samples[.openChild] = inChild
-        figures.samples[.openSpawn] = spawned
         holder = try PlaintextStore(path: plaintextPath)
         return figures
     }
@@ -273,68 +218,39 @@ final class Runner {
             throw BenchFailure("libsecret lost an item")
         }
 
-        var gets = Samples()
-        let warmup = max(5, plan.libsecretLookupIterations / 10)
-        for iteration in 0..<(warmup + plan.libsecretLookupIterations) {
+        let lookups = plan.libsecretLookupIterations
+        figures.samples[.get] = try rounds(warmup: max(5, lookups / 10), count: lookups) {
             let index = Int.random(in: 0..<size, using: &rng)
-            let start = monotonicNanos()
-            let value = try items.lookup(index: index)
-            let elapsed = monotonicNanos() - start
+            let (value, nanos) = try timed { try items.lookup(index: index) }
             guard value != nil else { throw BenchFailure("libsecret lookup missed") }
-            if iteration >= warmup { gets.add(elapsed) }
+            return nanos
         }
-        figures.samples[.get] = gets
-
-        var puts = Samples()
-        for iteration in 0..<(2 + plan.libsecretStoreIterations(size: size)) {
+        figures.samples[.put] = try rounds(warmup: 2, count: plan.libsecretStoreIterations(size: size)) {
             let index = Int.random(in: 0..<size, using: &rng)
             let value = Workload.token(index, generation: nextGeneration())
-            let start = monotonicNanos()
-            try items.store(index: index, value: value)
-            let elapsed = monotonicNanos() - start
-            if iteration >= 2 { puts.add(elapsed) }
+            return try timed { try items.store(index: index, value: value) }.nanos
         }
-        figures.samples[.put] = puts
-
-        var deletes = Samples()
-        for _ in 0..<plan.libsecretClearIterations(size: size) {
+        figures.samples[.delete] = try rounds(warmup: 0, count: plan.libsecretClearIterations(size: size)) {
             let index = Int.random(in: 0..<size, using: &rng)
-            let cleared = try deletes.time { try items.clear(index: index) }
+            let (cleared, nanos) = try timed { try items.clear(index: index) }
             guard cleared else { throw BenchFailure("libsecret clear found nothing") }
             try items.store(index: index, value: Workload.token(index))
+            return nanos
         }
-        figures.samples[.delete] = deletes
-
-        var lists = Samples()
-        for iteration in 0..<(plan.libsecretListIterations(size: size) + 1) {
-            let start = monotonicNanos()
-            let count = try items.list()
-            let elapsed = monotonicNanos() - start
+        figures.samples[.list] = try rounds(warmup: 1, count: plan.libsecretListIterations(size: size)) {
+            let (count, nanos) = try timed { try items.list() }
             guard count == size else { throw BenchFailure("libsecret listed \(count) of \(size) items") }
-            if iteration > 0 { lists.add(elapsed) }
+            return nanos
         }
-        figures.samples[.list] = lists
         figures.peakRSS = Memory.peakBytes
         figures.peakGrowth = figures.peakRSS - rssAtStart
         figures.bytesPerItem = Double(keyringBytes()) / Double(size)
 
         // Cold: a new process making its first libsecret lookup (D-Bus connection, session
         // negotiation, search, secret transfer).
-        var inChild = Samples()
-        var spawned = Samples()
-        for iteration in 0..<(plan.coldOpens + 1) {
-            let index = Int.random(in: 0..<size, using: &rng)
-            let result = try ChildProcess.run(["libsecret-lookup-once", String(index)])
-            guard let nanos = result.fields["open_get_ns"].flatMap(UInt64.init) else {
-                throw BenchFailure("libsecret-lookup-once printed no figure")
-            }
-            if iteration > 0 {
-                inChild.add(nanos)
-                spawned.add(result.wallNanos)
-            }
+        (figures.samples[.openChild], figures.samples[.openSpawn]) = try coldOpens(size: size) { index in
+            ["libsecret-lookup-once", String(index)]
         }
-        figures.samples[.openChild] = inChild
-        figures.samples[.openSpawn] = spawned
         return figures
     }
 
@@ -343,6 +259,38 @@ final class Runner {
         let environment = ProcessInfo.processInfo.environment
         let base = environment["XDG_DATA_HOME"] ?? ((environment["HOME"] ?? "") + "/.local/share")
         return DiskUsage.directoryBytes(base + "/keyrings")
+    }
+
+    // MARK: Shared loops
+
+    /// `warmup + count` rounds of `round`, which times its own operation (see `timed`) and
+    /// returns the nanoseconds; the warm-up rounds are dropped.
+    func rounds(warmup: Int, count: Int, _ round: () throws -> UInt64) rethrows -> Samples {
+        var samples = Samples(capacity: count)
+        for iteration in 0..<(warmup + count) {
+            let nanos = try round()
+            if iteration >= warmup { samples.add(nanos) }
+        }
+        return samples
+    }
+
+    /// Cold open: `plan.coldOpens` new processes, each running the tokenbench child command
+    /// `arguments(index)` for a random item, after one more that warms the page cache and the
+    /// binary. Returns the open-and-read time each child measured and the wall time of each spawn.
+    func coldOpens(size: Int, _ arguments: (Int) -> [String]) throws -> (inChild: Samples, spawned: Samples) {
+        var inChild = Samples(), spawned = Samples()
+        for iteration in 0..<(plan.coldOpens + 1) {
+            let command = arguments(Int.random(in: 0..<size, using: &rng))
+            let result = try ChildProcess.run(command)
+            guard let nanos = result.fields["open_get_ns"].flatMap(UInt64.init) else {
+                throw BenchFailure("\(command[0]) printed no figure")
+            }
+            if iteration > 0 {
+                inChild.add(nanos)
+                spawned.add(result.wallNanos)
+            }
+        }
+        return (inChild, spawned)
     }
 
     private func nextGeneration() -> Int {
