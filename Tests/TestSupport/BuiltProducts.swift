@@ -41,6 +41,15 @@ public struct ChildResult: Sendable {
     public let signaled: Bool
 }
 
+/// This process's environment with `overrides` applied and Swift's crash backtracer off (a child
+/// killed on purpose should die at once, not spend seconds symbolicating).
+public func childEnvironment(_ overrides: [String: String] = [:]) -> [String: String] {
+    var env = ProcessInfo.processInfo.environment
+    env["SWIFT_BACKTRACE"] = "enable=no"
+    for (key, value) in overrides { env[key] = value }
+    return env
+}
+
 /// Runs `executable` with `arguments`, feeding `stdin`, and waits (bounded by `timeout`).
 public func runChild(
     _ executable: URL, _ arguments: [String], environment: [String: String] = [:], stdin: Data? = nil,
@@ -49,10 +58,7 @@ public func runChild(
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
-    var env = ProcessInfo.processInfo.environment
-    env["SWIFT_BACKTRACE"] = "enable=no"
-    for (key, value) in environment { env[key] = value }
-    process.environment = env
+    process.environment = childEnvironment(environment)
     let out = Pipe(), err = Pipe(), input = Pipe()
     process.standardOutput = out
     process.standardError = err

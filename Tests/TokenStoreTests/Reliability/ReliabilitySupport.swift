@@ -42,10 +42,7 @@ final class StreamingChild: @unchecked Sendable {  // mutable state is guarded b
     init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = executable
         process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        env["SWIFT_BACKTRACE"] = "enable=no"
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
+        process.environment = childEnvironment(environment)
         let out = Pipe()
         process.standardOutput = out
         process.standardError = errPipe
