@@ -213,7 +213,17 @@ private func openBatch(listFile: String) {
                 code = firstError.code.rawValue
                 say("DETAIL \(index) \(firstError)")
             }
-            if created.value {  // the damaged file read as a new, empty store: keep the test keyring clean
+            if created.value {
+                // A new key is allowed only where the damaged file reads as a new, empty store
+                // (e.g. a flipped WAL frame drops it and every later commit, as after a torn
+                // write): nothing sealed may exist beside it, and nothing may have come back.
+                let counts = try? store.counts()
+                let sealedRows = counts.map { $0.items + $0.pendingRevocations + $0.credentialStates }
+                if sealedRows != 0 || returned != 0 {
+                    code = "newKeyBesideSealedRows"
+                    say("DETAIL \(index) rows=\(sealedRows.map(String.init) ?? "unreadable") returned=\(returned)")
+                }
+                // Keep the test keyring clean.
                 try? store.keyProvider.deleteKey(
                     DataKeyReference(storeID: store.storeIdentifier, keyID: store.keyIdentifier, appID: reliabilityAppID))
             }

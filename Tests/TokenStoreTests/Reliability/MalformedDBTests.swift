@@ -20,7 +20,10 @@ import Glibc
 /// - `dataKeyCorrupt`: the key-check constant changed, so the right key looks wrong.
 /// - `schemaTooNew`, `migrationFailed`: the migration ledger changed (a higher version, a
 ///   different checksum, a ledger that looks missing so re-running migration 1 fails).
-/// Never a crash, never an untyped error, never a wrong secret.
+/// Never a crash, never an untyped error, never a wrong secret. A file that reads as a new,
+/// empty store (its WAL dropped at a damaged frame, or truncated to nothing) gets a new data key
+/// (counted as `new_keys_made`); a new key beside any sealed row, or with any secret read back,
+/// is the unacceptable outcome `newKeyBesideSealedRows`.
 @Suite("Reliability: malformed_db", keyringTrait)
 struct MalformedDBTests {
     static let acceptable: Set<String> = [
