@@ -228,15 +228,16 @@ final class StateMachineRun {
         let url = fixture.server.baseURL.absoluteString
         let arguments = point.hasPrefix("logout") ? ["logout", fixture.path, url, account] : ["acquire", fixture.path, url, account, "1"]
         let result = try runChild(child, arguments, environment: ["TOKENSTORE_CRASH_POINT": point], timeout: 60)
-        trace.append("crash(\(point), \(account)) killed=\(result.signaled) out=\(result.stdout.prefix(80))")
-        if result.signaled {
+        let died = result.diedAtCrashPoint(point)
+        trace.append("crash(\(point), \(account)) killed=\(died) out=\(result.stdout.prefix(80))")
+        if died {
             totals.crashes += 1
             if point == "renewal.afterServerAnswer" { orphans += 1 }
-        } else if result.status != 0 {
+        } else if result.signaled || result.status != 0 {
             unexpected("crash(\(point))", "child exited \(result.status): \(result.stderr.suffix(300))")
         }
         try await restartProcess()
-        if result.signaled, point == "renewal.afterServerAnswer" {
+        if died, point == "renewal.afterServerAnswer" {
             staleTokens[account] = try store.refreshToken(account: account)?.stringValue()
         }
     }

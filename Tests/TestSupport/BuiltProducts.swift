@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Finds executables built by `swift build` next to the running test binary.
 public enum BuiltProducts {
@@ -39,6 +42,12 @@ public struct ChildResult: Sendable {
     public let stderr: String
     /// True when the child was ended by a signal (e.g. SIGKILL).
     public let signaled: Bool
+
+    /// True when the child killed itself at the armed crash point `name`
+    /// (`TOKENSTORE_CRASH_POINT`): it announced the point on standard error, then died of SIGKILL.
+    public func diedAtCrashPoint(_ name: String) -> Bool {
+        signaled && status == SIGKILL && stderr.contains("crash point reached: \(name)\n")
+    }
 }
 
 /// This process's environment with `overrides` applied and Swift's crash backtracer off (a child

@@ -129,7 +129,7 @@ struct KeyManagementTests {
             for round in 0..<repeats {
                 let oldKey = try t.reopen().keyIdentifier
                 let result = try runChild(child, ["km-rotate", t.path, "16"], environment: ["TOKENSTORE_CRASH_POINT": point])
-                if result.signaled && result.status == SIGKILL { died += 1 } else {
+                if result.diedAtCrashPoint(point) { died += 1 } else {
                     violations.append("\(point)#\(round): the child did not die: \(result.status) \(result.stderr)")
                 }
                 // Before any recovery: every key a row or record names is still in the keyring.

@@ -5,8 +5,9 @@ import Glibc
 /// Named places where a test can make the process die, to prove crash safety.
 ///
 /// Compiled in only in debug builds: a child process started with
-/// `TOKENSTORE_CRASH_POINT=<name>` kills itself with SIGKILL when it reaches that point.
-/// Release builds contain no hook.
+/// `TOKENSTORE_CRASH_POINT=<name>` writes `crash point reached: <name>` to standard error and
+/// kills itself with SIGKILL when it reaches that point, so a test can tell a death at the
+/// point from any other. Release builds contain no hook.
 public enum CrashPoint {
     #if DEBUG
     private static let armed: String? = getenv("TOKENSTORE_CRASH_POINT").map { String(cString: $0) }
@@ -17,6 +18,8 @@ public enum CrashPoint {
     public static func reach(_ name: StaticString) {
         #if DEBUG
         if let armed, armed == name.description {
+            let line = Array("crash point reached: \(armed)\n".utf8)
+            _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
             kill(getpid(), SIGKILL)
         }
         #endif
