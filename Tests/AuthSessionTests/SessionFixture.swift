@@ -9,10 +9,38 @@ let sessionKeyringTrait = Testing.ConditionTrait.enabled(
 
 let sessionAppID = "dev.tokenstore.tests"
 
-/// A fast retry policy for tests: the shapes of the real one, with short delays.
+/// A fast retry policy for tests: the shapes of the real one, with short delays. The total-time
+/// budget is wide so that on a slow or loaded machine (sanitizers, 2 cores) it never decides how
+/// many attempts a test sees; tests of the budget itself use their own policy.
 let fastPolicy = RetryPolicy(
     maximumAttempts: 3, baseDelay: .milliseconds(10), maximumDelay: .milliseconds(50),
-    maximumRetryAfter: .seconds(5), maximumTotalTime: .seconds(8))
+    maximumRetryAfter: .seconds(5), maximumTotalTime: .seconds(30))
+
+/// The real clocks, with every wait a ``RetryPolicy`` asks for written down: a test checks what
+/// the policy chose to wait, not how long a loaded machine took to run it.
+final class SleepLog: @unchecked Sendable {  // `requested` is guarded by `lock`
+    private let lock = NSLock()
+    private var requested: [Duration] = []
+
+    /// The waits asked for so far, in order.
+    var sleeps: [Duration] { lock.withLock { requested } }
+    var total: Duration { sleeps.reduce(.zero, +) }
+
+    /// The system clock whose `sleep` records each wait before making it.
+    var clock: RetryClock {
+        RetryClock(now: RetryClock.system.now, wallClock: RetryClock.system.wallClock) { [self] duration in
+            lock.withLock { requested.append(duration) }
+            try await RetryClock.system.sleep(duration)
+        }
+    }
+
+    /// `policy` with this log's clock.
+    func recording(_ policy: RetryPolicy) -> RetryPolicy {
+        var copy = policy
+        copy.clock = clock
+        return copy
+    }
+}
 
 /// One real authorization server, one store in a temporary directory (real keyring), one session.
 final class SessionFixture: @unchecked Sendable {  // immutable after init

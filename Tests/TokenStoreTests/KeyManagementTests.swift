@@ -106,7 +106,7 @@ struct KeyManagementTests {
         #expect(try keyItems(storeID) == 1)
         let reopened = try t.reopen()
         #expect(try reopened.refreshToken(account: "acct-2999")?.stringValue() == "rt-2999")
-        print("METRIC key_rotation rows=10000 seconds=\(String(format: "%.3f", seconds)) batches=\(report.batches) batch_size=500")
+        print("METRIC key_rotation rows=\(report.rowsResealed) seconds=\(String(format: "%.3f", seconds)) batches=\(report.batches) batch_size=500")
     }
 
     @Test("kill -9 at every rotation step, then open: all rows readable, one active key, no key deleted while used")
