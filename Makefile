@@ -39,9 +39,10 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	scripts/fuzz $(FUZZ_SECONDS)
 
-# The suite under --sanitize=address (and undefined, which this toolchain reports unsupported).
+# The suite under --sanitize=address and --sanitize=thread (and undefined, which this toolchain
+# reports unsupported), each in its own scratch path.
 sanitizers: deps
-	scripts/sanitizers address undefined
+	scripts/sanitizers address undefined thread
 
 # Soak sizes, outside CI (hours): crash_kill9 10,000, malformed_db 100,000, multiprocess
 # 16 processes × 10 min, 10,000 races, 100 crash repeats, 30 min of fuzzing per target.
