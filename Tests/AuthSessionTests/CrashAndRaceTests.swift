@@ -93,25 +93,35 @@ struct CrashAndRaceTests {
         let f = try SessionFixture()
         var resurrections = 0
         var leaks = 0
+        var renewalsFirst = 0, logoutsFirst = 0  // who won each race: both orders must occur
         for round in 0..<rounds {
             let user = "user-race-\(round)"
             try await f.signIn("alice", appleUserID: user)
             let session = f.session
-            async let renewal: Void = {
+            async let renewal: Bool? = {
                 if round % 2 == 1 { await Task.yield() }
                 do {
                     _ = try await session.acquireTokenSilently(account: "alice", minimumTTL: .seconds(7200))
+                    return true
                 } catch let error as AuthSessionError where error.code == .interactionRequired {
-                    // The logout won: the expected outcome for this order.
+                    return false  // the logout won: the expected outcome for this order
                 } catch {
                     Issue.record("renewal failed unexpectedly: \(error)")
+                    return nil
                 }
             }()
             async let logout: Void = {
-                if round % 2 == 0 { await Task.yield() }
+                // Even rounds: the logout goes first. Odd rounds: it starts 0–24 ms after the
+                // renewal, so it lands before the renewal reads the token, while its refresh is
+                // on the wire, or after it committed the rotated token.
+                if round % 2 == 0 { await Task.yield() } else { try await Task.sleep(for: .milliseconds(round / 2 % 7 * 4)) }
                 _ = try await session.logout(account: "alice")
             }()
-            _ = await renewal
+            switch await renewal {
+            case true?: renewalsFirst += 1
+            case false?: logoutsFirst += 1
+            case nil: break
+            }
             try await logout
             _ = try await f.session.logoutCoordinator.resumePendingRevocations(now: Date() + 86_400)
             if try f.store.credentialState(forUserID: user) == .authorized || f.store.refreshToken(account: "alice") != nil {
@@ -121,6 +131,10 @@ struct CrashAndRaceTests {
         }
         #expect(resurrections == 0)
         #expect(leaks == 0)
-        metric("logout_vs_renewal", ["races": rounds, "resurrections": resurrections, "unrevoked_tokens": leaks])
+        if rounds >= 20 { #expect(renewalsFirst > 0 && logoutsFirst > 0, "only one order occurred") }
+        metric("logout_vs_renewal", [
+            "races": rounds, "renewal_first": renewalsFirst, "logout_first": logoutsFirst,
+            "resurrections": resurrections, "unrevoked_tokens": leaks,
+        ])
     }
 }
