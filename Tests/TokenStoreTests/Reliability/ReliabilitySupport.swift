@@ -27,7 +27,6 @@ enum Reliability {
     static func child() throws -> URL { try BuiltProducts.executable("tokenstore-testchild") }
 }
 
-
 /// A child process whose standard output is read line by line while it runs, and which
 /// the test can SIGKILL at any moment.
 final class StreamingChild: @unchecked Sendable {  // mutable state is guarded by `condition`
