@@ -337,6 +337,9 @@ import TokenStore
         enum TokenChoice { case real, unknown }
         var name: String
         var faults: [AuthorizationServer.Fault] = []
+        /// Faults that hold a time (a Retry-After date, a reset epoch), built when the case runs,
+        /// not when the list is made: under ThreadSanitizer the list takes minutes to get through.
+        var faultsAt: ((Date) -> [AuthorizationServer.Fault])?
         var token: TokenChoice = .real
         var timeout: Duration = .seconds(5)
         var clientID = AuthorizationServer.publicClientID
@@ -356,13 +359,15 @@ import TokenStore
         let revoke = "/oauth/revoke"
         let cap = fastPolicy.maximumRetryAfter
         let json = { (error: String) in #"{"error":"\#(error)","error_description":"injected"}"# }
-        let inThirty = Date().addingTimeInterval(30)
         func date(_ format: String, _ when: Date) -> String {
             RetryAfterTests.posixFormatter(format).string(from: when)
         }
-        var asctime = date("EEE MMM d HH:mm:ss yyyy", inThirty)
-        let parts = asctime.split(separator: " ")
-        if parts[2].count == 1 { asctime = "\(parts[0]) \(parts[1])  \(parts[2]) \(parts[3]) \(parts[4])" }
+        func asctime(_ when: Date) -> String {
+            let text = date("EEE MMM d HH:mm:ss yyyy", when)
+            let parts = text.split(separator: " ")
+            guard parts[2].count == 1 else { return text }
+            return "\(parts[0]) \(parts[1])  \(parts[2]) \(parts[3]) \(parts[4])"
+        }
         func limited(_ retryAfter: String?, count: Int = 2) -> [Fault] {
             [Fault.status(429, path: revoke, count: count, retryAfter: retryAfter, body: json("too_many_requests"))]
         }
@@ -413,13 +418,15 @@ import TokenStore
                 name: "429 Retry-After 30 (over the cap: no wait)", faults: limited("30"),
                 expected: .retry(.rateLimited, retryAfter: cap), requests: 1, activeAfter: true),
             EndToEndCase(
-                name: "429 IMF-fixdate", faults: limited(date("EEE, dd MMM yyyy HH:mm:ss 'GMT'", inThirty)),
+                name: "429 IMF-fixdate", 
+                faultsAt: { now in limited(date("EEE, dd MMM yyyy HH:mm:ss 'GMT'", now + 30)) },
                 expected: .retry(.rateLimited, retryAfter: cap), requests: 1, activeAfter: true),
             EndToEndCase(
-                name: "429 RFC 850 date", faults: limited(date("EEEE, dd-MMM-yy HH:mm:ss 'GMT'", inThirty)),
+                name: "429 RFC 850 date", 
+                faultsAt: { now in limited(date("EEEE, dd-MMM-yy HH:mm:ss 'GMT'", now + 30)) },
                 expected: .retry(.rateLimited, retryAfter: cap), requests: 1, activeAfter: true),
             EndToEndCase(
-                name: "429 asctime date", faults: limited(asctime),
+                name: "429 asctime date", faultsAt: { now in limited(asctime(now + 30)) },
                 expected: .retry(.rateLimited, retryAfter: cap), requests: 1, activeAfter: true),
             EndToEndCase(
                 name: "429 past date", faults: limited("Sun, 06 Nov 1994 08:49:37 GMT"),
@@ -432,11 +439,13 @@ import TokenStore
                 expected: .retry(.rateLimited, retryAfter: cap), requests: 1, activeAfter: true),
             EndToEndCase(
                 name: "429 X-RateLimit-Reset",
-                faults: [
-                    Fault(
-                        path: revoke, count: 2, status: 429,
-                        headers: ["X-RateLimit-Reset": "\(Int(Date().timeIntervalSince1970) + 60)"])
-                ],
+                faultsAt: { now in
+                    [
+                        Fault(
+                            path: revoke, count: 2, status: 429,
+                            headers: ["X-RateLimit-Reset": "\(Int(now.timeIntervalSince1970) + 60)"])
+                    ]
+                },
                 expected: .retry(.rateLimited, retryAfter: cap), requests: 1, activeAfter: true),
             EndToEndCase(
                 name: "500", faults: [Fault.status(500, path: revoke, count: 2, body: "Internal Server Error")],
@@ -492,6 +501,7 @@ import TokenStore
                 let realToken = try #require(tokens.refreshToken)
                 let presented = item.token == .real ? realToken : "unknown-" + UUID().uuidString
                 if !item.faults.isEmpty { try server.inject(contentsOf: item.faults) }
+                if let faultsAt = item.faultsAt { try server.inject(contentsOf: faultsAt(Date())) }
                 var client = try Self.client(server, timeout: item.timeout, clientID: item.clientID, secret: item.secret)
             if item.useTLS {
                 let configuration = try AuthorizationServerConfiguration(
