@@ -57,6 +57,40 @@ struct SignInAndLogoutTests {
         #expect(try f.store.credentialState(forUserID: "user-second") == .authorized)
     }
 
+    @Test("a sign-in over a live session tries the replaced token once and leaves other accounts' queue alone")
+    func signInOverLiveSessionServerFailing() async throws {
+        let log = SleepLog()
+        let f = try SessionFixture(policy: log.recording(fastPolicy))
+        // Bob's logout crashed after step 1: his token is queued and due.
+        try await f.signIn("bob", appleUserID: "user-bob")
+        let bobs = try #require(try f.refreshToken("bob"))
+        _ = try f.store.beginLogout(account: "bob", reason: .userLogout)
+        try await f.signIn(appleUserID: "user-first")
+        let first = try #require(try f.refreshToken())
+        let before = try f.server.stats().revokeRequests
+        try f.server.inject(.status(503, path: AuthorizationServer.revokePath, count: 10))
+
+        try await f.signIn(appleUserID: "user-second")
+
+        // One request, for the replaced token; no retry waited for; bob's entry not sent.
+        #expect(try f.server.stats().revokeRequests - before == 1)
+        #expect(log.sleeps.isEmpty, "the sign-in waited \(log.sleeps)")
+        let pending = try f.store.pendingRevocations()
+        #expect(Set(pending.map(\.account)) == ["alice", "bob"])
+        #expect(pending.first { $0.account == "alice" }?.attempts == 1)
+        #expect(pending.first { $0.account == "bob" }?.attempts == 0)
+        #expect(try f.server.introspect(first).active, "not revoked yet: the server failed")
+        #expect(try f.store.credentialState(forUserID: "user-second") == .authorized)
+
+        // Start-up recovery sends both once the server works.
+        try f.server.clearFaults()
+        let report = try await f.session.logoutCoordinator.resumePendingRevocations(now: Date() + 3600)
+        #expect(report.revoked == 2)
+        #expect(try f.server.introspect(first).active == false)
+        #expect(try f.server.introspect(bobs).active == false)
+        #expect(try f.store.pendingRevocations().isEmpty)
+    }
+
     @Test("logout revokes at the server, deletes the local entries, records revoked")
     func logout() async throws {
         let f = try SessionFixture()

@@ -42,6 +42,13 @@ public struct AuthorizationServerClient: Sendable {
         self.logger = logger
     }
 
+    /// This client with one attempt per call: the policy's caps and clock kept, no retry.
+    var withoutRetries: AuthorizationServerClient {
+        var policy = retryPolicy
+        policy.maximumAttempts = 1
+        return AuthorizationServerClient(configuration: configuration, transport: transport, retryPolicy: policy, logger: logger)
+    }
+
     /// Exchanges an Apple authorization code for Auth0 tokens (`POST /oauth/token`,
     /// `grant_type=urn:ietf:params:oauth:grant-type:token-exchange`).
     ///

@@ -56,16 +56,35 @@ public actor LogoutCoordinator {
                 continue
             }
             let outcome = try await serializer.run(accountKey(service: entry.service, account: entry.account)) {
-                try await self.attempt(entry)
+                try await self.attempt(entry, using: self.client)
             }
-            switch outcome {
-            case .revoked, .notFound: report.revoked += 1
-            case .revocationPending: report.stillPending += 1
-            case .revocationFailed: report.failed += 1
-            }
+            report.count(outcome)
         }
         logger.info("resumed pending revocations", metadata: ["revoke.report": report.description])
         return report
+    }
+
+    /// Tries the due outbox entries of one account once each, with no retry, and reports what
+    /// happened. For a caller that has just queued a refresh token and must not be held up by a
+    /// failing server: a sign-in that replaced a live session, a renewal that lost to a logout.
+    /// What is not revoked stays queued; other accounts' entries are left to
+    /// ``resumePendingRevocations()``.
+    func revokeQueuedOnce(account: String, service: String, now: Date = Date()) async throws -> RevocationReport {
+        try await serializer.run(accountKey(service: service, account: account)) {
+            var report = RevocationReport()
+            // Read inside the account's turn: a logout that ran meanwhile may have settled some.
+            let entries = try self.storage { try self.store.pendingRevocations(includeFailed: false) }
+                .filter { $0.service == service && $0.account == account }
+            let client = self.client.withoutRetries
+            for entry in entries {
+                guard entry.nextAttemptAt <= now else {
+                    report.notDue += 1
+                    continue
+                }
+                report.count(try await self.attempt(entry, using: client))
+            }
+            return report
+        }
     }
 
     /// The app learned from Apple (relayed by its backend: consent revoked, account deleted)
@@ -119,7 +138,7 @@ public actor LogoutCoordinator {
                 } else if entry.attempts > 0 && entry.nextAttemptAt > Date() {
                     outcomes.append(.revocationPending)
                 } else {
-                    outcomes.append(try await attempt(entry))
+                    outcomes.append(try await attempt(entry, using: client))
                 }
             }
             let outcome = Self.combine(outcomes)
@@ -128,8 +147,8 @@ public actor LogoutCoordinator {
         }
     }
 
-    /// Revokes one outbox entry at the server and records the result (steps 2 and 3).
-    private func attempt(_ entry: PendingRevocation) async throws -> LogoutOutcome {
+    /// Revokes one outbox entry at the server through `client` and records the result (steps 2 and 3).
+    private func attempt(_ entry: PendingRevocation, using client: AuthorizationServerClient) async throws -> LogoutOutcome {
         let result = await client.revoke(entry.refreshToken)
         CrashPoint.reach("logout.afterRevoke")
         let outcome: LogoutOutcome

@@ -68,4 +68,12 @@ public struct RevocationReport: Sendable, Equatable, CustomStringConvertible {
     public var notDue = 0
 
     public var description: String { "revoked=\(revoked) stillPending=\(stillPending) failed=\(failed) notDue=\(notDue)" }
+
+    mutating func count(_ outcome: LogoutOutcome) {
+        switch outcome {
+        case .revoked, .notFound: revoked += 1
+        case .revocationPending: stillPending += 1
+        case .revocationFailed: failed += 1
+        }
+    }
 }

@@ -76,10 +76,11 @@ public final class TokenSession: Sendable {
                 accessToken: access)
         }
         if replacedSession {
-            // The account's previous refresh token went to the outbox: revoke it now. A failure
-            // leaves it queued for the next resume; the sign-in itself has succeeded.
+            // The account's previous refresh token went to the outbox: one try to revoke it now.
+            // A failure leaves it queued for the next resume; the sign-in itself has succeeded and
+            // is not held up by retries, nor by other accounts' queued entries.
             do {
-                _ = try await logoutCoordinator.resumePendingRevocations()
+                _ = try await logoutCoordinator.revokeQueuedOnce(account: account, service: service)
             } catch {
                 logger.warning("revoking the replaced session failed; it stays queued", metadata: ["error": "\(type(of: error))"])
             }
@@ -153,8 +154,9 @@ public final class TokenSession: Sendable {
         }
         CrashPoint.reach("renewal.afterCommit")
         if replacement == .superseded {
-            // A logout won the race: revoke what we just obtained, and report the sign-out.
-            _ = try await logoutCoordinator.resumePendingRevocations()
+            // A logout won the race: one try to revoke what we just obtained (it stays queued for
+            // the next resume if that fails), and report the sign-out.
+            _ = try await logoutCoordinator.revokeQueuedOnce(account: account, service: service)
             throw AuthSessionError(.interactionRequired, "The account was logged out while its token was being renewed.")
         }
         logger.debug("renewed", metadata: ["rotated": "\(response.refreshToken != nil)"])
