@@ -37,14 +37,15 @@ final class PlaintextStore {
         try execute(
             """
             CREATE TABLE IF NOT EXISTS items (
-                lookup      BLOB PRIMARY KEY,
+                id          INTEGER PRIMARY KEY,
+                lookup      BLOB NOT NULL UNIQUE,
                 account_ref BLOB NOT NULL,
                 kind        INTEGER NOT NULL,
                 key_id      BLOB NOT NULL,
                 sealed      BLOB NOT NULL,
                 created_at  INTEGER NOT NULL,
                 updated_at  INTEGER NOT NULL
-            ) STRICT, WITHOUT ROWID;
+            ) STRICT;
             CREATE INDEX IF NOT EXISTS items_by_account ON items(account_ref);
             """)
     }

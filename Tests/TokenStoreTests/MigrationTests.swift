@@ -20,6 +20,59 @@ struct MigrationTests {
         for (a, b) in zip(embeddedMigrations, embeddedMigrations.dropFirst()) { #expect(a.version < b.version) }
     }
 
+    @Test("a version-2 store (WITHOUT ROWID items) upgrades to 3 with every item, state and outbox entry intact", keyringTrait)
+    func upgradeFromVersion2() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("store/tokens.sqlite").path
+        // A JWT-sized access token: the row that spilled into an overflow page in version 2.
+        let jwt = SecretBytes([UInt8]((0..<1_500).map { UInt8(ascii: "a") &+ UInt8($0 % 26) }))
+        let expiry = Date(timeIntervalSince1970: 2_000_000_000)
+        var written: [ItemKey: SecretBytes] = [:]
+        do {
+            let old = try TokenStore(
+                path: path, appID: testAppID, keyProvider: SecretServiceKeyProvider(), logger: .disabled,
+                options: .init(), migrator: Migrator(migrations: Array(embeddedMigrations.prefix(2))))
+            #expect(try old.schemaVersion() == 2)
+            for n in 0..<40 {
+                let item = key("user\(n)", n % 2 == 0 ? .refreshToken : .generic)
+                written[item] = secret("secret-\(n)-" + String(repeating: "x", count: n * 37))
+                try old.set(written[item]!, for: item, attributes: .init(label: "label \(n)"))
+            }
+            try old.saveSignIn(
+                account: "alice", refreshToken: secret("alice-rt"), appleUserID: "000123.alice",
+                accessToken: AccessTokenEntry(token: jwt, expiresAt: expiry, scopes: ["openid", "read"]))
+            try old.saveSignIn(account: "bob", refreshToken: secret("bob-rt"), appleUserID: "000456.bob", accessToken: nil)
+            _ = try old.beginLogout(account: "bob")
+            old.close()
+        }
+        let raw = try Database(path: path)
+        let itemsSQL = { try raw.firstRow("SELECT sql FROM sqlite_schema WHERE name = 'items'") { $0.text(0) } ?? "" }
+        #expect(try itemsSQL().contains("WITHOUT ROWID"), "the old layout was built")
+
+        let store = try TokenStore(path: path, appID: testAppID)
+        #expect(try store.schemaVersion() == 3)
+        #expect(try !itemsSQL().contains("WITHOUT ROWID"))
+        #expect(try raw.firstRow("PRAGMA integrity_check") { $0.text(0) } == "ok")
+        for (item, value) in written {
+            let stored = try #require(try store.item(for: item))
+            #expect(stored.secret == value)
+            #expect(stored.attributes.label?.hasPrefix("label ") == true)
+        }
+        #expect(try store.refreshToken(account: "alice") == secret("alice-rt"))
+        #expect(try store.appleUserID(account: "alice") == "000123.alice")
+        let access = try #require(try store.cachedAccessToken(account: "alice"))
+        #expect(access.token == jwt && access.expiresAt == expiry && access.scopes == ["openid", "read"])
+        #expect(try store.credentialState(forUserID: "000123.alice") == .authorized)
+        #expect(try store.refreshToken(account: "bob") == nil)
+        #expect(try store.pendingRevocations().map(\.refreshToken) == [secret("bob-rt")])
+        #expect(try store.verify().isHealthy)
+        // The upsert keyed on `lookup` still updates in place rather than adding a row.
+        let first = try #require(written.keys.first)
+        try store.set(secret("replaced"), for: first)
+        #expect(try store.secret(for: first) == secret("replaced"))
+        #expect(try store.counts().items == written.count + 4, "alice: three items; bob: his user id (his token is in the outbox)")
+    }
+
     @Test("a database newer than the code is schemaTooNew and nothing is written", keyringTrait)
     func schemaTooNew() throws {
         let t = try TestStore()

@@ -67,9 +67,17 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
     /// A key rotation that a crash interrupted is finished (or rolled back) here; see
     /// ``rotateDataKey(batchSize:progress:)``.
     /// - Throws: as ``init(appID:keyProvider:logger:options:)``.
-    public init(
+    public convenience init(
         path: String, appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(),
         logger: Logger = .disabled, options: Options = Options()
+    ) throws {
+        try self.init(path: path, appID: appID, keyProvider: keyProvider, logger: logger, options: options, migrator: Migrator())
+    }
+
+    /// Opens the store bringing its schema up to `migrator`'s newest version (tests build
+    /// stores of an older version this way, to check the upgrade from them).
+    init(
+        path: String, appID: String, keyProvider: any KeyProvider, logger: Logger, options: Options, migrator: Migrator
     ) throws {
         try Self.validateAppID(appID)
         self.path = path
@@ -79,7 +87,7 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
         self.logger = logger
         try FileLayout.prepare(databasePath: path)
         let db = try Database(path: path)
-        let applied = try Migrator().migrate(db)
+        let applied = try migrator.migrate(db)
         if !applied.isEmpty { logger.info("applied migrations", metadata: ["migrations": "\(applied)"]) }
         let setup = try KeySetup(database: db, provider: keyProvider, appID: appID, logger: logger).openOrCreate()
         storeID = setup.storeID
