@@ -64,4 +64,28 @@ struct EnvelopeTests {
         try raw.run("UPDATE items SET kind = ? WHERE kind = ?", [.int(3), .int(1)])
         #expect(try t.store.verify().badRows.count == 1)
     }
+
+    @Test("a validly sealed row whose names are not the ones its lookup was made from is rejected, byte for byte")
+    func namesNotOfTheRow() throws {
+        // Only a holder of the data key can write such a row (a writer's bug, or a forger who
+        // has the key); the check is the last line. The second case differs from the row's
+        // names only in Unicode normalization: equal as Swift strings, different bytes.
+        let nfc = "caf\u{E9}", nfd = "cafe\u{301}"
+        #expect(nfc == nfd && Array(nfc.utf8) != Array(nfd.utf8))
+        for (found, sealedAs) in [(key("alice"), key("mallory")), (key(nfc), key(nfd))] {
+            let t = try TestStore()
+            try t.store.set(secret("the real one"), for: found)
+            let lookup = t.store.itemLookup(found)
+            var fields = RecordFields()
+            fields.set(.service, sealedAs.service)
+            fields.set(.account, sealedAs.account)
+            fields.set(.itemKind, [sealedAs.kind.code])
+            fields.setSecret(secret("planted"))
+            let planted = t.store.seal(fields, kind: .item, rowKey: lookup)
+            try t.rawDatabase().run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(planted), .blob(lookup)])
+            expectCode(.integrityCheckFailed) { try t.store.item(for: found) }
+            expectCode(.integrityCheckFailed) { try t.store.secret(for: found) }
+            #expect(try t.store.verify().badRows.count == 1)
+        }
+    }
 }

@@ -47,6 +47,14 @@ public struct ItemKey: Sendable, Hashable {
     }
 }
 
+extension ItemKey {
+    /// The same names as `other`, byte for byte (`==` on `String` also equates canonically
+    /// equivalent spellings, whose UTF-8, and so whose keyed hash, differs).
+    func hasSameBytes(as other: ItemKey) -> Bool {
+        kind == other.kind && service.utf8.elementsEqual(other.service.utf8) && account.utf8.elementsEqual(other.account.utf8)
+    }
+}
+
 /// Non-secret attributes kept (sealed) with an item.
 public struct ItemAttributes: Sendable, Equatable {
     /// A label a person can read, for generic items.
