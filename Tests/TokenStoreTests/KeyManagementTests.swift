@@ -469,7 +469,7 @@ struct KeyManagementLockedKeyringTests {
     static let scenarioVariable = "TOKENSTORE_KM_CHILD_SCENARIO"
     static let reportVariable = "TOKENSTORE_KM_CHILD_REPORT"
 
-    @Test("locked keyring: keyringLocked without a prompt, and with a dismissed prompt; no new key; works after unlock")
+    @Test("locked keyring: keyringLocked without a prompt, and with a dismissed prompt; no new key; works after unlock; an erase owed runs at the next open")
     func lockedKeyring() throws {
         let directory = try TemporaryDirectory(prefix: "tokenstore-km-child")
         let reportURL = directory.appending("report.txt")
@@ -488,8 +488,10 @@ struct KeyManagementLockedKeyringTests {
             ("interactive-bounded", "ok"),
             ("rotate-while-locked", "keyringLocked"),
             ("no-new-key", "ok"),
+            ("erase-while-locked", "owed"),
             ("unlock", "ok"),
             ("open-after-unlock", "match"),
+            ("erase-at-open", "erased"),
         ])
     }
 }
@@ -507,12 +509,20 @@ struct KeyManagementLockedKeyringTests {
         let dir = try TemporaryDirectory()
         let storePath = dir.appending("tokens.sqlite").path
         var rotating: TokenStore?
+        // A second store whose last account logs out while the keyring is locked.
+        let erasingPath = dir.appending("erasing.sqlite").path
+        var erasing: TokenStore?
         report.step("create") {
             let store = try TokenStore(path: storePath, appID: testAppID)
             try store.set(secret("locked-away"), for: key("alice"))
             store.close()
             rotating = try TokenStore(path: storePath, appID: testAppID)
+            erasing = try TokenStore(path: erasingPath, appID: testAppID)
+            try erasing?.saveSignIn(account: "zoe", refreshToken: secret("rt-z"), appleUserID: "user-z", accessToken: nil)
             return "ok"
+        }
+        let eraseOwed = {
+            try Database(path: erasingPath).scalarInt("SELECT count(*) FROM store_info WHERE erase_owed_since IS NOT NULL")
         }
         report.step("locked") {
             try PrivateKeyring.lockDefaultCollection()
@@ -538,10 +548,26 @@ struct KeyManagementLockedKeyringTests {
             let keys = try raw.scalarInt("SELECT count(*) FROM data_keys")
             return keys == 1 ? "ok" : "keys: \(keys ?? -1)"
         }
+        var keyBeforeErase: String?
+        report.step("erase-while-locked") {
+            guard let store = erasing, case .queued(let entries) = try store.beginLogout(account: "zoe") else { return "not queued" }
+            keyBeforeErase = store.keyIdentifier
+            try store.recordRevocationAttempt(entries[0], result: .revoked)  // the last secret goes; the rotation cannot run
+            store.close()
+            let owed = try eraseOwed()
+            return store.keyIdentifier == keyBeforeErase && owed == 1 ? "owed" : "not owed"
+        }
         report.step("unlock") { try PrivateKeyring.unlockDefaultCollection(); return "ok" }
         report.step("open-after-unlock") {
             let store = try TokenStore(path: storePath, appID: testAppID)
             return try store.secret(for: key("alice"))?.stringValue() == "locked-away" ? "match" : "mismatch"
+        }
+        report.step("erase-at-open") {
+            let store = try TokenStore(path: erasingPath, appID: testAppID)
+            guard let old = keyBeforeErase, store.keyIdentifier != old else { return "same key" }
+            guard try keyItems(store.storeIdentifier, keyID: old) == 0 else { return "old key item left" }
+            guard try keyItems(store.storeIdentifier) == 1, (try eraseOwed()) == 0 else { return "debt left" }
+            return try store.credentialState(forUserID: "user-z") == .revoked ? "erased" : "state lost"
         }
     }
 }

@@ -20,7 +20,7 @@ struct MigrationTests {
         for (a, b) in zip(embeddedMigrations, embeddedMigrations.dropFirst()) { #expect(a.version < b.version) }
     }
 
-    @Test("a version-2 store (WITHOUT ROWID items) upgrades to 3 with every item, state and outbox entry intact", keyringTrait)
+    @Test("a version-2 store (WITHOUT ROWID items) upgrades to the newest with every item, state and outbox entry intact", keyringTrait)
     func upgradeFromVersion2() throws {
         let directory = try TemporaryDirectory()
         let path = directory.appending("store/tokens.sqlite").path
@@ -50,7 +50,7 @@ struct MigrationTests {
         #expect(try itemsSQL().contains("WITHOUT ROWID"), "the old layout was built")
 
         let store = try TokenStore(path: path, appID: testAppID)
-        #expect(try store.schemaVersion() == 3)
+        #expect(try store.schemaVersion() == TokenStore.supportedSchemaVersion)
         #expect(try !itemsSQL().contains("WITHOUT ROWID"))
         #expect(try raw.firstRow("PRAGMA integrity_check") { $0.text(0) } == "ok")
         for (item, value) in written {

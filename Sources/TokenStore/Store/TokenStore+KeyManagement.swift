@@ -341,19 +341,24 @@ extension TokenStore {
         logger.info("followed a key rotation made by another store object")
     }
 
-    /// At open: finishes a rotation a crash interrupted, unless another process is running it.
-    /// A failure here is logged and leaves the store as it was (every row readable); the
-    /// next open or ``rotateDataKey(batchSize:progress:)`` tries again.
+    /// At open: finishes a rotation a crash interrupted, and runs a crypto-erase that is owed
+    /// (the rotation after the last logout could not run then), unless another process is
+    /// rotating. A failure here is logged and leaves the store as it was (every row readable);
+    /// the next open or ``rotateDataKey(batchSize:progress:)`` tries again.
     func recoverInterruptedRotation() {
         do {
-            let unfinished = try withDatabase { db in
-                try db.scalarInt("SELECT count(*) FROM data_keys WHERE status != 'active'") ?? 0
+            let (unfinished, owed) = try withDatabase { db in
+                (try db.scalarInt("SELECT count(*) FROM data_keys WHERE status != 'active'") ?? 0,
+                 try db.scalarInt("SELECT count(*) FROM store_info WHERE erase_owed_since IS NOT NULL") ?? 0)
             }
-            guard unfinished > 0 else { return }
+            let eraseOwed = owed > 0 && options.rotatesKeyAfterLastLogout
+            guard unfinished > 0 || eraseOwed else { return }
             guard let lock = try RotationLock.acquire(storePath: path) else { return }
             try withExtendedLifetime(lock) {
-                if let report = try runRotation(batchSize: 500, progress: nil, startNew: false) {
-                    logger.info("finished an interrupted key rotation", metadata: ["rows": "\(report.rowsResealed)"])
+                if let report = try runRotation(batchSize: 500, progress: nil, startNew: eraseOwed) {
+                    logger.info(
+                        eraseOwed ? "ran the crypto-erase owed since a logout" : "finished an interrupted key rotation",
+                        metadata: ["rows": "\(report.rowsResealed)"])
                 }
             }
         } catch {
@@ -365,9 +370,21 @@ extension TokenStore {
         (try db.scalarInt("SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM pending_revocations)") ?? 0) == 0
     }
 
+    /// In the transaction that may have removed the store's last secret: when nothing secret
+    /// is left, records that a crypto-erase is owed (unless turned off in ``Options``), so that
+    /// a rotation which cannot run now is run at a later open. Returns whether the store is empty.
+    func markEraseOwedIfEmpty(_ db: Database) throws -> Bool {
+        guard try holdsNoSecrets(db) else { return false }
+        if options.rotatesKeyAfterLastLogout {
+            try db.run(
+                "UPDATE store_info SET erase_owed_since = coalesce(erase_owed_since, ?) WHERE id = 1", [.int(Clock.nowMillis())])
+        }
+        return true
+    }
+
     /// Crypto-erase: after the last account was logged out, rotate the key (unless turned
     /// off in ``Options``). The logout itself has succeeded; a rotation that cannot run now
-    /// is logged and finished at a later open.
+    /// is logged, stays owed (`store_info.erase_owed_since`) and is run at a later open.
     func cryptoEraseAfterLastLogout() {
         guard options.rotatesKeyAfterLastLogout else { return }
         do {
@@ -384,7 +401,7 @@ extension TokenStore {
         }
     }
 
-    private static func code(of error: any Error) -> String {
+    static func code(of error: any Error) -> String {
         (error as? TokenStoreError)?.code.rawValue ?? "unexpected"
     }
 
@@ -497,7 +514,7 @@ extension TokenStore {
         resealed += try switchKeys(to: next)
         CrashPoint.reach("rotate.afterSwitch")
         try deleteRetiredKeys()
-        try checkpointQuietly()
+        checkpointQuietly()
         let finalTotal = max(total, done)
         progress?(finalTotal, finalTotal)
         return KeyRotationReport(
@@ -661,6 +678,8 @@ extension TokenStore {
                     throw TokenStoreError(.ioError, "The new data key's record disappeared during the switch; nothing was switched.")
                 }
                 for table in Self.rotationTables { try db.run("DELETE FROM \(table)") }
+                // The key that sealed whatever was logged out is retired: no erase is owed.
+                try db.run("UPDATE store_info SET erase_owed_since = NULL WHERE id = 1")
                 return resealed
             }
             replaceDataKey(next)
