@@ -20,4 +20,39 @@ struct SignInReplacementTests {
         #expect(try !t.store.saveSignIn(account: "alice", refreshToken: secret("rt-new"), appleUserID: "user-b", accessToken: nil))
         #expect(try t.store.pendingRevocations().count == 1)
     }
+
+    @Test("a logout that finds an older entry of the account queued is finished by its own entry, for its own user",
+          arguments: [["user-a", "user-b"], ["user-b", "user-b"]])
+    func logoutBesideAnOlderEntry(users: [String]) throws {
+        // Found in review: the older entry (the token a sign-in replaced, still pending) was
+        // settled first, finished the logout for its own user and cleared the mark; the
+        // logout's own entry then found no mark, and the signed-in user stayed `authorized`.
+        let t = try TestStore()
+        let (previous, current) = (users[0], users[1])
+        try t.store.saveSignIn(account: "alice", refreshToken: secret("rt-old"), appleUserID: previous, accessToken: nil)
+        try t.store.saveSignIn(
+            account: "alice", refreshToken: secret("rt-new"), appleUserID: current,
+            accessToken: AccessTokenEntry(token: secret("at"), expiresAt: Date() + 3600, scopes: []))
+        guard case .queued(let entries) = try t.store.beginLogout(account: "alice") else {
+            Issue.record("not queued")
+            return
+        }
+        #expect(entries.map { $0.refreshToken.stringValue() } == ["rt-old", "rt-new"])
+
+        try t.store.recordRevocationAttempt(entries[0], result: .revoked)
+        // Only the older token is settled: the logout itself is not finished yet.
+        #expect(try t.store.appleUserID(account: "alice") == current)
+        #expect(try t.store.pendingRevocations().map { $0.refreshToken.stringValue() } == ["rt-new"])
+
+        try t.store.recordRevocationAttempt(entries[1], result: .retryLater(error: "offline", nextAttemptAt: Date()))
+        #expect(try t.store.appleUserID(account: "alice") == nil)
+        #expect(try t.store.cachedAccessToken(account: "alice") == nil)
+        #expect(try t.store.credentialState(forUserID: current) == .revoked)
+        let last = try #require(try t.store.credentialStateHistory(forUserID: current).last)
+        #expect(last.reason == .userLogout)
+        #expect(last.detail == CredentialStateDetail.remoteRevocationPending)
+        if previous != current {
+            #expect(try t.store.credentialStateHistory(forUserID: previous).map(\.reason) == [.signIn, .replacedBySignIn, .revocationConfirmed])
+        }
+    }
 }

@@ -662,8 +662,8 @@ extension TokenStore {
                 let marks = try count("SELECT count(*) FROM account_marks")
                 try db.run(
                     """
-                    INSERT INTO account_marks(account_ref, logging_out, updated_at)
-                    SELECT m.new_ref, a.logging_out, a.updated_at
+                    INSERT INTO account_marks(account_ref, logging_out, updated_at, logout_entry)
+                    SELECT m.new_ref, a.logging_out, a.updated_at, a.logout_entry
                     FROM account_marks a JOIN rotation_refs m ON m.domain = 2 AND m.old_ref = a.account_ref
                     """)
                 let kept = db.changes

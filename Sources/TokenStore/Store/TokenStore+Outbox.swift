@@ -55,13 +55,15 @@ extension TokenStore {
             let userID = try readItem(db, key: ItemKey(service: service, account: account, kind: .appleUserID))?.secret.stringValue()
             let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
             if let token = try readItem(db, key: rtKey) {
-                try insertPendingRevocation(db, service: service, account: account, appleUserID: userID, token: token.secret, reason: reason)
+                let entryID = try insertPendingRevocation(
+                    db, service: service, account: account, appleUserID: userID, token: token.secret, reason: reason)
                 try db.run("DELETE FROM items WHERE lookup = ?", [.blob(itemLookup(rtKey))])
                 try db.run(
                     """
-                    INSERT INTO account_marks(account_ref, logging_out, updated_at) VALUES (?, 1, ?)
-                    ON CONFLICT(account_ref) DO UPDATE SET logging_out = 1, updated_at = excluded.updated_at
-                    """, [.blob(ref), .int(Clock.nowMillis())])
+                    INSERT INTO account_marks(account_ref, logging_out, updated_at, logout_entry) VALUES (?, 1, ?, ?)
+                    ON CONFLICT(account_ref) DO UPDATE SET logging_out = 1, updated_at = excluded.updated_at,
+                        logout_entry = excluded.logout_entry
+                    """, [.blob(ref), .int(Clock.nowMillis()), .blob(entryID)])
             }
             let pending = try readPendingRevocations(db, whereSQL: "account_ref = ?", [.blob(ref)])
                 .filter { $0.service == service && $0.account == account }
@@ -130,7 +132,7 @@ extension TokenStore {
                     [.text(Self.clip(code)), .text(Self.clip(error)), .blob(entryID)])
                 detail = CredentialStateDetail.remoteRevocationFailed
             }
-            if try isLoggingOut(db, service: entry.service, account: entry.account) {
+            if exists, try settlesLogout(db, entryID: entryID, service: entry.service, account: entry.account) {
                 try deleteLocalEntries(db, service: entry.service, account: entry.account)
                 if let userID = entry.appleUserID {
                     try recordState(db, userID: userID, to: .revoked, reason: entry.reason, detail: detail)
@@ -174,7 +176,7 @@ extension TokenStore {
         let emptied = try write { db in
             try db.run("DELETE FROM pending_revocations WHERE entry_id = ?", [.blob(entryID)])
             guard db.changes > 0 else { return false }
-            if try isLoggingOut(db, service: entry.service, account: entry.account) {
+            if try settlesLogout(db, entryID: entryID, service: entry.service, account: entry.account) {
                 try deleteLocalEntries(db, service: entry.service, account: entry.account)
             }
             if let userID = entry.appleUserID {
@@ -187,10 +189,12 @@ extension TokenStore {
 
     // MARK: Internals
 
+    /// Queues `token` in the outbox; returns the new entry's id.
+    @discardableResult
     func insertPendingRevocation(
         _ db: Database, service: String, account: String, appleUserID: String?, token: SecretBytes,
         reason: CredentialStateReason
-    ) throws {
+    ) throws -> [UInt8] {
         let entryID = SecretBytes.random(count: 16).copyBytes()
         var fields = RecordFields()
         fields.set(.service, service)
@@ -206,6 +210,17 @@ extension TokenStore {
             """,
             [.blob(entryID), .blob(accountRef(service: service, account: account)), .blob(dataKey.keyID),
              .blob(seal(fields, kind: .pendingRevocation, rowKey: entryID)), .int(now), .int(now)])
+        return entryID
+    }
+
+    /// Whether settling outbox entry `entryID` finishes its account's logout: the account is
+    /// marked as logging out and the mark is this entry's (or was written before marks named
+    /// their entry). An older entry of the account settles only itself.
+    func settlesLogout(_ db: Database, entryID: [UInt8], service: String, account: String) throws -> Bool {
+        try db.firstRow(
+            "SELECT logging_out, logout_entry FROM account_marks WHERE account_ref = ?",
+            [.blob(accountRef(service: service, account: account))]
+        ) { row in row.int(0) != 0 && (row.isNull(1) || row.blob(1) == entryID) } ?? false
     }
 
     func readPendingRevocations(_ db: Database, whereSQL: String, _ arguments: [SQLValue]) throws -> [PendingRevocation] {
