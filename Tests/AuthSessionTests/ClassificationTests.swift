@@ -153,6 +153,20 @@ import FoundationNetworking
         }
     }
 
+    @Test("OIDC's user-must-act errors are interactionRequired at the token endpoint, not invalidRequest",
+          arguments: ["interaction_required", "login_required", "consent_required", "mfa_required"])
+    func userMustAct(oauthError: String) {
+        let body = Data(#"{"error":"\#(oauthError)","error_description":"Multifactor authentication required"}"#.utf8)
+        for (endpoint, status) in [(Endpoint.refresh, 403), (.refresh, 400), (.tokenExchange, 403)] {
+            #expect {
+                _ = try ResponseClassifier.decodeTokenResponse(status: status, headers: [:], body: body, endpoint: endpoint)
+            } throws: { error in
+                guard let error = error as? AuthSessionError else { return false }
+                return error.code == .interactionRequired && error.oauthError == oauthError && error.httpStatus == status
+            }
+        }
+    }
+
     @Test func decodesAFullAnswer() throws {
         let body = Data(
             #"{"access_token":"at-1","refresh_token":"rt-1","id_token":"h.p.s","token_type":"Bearer","expires_in":3600,"scope":"openid offline_access"}"#

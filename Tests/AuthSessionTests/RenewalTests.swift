@@ -123,6 +123,24 @@ struct RenewalTests {
         #expect(try f.store.credentialStateHistory(forUserID: "user-reuse").last?.reason == .refreshRejected)
     }
 
+    @Test("mfa_required on a refresh: interactionRequired, and the refresh token is kept")
+    func userMustActKeepsTheToken() async throws {
+        let f = try SessionFixture()
+        try await expiredSession(f, appleUserID: "user-mfa")
+        let stored = try #require(try f.refreshToken())
+        try f.server.inject(.status(
+            403, path: AuthorizationServer.tokenPath,
+            body: #"{"error":"mfa_required","error_description":"Multifactor authentication required"}"#))
+        await expectAuthCode(.interactionRequired) {
+            try await f.session.acquireTokenSilently(account: "alice", minimumTTL: .seconds(7200))
+        }
+        #expect(try f.refreshToken() == stored, "not refused: the token stays")
+        #expect(try f.store.credentialState(forUserID: "user-mfa") == .authorized)
+        // Once the server stops asking, the same token renews.
+        _ = try await f.session.acquireTokenSilently(account: "alice", minimumTTL: .seconds(7200))
+        #expect(try f.refreshToken() != nil)
+    }
+
     @Test("declined scopes: serverDeclinedScopes with the right lists and the granted token")
     func declinedScopes() async throws {
         let f = try SessionFixture()

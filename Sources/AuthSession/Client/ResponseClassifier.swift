@@ -193,6 +193,14 @@ package enum ResponseClassifier {
             case .revoke:
                 return make(.invalidRequest, "The revocation request was refused.")
             }
+        case "interaction_required", "login_required", "consent_required", "mfa_required":
+            guard endpoint != .revoke else { break }
+            // OpenID Connect's "the user must act" errors (Auth0 sends them from the token
+            // endpoint when a rule or Action asks for MFA or consent). The refresh token is not
+            // refused: after the interactive sign-in the app has a new one anyway.
+            return make(
+                .interactionRequired,
+                "The server asks the user to act (multi-factor, consent or a fresh login): show the interactive sign-in.")
         case "invalid_client", "unauthorized_client":
             return make(.invalidClient, "The server refused the client's credentials; check the client id and secret.")
         case "unsupported_token_type":

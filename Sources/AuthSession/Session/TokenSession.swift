@@ -141,7 +141,9 @@ public final class TokenSession: Sendable {
         let response: TokenResponse
         do {
             response = try await client.refresh(presented, scopes: scopes)
-        } catch let error as AuthSessionError where error.code == .interactionRequired {
+        } catch let error as AuthSessionError where error.code == .interactionRequired && error.oauthError == "invalid_grant" {
+            // Refused for good (expired, revoked, reused). An OIDC "user must act" answer
+            // (mfa_required, consent_required...) is also interactionRequired, but the token stays.
             try storage { try self.store.rejectRefreshToken(account: account, service: service, presented: presented) }
             logger.info("refresh refused; token no longer offered", metadata: ["oauth.error": error.oauthError ?? "-"])
             throw error
