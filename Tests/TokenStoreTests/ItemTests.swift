@@ -136,4 +136,37 @@ struct ItemTests {
         #expect(try t.store.secret(for: key("big", .generic))?.copyBytes() == big)
         #expect(try t.store.items().count == accounts.count + 1)
     }
+
+    @Test("calling the store from inside forEachItem is invalidInput, not a deadlock; keyIdentifier still answers")
+    func callFromInsideACallback() throws {
+        // Found in review: `forEachItem { try store.delete($0.key) }` hung its thread for good.
+        let t = try TestStore()
+        for n in 0..<3 { try t.store.set(secret("s\(n)"), for: key("user\(n)")) }
+        final class Seen: @unchecked Sendable {  // written by the worker thread before `done` is signalled
+            var errors: [TokenStoreError.Code?] = []
+            var keyIDs: [String] = []
+        }
+        let seen = Seen()
+        let done = DispatchSemaphore(value: 0)
+        let store = t.store
+        Thread {
+            try? store.forEachItem { item in
+                do {
+                    try store.delete(item.key)
+                    seen.errors.append(nil)
+                } catch {
+                    seen.errors.append((error as? TokenStoreError)?.code)
+                }
+                seen.keyIDs.append(store.keyIdentifier)
+            }
+            done.signal()
+        }.start()
+        try #require(done.wait(timeout: .now() + 30) == .success, "the call from inside the callback deadlocked")
+        #expect(seen.errors == [.invalidInput, .invalidInput, .invalidInput])
+        #expect(seen.keyIDs == Array(repeating: store.keyIdentifier, count: 3))
+        // Nothing was deleted, and the store works once the call has returned.
+        #expect(try store.items().count == 3)
+        try store.delete(key("user0"))
+        #expect(try store.items().count == 2)
+    }
 }

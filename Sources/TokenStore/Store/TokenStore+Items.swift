@@ -52,6 +52,9 @@ extension TokenStore {
     }
 
     /// Calls `body` with the metadata of each item, streaming.
+    ///
+    /// `body` runs inside the store's read: it must not call this store (that throws
+    /// `invalidInput`). To act on items, collect their keys and act after the call returns.
     public func forEachItem(_ body: (ItemInfo) throws -> Void) throws {
         try read { db in
             try db.forEachRow("SELECT lookup, kind, key_id, sealed, created_at, updated_at FROM items") { row in

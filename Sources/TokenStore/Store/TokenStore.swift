@@ -23,7 +23,10 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
     public let options: Options
     let logger: Logger
 
-    private let lock = NSLock()
+    private let lock = StoreLock()
+    /// Guards `dataKey` for ``keyIdentifier``, which must answer even from inside a callback;
+    /// `dataKey` changes only with both locks held.
+    private let keyLock = NSLock()
     private var database: Database?
     /// The store's random id; part of every sealed value's associated data.
     let storeID: [UInt8]
@@ -97,11 +100,16 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
         recoverInterruptedRotation()
     }
 
-    /// Closes the connection and wipes the key from memory. Later calls throw `storeClosed`.
+    /// Closes the connection. Later calls throw `storeClosed`. The data key stays in guarded
+    /// memory (locked, kept out of core dumps) until the store object is released, which
+    /// wipes it. Called from inside one of the store's own callbacks, it does nothing (and
+    /// logs that).
     public func close() {
-        lock.lock()
-        defer { lock.unlock() }
-        database = nil
+        do {
+            try lock.withLock { database = nil }
+        } catch {
+            logger.info("close() was called from inside a callback of the same store; ignored")
+        }
     }
 
     static func validateAppID(_ appID: String) throws {
@@ -113,11 +121,12 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
     // MARK: Serialized access
 
     /// Runs `body` with the connection, serialized with every other call on this object.
+    /// - Throws: `invalidInput` when called from inside a callback of this store (see ``StoreLock``).
     func withDatabase<T>(_ body: (Database) throws -> T) throws -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let database else { throw TokenStoreError(.storeClosed, "The store was closed.") }
-        return try body(database)
+        try lock.withLock {
+            guard let database else { throw TokenStoreError(.storeClosed, "The store was closed.") }
+            return try body(database)
+        }
     }
 
     /// A write transaction (`BEGIN IMMEDIATE`), serialized. Picks up a key rotation that
@@ -141,13 +150,14 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
         }
     }
 
-    func replaceDataKey(_ key: DataKey) { dataKey = key }
+    /// Called with `lock` held.
+    func replaceDataKey(_ key: DataKey) { keyLock.withLock { dataKey = key } }
 
     /// The store's random id (hex), as named in the key provider's attributes.
     public var storeIdentifier: String { Hex.encode(storeID) }
 
     /// The active data key's id (hex).
-    public var keyIdentifier: String { lock.withLock { Hex.encode(dataKey.keyID) } }
+    public var keyIdentifier: String { keyLock.withLock { Hex.encode(dataKey.keyID) } }
 
     // MARK: Keyed hashes (the only form identifiers take in the clear)
 
