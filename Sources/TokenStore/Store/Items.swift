@@ -112,4 +112,6 @@ public enum StoreLimits {
     public static let maxLabelBytes = 1_024
     /// Most scopes on one access token.
     public static let maxScopes = 256
+    /// The dates the store accepts (an expiry, a due time): years 1 to 9999.
+    public static let dates = Date(timeIntervalSince1970: -62_135_596_800)...Date(timeIntervalSince1970: 253_402_300_799)
 }

@@ -167,6 +167,14 @@ extension TokenStore {
         }
     }
 
+    static func validate(date: Date, what: String) throws {
+        // Date's <= is !(>), true for NaN: test the number itself.
+        let seconds = date.timeIntervalSince1970
+        guard seconds.isFinite, StoreLimits.dates.contains(date) else {
+            throw TokenStoreError(.invalidInput, "The \(what) date is outside the years 1–9999.")
+        }
+    }
+
     static func validate(secret: SecretBytes, attributes: ItemAttributes) throws {
         guard secret.count > 0 else { throw TokenStoreError(.invalidInput, "The secret is empty.") }
         guard secret.count <= StoreLimits.maxSecretBytes else {
@@ -175,6 +183,7 @@ extension TokenStore {
         if let label = attributes.label, label.utf8.count > StoreLimits.maxLabelBytes {
             throw TokenStoreError(.invalidInput, "The label is longer than \(StoreLimits.maxLabelBytes) bytes.")
         }
+        if let expiresAt = attributes.expiresAt { try validate(date: expiresAt, what: "expiry") }
         guard attributes.scopes.count <= StoreLimits.maxScopes else {
             throw TokenStoreError(.invalidInput, "More than \(StoreLimits.maxScopes) scopes.")
         }

@@ -114,6 +114,7 @@ extension TokenStore {
         guard let entryID = Hex.decode(entry.id), entryID.count == 16 else {
             throw TokenStoreError(.invalidInput, "Not a pending-revocation id.")
         }
+        if case .retryLater(_, let next) = result { try Self.validate(date: next, what: "next attempt") }
         let state: (CredentialState?, Bool) = try write { db in
             let exists = (try db.scalarInt("SELECT count(*) FROM pending_revocations WHERE entry_id = ?", [.blob(entryID)]) ?? 0) > 0
             let detail: String?

@@ -41,7 +41,7 @@ extension TokenStore {
         try Self.validate(rtKey)
         try Self.validate(userID: appleUserID)
         try Self.validate(secret: refreshToken, attributes: .init())
-        if let accessToken { try Self.validate(secret: accessToken.token, attributes: .init(scopes: accessToken.scopes)) }
+        if let accessToken { try Self.validate(secret: accessToken.token, attributes: .init(expiresAt: accessToken.expiresAt, scopes: accessToken.scopes)) }
         return try write { db in
             var queued = false
             if let previous = try readItem(db, key: rtKey), previous.secret != refreshToken {
@@ -109,7 +109,7 @@ extension TokenStore {
     ) throws -> RefreshTokenReplacement {
         let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
         try Self.validate(rtKey)
-        try Self.validate(secret: accessToken.token, attributes: .init(scopes: accessToken.scopes))
+        try Self.validate(secret: accessToken.token, attributes: .init(expiresAt: accessToken.expiresAt, scopes: accessToken.scopes))
         if let newRefreshToken { try Self.validate(secret: newRefreshToken, attributes: .init()) }
         return try write { db in
             let current = try readItem(db, key: rtKey)

@@ -88,6 +88,18 @@ struct InputLimitsTests {
         for bad in ["", "has space", "tab\t", "nl\n", "\u{7f}", String(repeating: "s", count: 257)] {
             refused("scope \(bad.debugDescription.prefix(12))") { try store.set(secret("x"), for: key("a", .accessToken), attributes: .init(scopes: [bad])) }
         }
+        // Dates outside years 1–9999, or not a number: refused, never a trap (found in review).
+        let badDates: [(String, Double)] = [("NaN", .nan), ("+inf", .infinity), ("-inf", -.infinity), ("year 20000", 5.7e11), ("1e300", 1e300)]
+        for (name, seconds) in badDates {
+            let date = Date(timeIntervalSince1970: seconds)
+            refused("expiry \(name)") { try store.set(secret("x"), for: key("a", .accessToken), attributes: .init(expiresAt: date)) }
+            refused("sign-in with an access token expiring \(name)") {
+                try store.saveSignIn(account: "a", refreshToken: secret("rt"), appleUserID: "u",
+                                     accessToken: AccessTokenEntry(token: secret("at"), expiresAt: date, scopes: []))
+            }
+        }
+        accepted("expiry in year 9999", key("y9999", .accessToken), [3], .init(expiresAt: Date(timeIntervalSince1970: 253_402_300_000)))
+        accepted("expiry in year 1", key("y1", .accessToken), [4], .init(expiresAt: Date(timeIntervalSince1970: -62_135_596_000)))
         // User ids and the session operations.
         refused("empty user id") { _ = try store.credentialState(forUserID: "") }
         refused("10 KiB user id") { try store.recordCredentialState(.authorized, forUserID: String(repeating: "u", count: 10_240), reason: .signIn) }
@@ -100,6 +112,22 @@ struct InputLimitsTests {
         refused("rotation to an empty token") {
             _ = try store.replaceRefreshToken(account: "a", presented: secret("rt"), with: SecretBytes([UInt8]()),
                                               accessToken: AccessTokenEntry(token: secret("at"), expiresAt: Date(), scopes: []))
+        }
+        do {  // an outbox entry's next attempt at a date out of range: refused, the entry untouched
+            try store.saveSignIn(account: "dates", refreshToken: secret("rt-dates"), appleUserID: "u-dates", accessToken: nil)
+            guard case .queued(let entries) = try store.beginLogout(account: "dates") else { throw TokenStoreError(.ioError, "not queued") }
+            refused("next attempt NaN") {
+                try store.recordRevocationAttempt(entries[0], result: .retryLater(error: "x", nextAttemptAt: Date(timeIntervalSince1970: .nan)))
+            }
+            cases += 1
+            let due = try store.pendingRevocations(dueBy: Date(timeIntervalSince1970: .infinity))  // a query: saturates
+            if due.map(\.attempts) != [0] {
+                failures += 1
+                Issue.record("the refused attempt changed the entry, or a far due date lost it: \(due.map(\.attempts))")
+            }
+        } catch {
+            failures += 1
+            Issue.record("outbox dates: \(error)")
         }
         refused("reason with a space") { try store.recordCredentialState(.revoked, forUserID: "u", reason: .init(rawValue: "has space")) }
         refused("app id with a slash") { _ = try TokenStore(path: t.path, appID: "../evil") }
