@@ -88,4 +88,24 @@ struct EnvelopeTests {
             #expect(try t.store.verify().badRows.count == 1)
         }
     }
+
+    @Test("an item's account_ref changed in the file: verify names the rows; a logout still finds the account's items")
+    func accountRefChanged() throws {
+        // Found in review: account_ref is outside the seal; verify did not look at it, and
+        // beginLogout counted the account's items by it ("nothing stored", items left behind).
+        let t = try TestStore()
+        try t.store.set(secret("user-a"), for: key("alice", .appleUserID))
+        try t.store.set(secret("at"), for: key("alice", .accessToken), attributes: .init(expiresAt: Date() + 3600))
+        try t.rawDatabase().run("UPDATE items SET account_ref = randomblob(32)")
+        let report = try t.store.verify()
+        #expect(report.badRows.count == 2)
+        #expect(report.badRows.allSatisfy { $0.table == "items" && $0.reason.hasPrefix("integrityCheckFailed") })
+        guard case .localOnly(let userID) = try t.store.beginLogout(account: "alice") else {
+            Issue.record("the logout did not find the account's items")
+            return
+        }
+        #expect(userID == "user-a")
+        try t.store.finishLocalLogout(account: "alice")
+        #expect(try t.store.counts().items == 0)
+    }
 }

@@ -68,7 +68,11 @@ extension TokenStore {
             let pending = try readPendingRevocations(db, whereSQL: "account_ref = ?", [.blob(ref)])
                 .filter { $0.service == service && $0.account == account }
             if !pending.isEmpty { return .queued(pending) }
-            let hasItems = (try db.scalarInt("SELECT count(*) FROM items WHERE account_ref = ?", [.blob(ref)]) ?? 0) > 0
+            // By the items' lookups, not by account_ref (outside the seal: a changed one must not
+            // turn a logout into "nothing stored" and leave the account's items behind).
+            let lookups = ItemKind.allCases.map { SQLValue.blob(itemLookup(ItemKey(service: service, account: account, kind: $0))) }
+            let hasItems = (try db.scalarInt(
+                "SELECT count(*) FROM items WHERE lookup IN (\(lookups.map { _ in "?" }.joined(separator: ", ")))", lookups) ?? 0) > 0
             return hasItems ? .localOnly(appleUserID: userID) : .nothingStored
         }
         CrashPoint.reach("logout.afterBegin")

@@ -35,8 +35,14 @@ extension TokenStore {
                 done += 1
                 progress?(done, total)
             }
-            try db.forEachRow("SELECT lookup, kind, key_id, sealed, created_at, updated_at FROM items") { row in
-                check("items", row.blob(0)) { _ = try decodeItem(row) }
+            try db.forEachRow("SELECT lookup, kind, key_id, sealed, created_at, updated_at, account_ref FROM items") { row in
+                check("items", row.blob(0)) {
+                    let item = try decodeItem(row)
+                    // account_ref is outside the seal; a changed one would steer account-wide queries.
+                    guard accountRef(service: item.key.service, account: item.key.account) == row.blob(6) else {
+                        throw TokenStoreError(.integrityCheckFailed, "An item's account reference does not match its sealed names.")
+                    }
+                }
             }
             try db.forEachRow("SELECT entry_id, key_id, sealed, account_ref FROM pending_revocations") { row in
                 check("pending_revocations", row.blob(0)) {
