@@ -94,6 +94,12 @@ func expectAuthCode<T>(
     }
 }
 
+/// The store's error code inside an ``AuthSessionError/Code/storage`` error.
+func storeCode(of error: AuthSessionError) -> TokenStoreError.Code? {
+    if case .storage(let cause) = error.cause { return cause.code }
+    return nil
+}
+
 func metric(_ name: String, _ fields: KeyValuePairs<String, CustomStringConvertible>) {
     let text = fields.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
     print("METRIC \(name) \(text)")

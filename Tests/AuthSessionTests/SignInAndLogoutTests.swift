@@ -91,6 +91,61 @@ struct SignInAndLogoutTests {
         #expect(try f.store.pendingRevocations().isEmpty)
     }
 
+    @Test("bad names are refused before the Apple code is exchanged: the code stays usable")
+    func badNamesBeforeTheExchange() async throws {
+        let f = try SessionFixture()
+        let code = try f.server.appleAuthorizationCode(for: "user-names")
+        for (account, user) in [("", "user-names"), ("alice", ""), (String(repeating: "a", count: 5_000), "user-names")] {
+            do {
+                try await f.session.signInWithApple(authorizationCode: SecretBytes(utf8: code), appleUserID: user, account: account)
+                Issue.record("accepted a bad name")
+            } catch let error as AuthSessionError {
+                #expect(error.code == .storage && storeCode(of: error) == .invalidInput, "got \(error)")
+            }
+        }
+        #expect(try f.server.stats().tokenRequests == 0, "the server was asked for tokens")
+        try await f.session.signInWithApple(authorizationCode: SecretBytes(utf8: code), appleUserID: "user-names", account: "alice")
+        #expect(try f.store.credentialState(forUserID: "user-names") == .authorized)
+    }
+
+    @Test("a sign-in the store cannot keep revokes the refresh token the server just issued")
+    func unstoredSignInIsRevoked() async throws {
+        let f = try SessionFixture()
+        let code = try f.server.appleAuthorizationCode(for: "user-unstored")
+        f.store.close()  // every store call now throws storeClosed
+        do {
+            try await f.session.signInWithApple(authorizationCode: SecretBytes(utf8: code), appleUserID: "user-unstored", account: "alice")
+            Issue.record("a sign-in into a closed store succeeded")
+        } catch let error as AuthSessionError {
+            #expect(error.code == .storage && storeCode(of: error) == .storeClosed, "got \(error)")
+        }
+        let stats = try f.server.stats()
+        #expect(stats.exchangeGrants == 1 && stats.revokeRequests == 1)
+        #expect(try f.server.revokeGrants(forAppleUserID: "user-unstored") == 0, "a token of the sign-in was still active")
+    }
+
+    @Test("an access token the cache cannot hold (300 scopes): the refresh token is stored, the access token handed on")
+    func uncacheableAccessToken() async throws {
+        let f = try SessionFixture()
+        let scopes = (0..<300).map { "s\($0)" }.joined(separator: " ")
+        func answer(_ refreshToken: String) -> AuthorizationServer.Fault {
+            .status(200, path: AuthorizationServer.tokenPath, body: #"""
+                {"access_token":"at-\#(refreshToken)","refresh_token":"\#(refreshToken)","token_type":"Bearer","expires_in":3600,"scope":"\#(scopes)"}
+                """#, contentType: "application/json")
+        }
+        try f.server.inject(answer("rt-injected-1"))
+        let result = try await f.signIn(appleUserID: "user-300")
+        #expect(result.accessToken.token == SecretBytes(utf8: "at-rt-injected-1"))
+        #expect(try f.refreshToken() == "rt-injected-1")
+        #expect(try f.store.cachedAccessToken(account: "alice") == nil)
+        // A renewal whose answer cannot be cached still keeps the rotated refresh token.
+        try f.server.inject(answer("rt-injected-2"))
+        let renewed = try await f.session.acquireTokenSilently(account: "alice")
+        #expect(renewed.token == SecretBytes(utf8: "at-rt-injected-2") && renewed.source == .network)
+        #expect(try f.refreshToken() == "rt-injected-2")
+        #expect(try f.store.cachedAccessToken(account: "alice") == nil)
+    }
+
     @Test("logout revokes at the server, deletes the local entries, records revoked")
     func logout() async throws {
         let f = try SessionFixture()

@@ -62,6 +62,8 @@ public final class TokenSession: Sendable {
         authorizationCode: SecretBytes, appleUserID: String, account: String,
         service: String = ItemKey.defaultService, scopes: [String] = ["openid"]
     ) async throws -> SignInResult {
+        // Bad names are refused before the server issues tokens that could then not be stored.
+        try storage { try TokenStore.validateSignIn(account: account, service: service, appleUserID: appleUserID) }
         var requested = scopes
         if !requested.contains("offline_access") { requested.append("offline_access") }
         let response = try await client.exchangeAppleAuthorizationCode(authorizationCode, scopes: requested)
@@ -70,10 +72,19 @@ public final class TokenSession: Sendable {
                 .unexpectedResponse, "The token exchange answered without a refresh token; nothing was stored.")
         }
         let access = Self.entry(from: response)
-        let replacedSession = try storage {
-            try self.store.saveSignIn(
-                account: account, service: service, refreshToken: refreshToken, appleUserID: appleUserID,
-                accessToken: access)
+        let replacedSession: Bool
+        do {
+            replacedSession = try storage {
+                try self.store.saveSignIn(
+                    account: account, service: service, refreshToken: refreshToken, appleUserID: appleUserID,
+                    accessToken: access.isCacheable ? access : nil)
+            }
+        } catch {
+            // The server issued a refresh token that is stored nowhere: one try to revoke it, so
+            // that it does not stay valid unseen. The sign-in fails with the storage error.
+            let revoked = await client.withoutRetries.revoke(refreshToken)
+            logger.warning("sign-in could not be stored; the new refresh token was revoked", metadata: ["revoke.outcome": revoked.outcome])
+            throw error
         }
         if replacedSession {
             // The account's previous refresh token went to the outbox: one try to revoke it now.
@@ -151,8 +162,11 @@ public final class TokenSession: Sendable {
         CrashPoint.reach("renewal.afterServerAnswer")
         let access = Self.entry(from: response, requested: scopes)
         let replacement = try storage {
+            // An access token the cache cannot hold is handed on uncached: losing the rotated
+            // refresh token over it would sign the user out.
             try self.store.replaceRefreshToken(
-                account: account, service: service, presented: presented, with: response.refreshToken, accessToken: access)
+                account: account, service: service, presented: presented, with: response.refreshToken,
+                accessToken: access.isCacheable ? access : nil)
         }
         CrashPoint.reach("renewal.afterCommit")
         if replacement == .superseded {

@@ -11,6 +11,13 @@ public struct AccessTokenEntry: Sendable {
         self.expiresAt = expiresAt
         self.scopes = scopes
     }
+
+    /// Whether the store accepts this entry in its cache (size, scopes, expiry within the
+    /// store's limits). A session stores a refresh token without the cache entry rather than
+    /// lose the refresh token over an access token it cannot cache.
+    public var isCacheable: Bool {
+        (try? TokenStore.validate(secret: token, attributes: .init(expiresAt: expiresAt, scopes: scopes))) != nil
+    }
 }
 
 /// What ``TokenStore/replaceRefreshToken(account:service:presented:with:accessToken:)`` did.
@@ -23,6 +30,14 @@ public enum RefreshTokenReplacement: Sendable, Equatable {
 }
 
 extension TokenStore {
+    /// Checks the names a sign-in will store, as ``saveSignIn(account:service:refreshToken:appleUserID:accessToken:)``
+    /// does, so that a session can refuse bad input before it asks the server for tokens.
+    /// - Throws: `invalidInput`.
+    public static func validateSignIn(account: String, service: String = ItemKey.defaultService, appleUserID: String) throws {
+        try validate(ItemKey(service: service, account: account, kind: .refreshToken))
+        try validate(userID: appleUserID)
+    }
+
     /// Stores a sign-in in one transaction: the refresh token, the Apple user id and the
     /// access-token cache of `account`, and records the user as `authorized`.
     ///
@@ -38,8 +53,7 @@ extension TokenStore {
         appleUserID: String, accessToken: AccessTokenEntry?
     ) throws -> Bool {
         let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
-        try Self.validate(rtKey)
-        try Self.validate(userID: appleUserID)
+        try Self.validateSignIn(account: account, service: service, appleUserID: appleUserID)
         try Self.validate(secret: refreshToken, attributes: .init())
         if let accessToken { try Self.validate(secret: accessToken.token, attributes: .init(expiresAt: accessToken.expiresAt, scopes: accessToken.scopes)) }
         return try write { db in
@@ -103,13 +117,16 @@ extension TokenStore {
     /// With rotation, `newRefreshToken` replaces the presented one; without, the presented
     /// one is kept. When the account was logged out or signed in anew meanwhile, nothing is
     /// stored and a new refresh token goes to the revocation outbox (``RefreshTokenReplacement/superseded``).
+    /// A `nil` access token clears the account's cache entry.
     public func replaceRefreshToken(
         account: String, service: String = ItemKey.defaultService, presented: SecretBytes,
-        with newRefreshToken: SecretBytes?, accessToken: AccessTokenEntry
+        with newRefreshToken: SecretBytes?, accessToken: AccessTokenEntry?
     ) throws -> RefreshTokenReplacement {
         let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
         try Self.validate(rtKey)
-        try Self.validate(secret: accessToken.token, attributes: .init(expiresAt: accessToken.expiresAt, scopes: accessToken.scopes))
+        if let accessToken {
+            try Self.validate(secret: accessToken.token, attributes: .init(expiresAt: accessToken.expiresAt, scopes: accessToken.scopes))
+        }
         if let newRefreshToken { try Self.validate(secret: newRefreshToken, attributes: .init()) }
         return try write { db in
             let current = try readItem(db, key: rtKey)
@@ -117,9 +134,14 @@ extension TokenStore {
                 if let newRefreshToken {
                     try upsertItem(db, key: rtKey, secret: newRefreshToken, attributes: .init())
                 }
-                try upsertItem(
-                    db, key: ItemKey(service: service, account: account, kind: .accessToken), secret: accessToken.token,
-                    attributes: .init(expiresAt: accessToken.expiresAt, scopes: accessToken.scopes))
+                let atKey = ItemKey(service: service, account: account, kind: .accessToken)
+                if let accessToken {
+                    try upsertItem(
+                        db, key: atKey, secret: accessToken.token,
+                        attributes: .init(expiresAt: accessToken.expiresAt, scopes: accessToken.scopes))
+                } else {
+                    try db.run("DELETE FROM items WHERE lookup = ?", [.blob(itemLookup(atKey))])
+                }
                 return .stored
             }
             if let newRefreshToken {
