@@ -41,8 +41,10 @@ struct MigrationTests {
             try old.saveSignIn(
                 account: "alice", refreshToken: secret("alice-rt"), appleUserID: "000123.alice",
                 accessToken: AccessTokenEntry(token: jwt, expiresAt: expiry, scopes: ["openid", "read"]))
+            // An outbox entry: bob signs in over his own live session. (Only what version 2's
+            // tables hold: a logout would write version 5's mark column.)
+            try old.saveSignIn(account: "bob", refreshToken: secret("bob-rt-old"), appleUserID: "000456.bob", accessToken: nil)
             try old.saveSignIn(account: "bob", refreshToken: secret("bob-rt"), appleUserID: "000456.bob", accessToken: nil)
-            _ = try old.beginLogout(account: "bob")
             old.close()
         }
         let raw = try Database(path: path)
@@ -63,14 +65,50 @@ struct MigrationTests {
         let access = try #require(try store.cachedAccessToken(account: "alice"))
         #expect(access.token == jwt && access.expiresAt == expiry && access.scopes == ["openid", "read"])
         #expect(try store.credentialState(forUserID: "000123.alice") == .authorized)
-        #expect(try store.refreshToken(account: "bob") == nil)
-        #expect(try store.pendingRevocations().map(\.refreshToken) == [secret("bob-rt")])
+        #expect(try store.refreshToken(account: "bob") == secret("bob-rt"))
+        #expect(try store.pendingRevocations().map(\.refreshToken) == [secret("bob-rt-old")])
         #expect(try store.verify().isHealthy)
         // The upsert keyed on `lookup` still updates in place rather than adding a row.
         let first = try #require(written.keys.first)
         try store.set(secret("replaced"), for: first)
         #expect(try store.secret(for: first) == secret("replaced"))
-        #expect(try store.counts().items == written.count + 4, "alice: three items; bob: his user id (his token is in the outbox)")
+        #expect(try store.counts().items == written.count + 5, "alice: three items; bob: refresh token and user id")
+    }
+
+    @Test("inspect changes nothing: an old store stays at its version, a rollback-journal file stays one", keyringTrait)
+    func inspectChangesNothing() throws {
+        // Found in review: inspect opened read-write with "create" and switched the file to WAL.
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("store/tokens.sqlite").path
+        do {
+            let old = try TokenStore(
+                path: path, appID: testAppID, keyProvider: SecretServiceKeyProvider(), logger: .disabled,
+                options: .init(), migrator: Migrator(migrations: Array(embeddedMigrations.prefix(2))))
+            try old.set(secret("kept"), for: key("alice"))
+            old.close()
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let inspection = try TokenStore.inspect(path: path)
+        #expect(inspection.schemaVersion == 2)
+        #expect(inspection.pendingMigrations.map(\.version) == Array(3...TokenStore.supportedSchemaVersion))
+        #expect(inspection.counts.items == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "the database file changed")
+
+        // A plain SQLite file in rollback-journal mode is read, not converted.
+        let plain = directory.appending("plain.sqlite").path
+        do {
+            let db = try Database(path: plain)
+            _ = try db.scalarText("PRAGMA journal_mode = DELETE")
+            try db.execute("CREATE TABLE t(x INTEGER)")
+        }
+        try? FileManager.default.removeItem(atPath: plain + "-wal")
+        try? FileManager.default.removeItem(atPath: plain + "-shm")
+        _ = try TokenStore.inspect(path: plain)
+        let raw = try Database(path: plain, readOnly: true)
+        #expect(try raw.scalarText("PRAGMA journal_mode") == "delete")
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("missing.sqlite").path))
+        expectCode(.ioError) { try TokenStore.inspect(path: directory.appending("missing.sqlite").path) }
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("missing.sqlite").path), "inspect created a file")
     }
 
     @Test("a database newer than the code is schemaTooNew and nothing is written", keyringTrait)

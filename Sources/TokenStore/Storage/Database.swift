@@ -15,11 +15,13 @@ final class Database {
     static let busyRetries = 3
 
     /// Opens (creating if needed) the database at `path`, never following a symlink.
-    init(path: String) throws {
+    /// `readOnly`: opens an existing file for reading and changes nothing in it (no journal
+    /// mode switch); SQLite may still create the -wal/-shm companions it needs to read a WAL file.
+    init(path: String, readOnly: Bool = false) throws {
         self.path = path
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW
-            | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        let flags = access | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -34,9 +36,13 @@ final class Database {
             try check(sqlite3_busy_timeout(db, Self.busyTimeoutMilliseconds), "setting busy_timeout")
             // Reading the schema first makes a file that is not a database fail here, typed.
             try execute("PRAGMA trusted_schema = OFF")
+            try execute("PRAGMA cell_size_check = ON")
+            if readOnly {
+                _ = try scalarText("PRAGMA schema_version")  // a file that is not a database fails here
+                return
+            }
             try execute("PRAGMA secure_delete = ON")
             try execute("PRAGMA foreign_keys = ON")
-            try execute("PRAGMA cell_size_check = ON")
             let mode = try Self.retryingBusy { try scalarText("PRAGMA journal_mode = WAL") }
             guard mode?.lowercased() == "wal" else {
                 throw TokenStoreError(.ioError, "The database could not be switched to WAL mode.")

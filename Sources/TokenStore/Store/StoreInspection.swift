@@ -56,7 +56,8 @@ public struct StoreInspection: Sendable {
 
 extension TokenStore {
     /// Looks at the store file at `path` without the data key and without changing
-    /// anything: no migration, no key made, no file created or chmod-ed.
+    /// anything: opened read-only, no migration, no key made, no journal mode switched,
+    /// nothing chmod-ed (SQLite may create the -wal/-shm companions it needs to read).
     ///
     /// ```swift
     /// let inspection = try TokenStore.inspect(path: path)
@@ -83,7 +84,7 @@ extension TokenStore {
             throw TokenStoreError(.unsafeFileLayout, "The database is owned by another user.")
         }
 
-        let db = try Database(path: path)
+        let db = try Database(path: path, readOnly: true)
         let migrator = Migrator()
         return try db.readTransaction {
             let version = try migrator.currentVersion(in: db)
