@@ -247,9 +247,15 @@ struct SecretServiceKeyProviderTests {
         let report = try ChildScenario.hung.run(on: .ownPrivateKeyring)
         report.expect([
             ("store", "ok"),
+            ("store-open", "ok"),
             ("load-while-stopped", "timedOut"),
             ("load-while-stopped-bounded", "ok"),
+            ("rotate-while-stopped", "timedOut"),
+            ("next-record-kept", "kept"),
             ("load-after-continue", "match"),
+            ("rotate-after-continue", "rotated"),
+            ("one-key-item", "one"),
+            ("secret-after-rotation", "match"),
         ])
     }
 }
@@ -432,6 +438,17 @@ final class ChildReportWriter {
         let reference = newReference()
         let key = randomKey()
         report.step("store") { try SecretServiceKeyProvider().storeKey(key, for: reference); return "ok" }
+        // A store whose key rotation meets the hung daemon (found in review: a timed-out
+        // storeKey may still complete later, leaving a key item the store did not record).
+        let directory = try? TemporaryDirectory()
+        let storePath = directory?.appending("tokens.sqlite").path ?? "/nonexistent/tokens.sqlite"
+        var store: TokenStore?
+        report.step("store-open") {
+            store = try TokenStore(
+                path: storePath, appID: reference.appID, keyProvider: SecretServiceKeyProvider(timeout: .seconds(1)))
+            try store?.set(SecretBytes(utf8: "kept"), for: ItemKey(account: "alice", kind: .generic))
+            return "ok"
+        }
         guard let pid = try? PrivateKeyring.secretServicePID() else {
             report.record("pid", "error", "no daemon pid")
             return
@@ -445,9 +462,21 @@ final class ChildReportWriter {
         let elapsed = ContinuousClock.now - started
         // Bounded by our 1 s timeout, not D-Bus's 25 s default; 10 s leaves room for a loaded machine under TSan.
         report.record("load-while-stopped-bounded", elapsed < .seconds(10) ? "ok" : "slow", "\(elapsed)")
+        report.step("rotate-while-stopped") { _ = try store?.rotateDataKey(); return "rotated" }
+        report.step("next-record-kept") { try TokenStore.inspect(path: storePath).dataKeys["next"] == 1 ? "kept" : "dropped" }
         kill(pid, SIGCONT)
         report.step("load-after-continue") {
             try SecretServiceKeyProvider().loadKey(reference) == key ? "match" : "mismatch"
+        }
+        report.step("rotate-after-continue") { _ = try store?.rotateDataKey(); return "rotated" }
+        report.step("one-key-item") {
+            guard let store else { return "no store" }
+            let items = try PrivateKeyring.itemCount(attributes: ["store-id": store.storeIdentifier])
+            let records = try TokenStore.inspect(path: storePath).dataKeys
+            return items == 1 && records == ["active": 1] ? "one" : "items=\(items) records=\(records)"
+        }
+        report.step("secret-after-rotation") {
+            try store?.secret(for: ItemKey(account: "alice", kind: .generic))?.stringValue() == "kept" ? "match" : "mismatch"
         }
     }
 }

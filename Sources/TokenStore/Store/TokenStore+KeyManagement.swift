@@ -168,8 +168,9 @@ extension TokenStore {
     /// again), never a key item nobody knows about.
     /// - Warning: every secret, every pending revocation and the whole history are gone for
     ///   good. Other processes that have the store open keep writing to deleted files.
-    /// - Throws: `keyringLocked`, `secretServiceUnavailable`, `timedOut` (nothing deleted
-    ///   yet), `ioError`.
+    /// - Throws: `keyringLocked`, `secretServiceUnavailable`, `timedOut` (the database is
+    ///   untouched; the Secret Service may still carry out a deletion it had received, so
+    ///   call again), `ioError`.
     public func destroyStore(confirm: StoreDestructionConfirmation) throws {
         close()
         try Self.destroyStore(path: path, appID: appID, keyProvider: keyProvider, confirm: confirm)
@@ -232,7 +233,8 @@ extension TokenStore {
     /// `revoked`/`keyLost` for them after the reset.
     /// - Warning: every secret is gone for good, and refresh tokens that were waiting to be
     ///   revoked stay valid at the server until they expire.
-    /// - Throws: `keyringLocked`, `secretServiceUnavailable`, `timedOut` (nothing changed),
+    /// - Throws: `keyringLocked`, `secretServiceUnavailable`, `timedOut` (the database is
+    ///   unchanged; the Secret Service may still carry out a request it had received),
     ///   `invalidInput`, `unsafeFileLayout`, `databaseCorrupt`, `databaseBusy`, `schemaTooNew`, `ioError`.
     @discardableResult
     public static func resetStore(
@@ -465,6 +467,11 @@ extension TokenStore {
         }
         do {
             try keyProvider.storeKey(key.material, for: reference(key.keyID))
+        } catch let error as TokenStoreError where error.code == .timedOut {
+            // The Secret Service may still store it after we stopped waiting. Keep the record:
+            // the next run resumes with the key if it arrived, or rolls back (deleting the key
+            // item) if not, so no key item is left that the store does not know of.
+            throw error
         } catch {
             do { try write { db in try db.run("DELETE FROM data_keys WHERE key_id = ? AND status = 'next'", [.blob(key.keyID)]) } } catch {
                 logger.info("could not remove the record of a key that was not stored; the next open does", metadata: ["error": Self.code(of: error)])
