@@ -83,7 +83,7 @@ public final class TokenSession: Sendable {
             // The server issued a refresh token that is stored nowhere: one try to revoke it, so
             // that it does not stay valid unseen. The sign-in fails with the storage error.
             let revoked = await client.withoutRetries.revoke(refreshToken)
-            logger.warning("sign-in could not be stored; the new refresh token was revoked", metadata: ["revoke.outcome": revoked.outcome])
+            logger.warning("sign-in could not be stored; tried to revoke the new refresh token", metadata: ["revoke.outcome": revoked.outcome])
             throw error
         }
         if replacedSession {
