@@ -123,10 +123,9 @@ extension TokenStore {
     }
 
     func readItem(_ db: Database, key: ItemKey) throws -> StoredItem? {
-        let item = try db.firstRow(
+        try db.firstRow(
             "SELECT lookup, kind, key_id, sealed, created_at, updated_at FROM items WHERE lookup = ?",
             [.blob(itemLookup(key))]) { try decodeItem($0, foundBy: key) }
-        return item
     }
 
     /// Opens one `items` row and checks that its content matches its place: the names sealed

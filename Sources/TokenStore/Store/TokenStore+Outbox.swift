@@ -266,7 +266,7 @@ extension TokenStore {
         do {
             try withDatabase { db in try db.checkpoint() }
         } catch {
-            logger.info("WAL checkpoint after a logout failed; the next one catches up", metadata: ["error": Self.code(of: error)])
+            logger.info("WAL checkpoint after a commit failed; the next one catches up", metadata: ["error": Self.code(of: error)])
         }
     }
 
