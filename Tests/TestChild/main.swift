@@ -7,6 +7,8 @@
 //   tokenstore-testchild logout STORE URL ACCOUNT        log out; print the outcome
 //   tokenstore-testchild resume STORE URL                resume pending revocations; print the report
 //   tokenstore-testchild acquire STORE URL ACCOUNT N     N concurrent silent acquisitions; print each result
+//   tokenstore-testchild first-use TAG N         N threads store, load and delete a key each, released at once
+//                                                (the process's first libsecret calls); print "FIRST-USE ok=<n> failed=<n>"
 // Crash points are armed with TOKENSTORE_CRASH_POINT=<name> (debug builds).
 import AuthSession
 import Foundation
@@ -85,6 +87,10 @@ do {
             }
             say(lines.joined(separator: "\n"))
         }
+    case "first-use":
+        guard args.count >= 3, let threads = Int(args[2]) else { fail("first-use TAG N") }
+        let ok = firstUse(directory: storePath, threads: threads)
+        say("FIRST-USE ok=\(ok) failed=\(threads - ok)")
     case "crash-loop", "mp-worker", "open-batch", "umask-open", "scan-session":
         try await runReliabilityMode(mode, args)
     case "km-rotate", "km-open-default":
@@ -97,3 +103,37 @@ do {
     exit(1)
 }
 
+
+/// Stores, loads and deletes one key from each of `threads` threads, released together, so the
+/// process's first libsecret calls race. Returns how many threads succeeded.
+func firstUse(directory: String, threads: Int) -> Int {
+    final class Tally: @unchecked Sendable {  // `ok` is guarded by `lock`
+        let lock = NSLock()
+        var ok = 0
+    }
+    let tally = Tally()
+    let start = DispatchSemaphore(value: 0)
+    let group = DispatchGroup()
+    for n in 0..<threads {
+        group.enter()
+        Thread {
+            start.wait()
+            do {
+                // The provider directly: nothing before the first libsecret call to stagger the threads.
+                let provider = SecretServiceKeyProvider()
+                let reference = DataKeyReference(
+                    storeID: "first-use-\(directory.hashValue)", keyID: "key-\(n)", appID: "dev.tokenstore.tests")
+                let key = SecretBytes(utf8: String(repeating: "k", count: 32))
+                try provider.storeKey(key, for: reference)
+                if try provider.loadKey(reference) == key { tally.lock.withLock { tally.ok += 1 } }
+                try provider.deleteKey(reference)
+            } catch {
+                FileHandle.standardError.write(Data("testchild: store \(n): \(error)\n".utf8))
+            }
+            group.leave()
+        }.start()
+    }
+    for _ in 0..<threads { start.signal() }
+    group.wait()
+    return tally.ok
+}

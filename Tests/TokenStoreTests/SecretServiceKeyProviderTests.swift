@@ -480,3 +480,26 @@ final class ChildReportWriter {
         }
     }
 }
+
+@Suite("libsecret first use from many threads", keyringTrait)
+struct LibSecretFirstUseTests {
+    @Test("a process whose first libsecret calls come from 8 threads at once: every store gets its key")
+    func concurrentFirstUse() throws {
+        // Seen once in CI: libsecret 0.20 registers its enum GTypes without a once-guard, and two
+        // threads racing there left SecretSchemaAttributeType invalid for the whole process, so
+        // every key store failed. Each round is a fresh process, so each round races anew.
+        let child = try BuiltProducts.executable("tokenstore-testchild")
+        let rounds = 50, threads = 8
+        var failedRounds: [String] = []
+        for round in 0..<rounds {
+            let directory = try TemporaryDirectory()
+            let result = try runChild(child, ["first-use", directory.url.path, "\(threads)"])
+            let line = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            if result.status != 0 || line != "FIRST-USE ok=\(threads) failed=0" {
+                failedRounds.append("round \(round): \(line) \(result.stderr.prefix(300))")
+            }
+        }
+        print("METRIC libsecret_first_use rounds=\(rounds) threads=\(threads) failed_rounds=\(failedRounds.count)")
+        #expect(failedRounds.isEmpty, "\(failedRounds.joined(separator: "\n"))")
+    }
+}

@@ -20,6 +20,10 @@ enum GLibWorkerThread {
         _ operation: String, timeout: Duration,
         _ body: @escaping @Sendable (GLibCancellable) throws(TokenStoreError) -> T
     ) throws(TokenStoreError) -> T {
+        // Before any worker runs libsecret: its GTypes must be registered once, not in a race.
+        guard !SecretServiceItems.registeredTypes.contains(0) else {
+            throw TokenStoreError(.ioError, "libsecret's types could not be registered (\(operation)).")
+        }
         let job = Job<T>(cancellable: GLibCancellable(), body: body)
         let context = Unmanaged.passRetained(job).toOpaque()
         var spawnError: UnsafeMutablePointer<GError>?

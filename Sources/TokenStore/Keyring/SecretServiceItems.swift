@@ -13,6 +13,20 @@ enum SecretServiceItems {
     static let defaultCollectionAlias = "default"
     static let contentType = "application/octet-stream"
 
+    /// libsecret 0.20 registers its enum and flags GTypes without a once-guard. Two threads
+    /// making a process's first libsecret calls at once can both register
+    /// `SecretSchemaAttributeType`; the loser logs "cannot register existing type" and the type
+    /// stays invalid for the whole process, so every later store fails ("did not store the
+    /// key"; seen once in CI with tests opening stores in parallel). Registering them here,
+    /// under Swift's thread-safe static initialization, before any libsecret call closes the
+    /// race. The values are kept so that no call is optimized away (they are `G_GNUC_CONST`).
+    static let registeredTypes: [GType] = [
+        secret_schema_attribute_type_get_type(), secret_schema_flags_get_type(), secret_schema_type_get_type(),
+        secret_service_flags_get_type(), secret_collection_flags_get_type(), secret_collection_create_flags_get_type(),
+        secret_item_flags_get_type(), secret_item_create_flags_get_type(), secret_search_flags_get_type(),
+        secret_backend_flags_get_type(), secret_error_get_type(),
+    ]
+
     /// What a search without unlocking found for one reference.
     struct Found: Sendable {
         /// Items matching the reference in any collection, locked or not.
