@@ -37,14 +37,17 @@ struct SignInReplacementTests {
             Issue.record("not queued")
             return
         }
-        #expect(entries.map { $0.refreshToken.stringValue() } == ["rt-old", "rt-new"])
+        // Picked by token: two entries made in the same millisecond have no defined order.
+        #expect(Set(entries.compactMap { $0.refreshToken.stringValue() }) == ["rt-old", "rt-new"])
+        let older = try #require(entries.first { $0.refreshToken.stringValue() == "rt-old" })
+        let own = try #require(entries.first { $0.refreshToken.stringValue() == "rt-new" })
 
-        try t.store.recordRevocationAttempt(entries[0], result: .revoked)
+        try t.store.recordRevocationAttempt(older, result: .revoked)
         // Only the older token is settled: the logout itself is not finished yet.
         #expect(try t.store.appleUserID(account: "alice") == current)
         #expect(try t.store.pendingRevocations().map { $0.refreshToken.stringValue() } == ["rt-new"])
 
-        try t.store.recordRevocationAttempt(entries[1], result: .retryLater(error: "offline", nextAttemptAt: Date()))
+        try t.store.recordRevocationAttempt(own, result: .retryLater(error: "offline", nextAttemptAt: Date()))
         #expect(try t.store.appleUserID(account: "alice") == nil)
         #expect(try t.store.cachedAccessToken(account: "alice") == nil)
         #expect(try t.store.credentialState(forUserID: current) == .revoked)
