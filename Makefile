@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build test demo bench soak fuzz sanitizers release clean
+.PHONY: all deps build test demo bench soak fuzz sanitizers release stress-tests clean
 
 all: build
 
@@ -48,6 +48,12 @@ sanitizers: deps
 # 16 processes × 10 min, 10,000 races, 100 crash repeats, 30 min of fuzzing per target.
 soak: deps
 	scripts/soak 1800
+
+# The tokenctl and reliability suites N times back to back as CI runs them (CI=true, no stdin),
+# each run under the watchdog: counts runs, failures, hangs and the slowest test. Not in CI.
+N ?= 20
+stress-tests: deps
+	SWIFT=$(SWIFT) scripts/stress-tests $(N)
 
 # Release build with warnings as errors (CI runs this too).
 release: deps

@@ -37,10 +37,11 @@ let package = Package(
         .executableTarget(name: "tokenstore-demo", dependencies: ["TokenStore", "AuthSession"]),
         // `make bench`: TokenStore against libsecret-per-item and plaintext SQLite.
         .executableTarget(
-            name: "tokenbench", dependencies: ["TokenStore", "AuthSession", "CSQLite", "CLibSecret", "CSodium"]),
+            name: "tokenbench",
+            dependencies: ["TokenStore", "AuthSession", "CSQLite", "CLibSecret", "CSodium", "TestSupport"]),
 
-        // Test-only helpers: temporary directories, the private keyring, the local
-        // authorization server. Never linked into a product.
+        // Test-only helpers: child processes, temporary directories, the private keyring, the
+        // local authorization server. Never linked into a product (tokenbench, a tool, uses it).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // A child process for crash, multi-process and concurrency tests.
         .executableTarget(

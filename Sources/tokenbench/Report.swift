@@ -38,9 +38,9 @@ struct Environment {
         environment.kernel = withUnsafeBytes(of: &names.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let variables = ProcessInfo.processInfo.environment
         environment.swift = variables["TOKENBENCH_SWIFT_VERSION"]
-            ?? firstLine(of: ["swift", "--version"]) ?? "unknown"
+            ?? BenchChild.firstLine(of: ["swift", "--version"]) ?? "unknown"
         environment.gnomeKeyring = variables["TOKENBENCH_GNOME_KEYRING_VERSION"]
-            ?? firstLine(of: ["gnome-keyring-daemon", "--version"]) ?? "unknown"
+            ?? BenchChild.firstLine(of: ["gnome-keyring-daemon", "--version"]) ?? "unknown"
         if let runtime = variables["TOKENBENCH_LIBSECRET_VERSION"], runtime != environment.libsecret {
             environment.libsecret += " (pkg-config: \(runtime))"
         }
@@ -48,25 +48,6 @@ struct Environment {
         environment.build = "debug (figures are not representative)"
         #endif
         return environment
-    }
-
-    /// The first line a command prints, or nil when it cannot run.
-    static func firstLine(of command: [String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = command
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            return nil
-        }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").first.map(String.init)
     }
 
     static var loadAverage: String {

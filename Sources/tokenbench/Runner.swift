@@ -281,7 +281,7 @@ final class Runner {
         var inChild = Samples(), spawned = Samples()
         for iteration in 0..<(plan.coldOpens + 1) {
             let command = arguments(Int.random(in: 0..<size, using: &rng))
-            let result = try ChildProcess.run(command)
+            let result = try BenchChild.run(command)
             guard let nanos = result.fields["open_get_ns"].flatMap(UInt64.init) else {
                 throw BenchFailure("\(command[0]) printed no figure")
             }

@@ -8,7 +8,7 @@ import TokenStore
 /// `AuthorizationServerClient` over the real `URLSessionTransport` against the real local
 /// authorization server (Tests/AuthServer/server.py), with its fault injection.
 /// Each test starts its own server, so tests may run in parallel.
-@Suite struct AuthorizationServerClientTests {
+@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct AuthorizationServerClientTests {
     /// The total-time budget is wide on purpose: on a loaded machine it must not decide how many
     /// requests a case sees (the budget has tests of its own).
     static let fastPolicy = RetryPolicy(

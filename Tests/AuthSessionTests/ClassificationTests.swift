@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import TokenStore
 
@@ -11,7 +12,7 @@ import FoundationNetworking
 /// Pure classification of the authorization server's answers and of transport failures
 /// (the `revocation_responses` list of TESTING.md, without the network), token-answer
 /// decoding, declined scopes, sanitizing and configuration validation.
-@Suite struct ClassificationTests {
+@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct ClassificationTests {
     static let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
     static let cap = Duration.seconds(60)
 

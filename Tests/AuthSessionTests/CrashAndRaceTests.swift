@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 import TokenStore
 
-@Suite("Crashes and races in logout and renewal", .serialized, sessionKeyringTrait)
+@Suite("Crashes and races in logout and renewal", .serialized, sessionKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct CrashAndRaceTests {
     static let repeats = Int(ProcessInfo.processInfo.environment["TOKENSTORE_CRASH_REPEATS"] ?? "") ?? 20
 

@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 import TokenStore
 
-@Suite("Sign-in and logout against the real authorization server", sessionKeyringTrait)
+@Suite("Sign-in and logout against the real authorization server", sessionKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct SignInAndLogoutTests {
     @Test("sign-in stores the refresh token and Apple user id sealed; state authorized")
     func signIn() async throws {

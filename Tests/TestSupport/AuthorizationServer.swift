@@ -60,7 +60,7 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
     // MARK: State
 
     private let lock = NSLock()
-    private var process: Process?
+    private var process: ChildProcess?
     private var currentPort: Int = 0
     private let workDirectory: TemporaryDirectory
     private let python: String
@@ -131,26 +131,20 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
     private func launchLocked(port: Int, timeout: TimeInterval) throws {
         let fm = FileManager.default
         try? fm.removeItem(at: portFileURL)
-        if !fm.fileExists(atPath: logURL.path) {
-            _ = fm.createFile(atPath: logURL.path, contents: nil)
-        }
-        let log = try FileHandle(forWritingTo: logURL)
-        defer { try? log.close() }
-        _ = try log.seekToEnd()
 
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: python)
         var arguments = [
             script, "--host", "127.0.0.1", "--port", String(port),
             "--port-file", portFileURL.path, "--state-file", stateURL.path, "--exit-with-parent",
         ]
         if !logRequests { arguments.append("--quiet") }
-        child.arguments = arguments
-        child.standardInput = FileHandle.nullDevice
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = log
+        let child: ChildProcess
         do {
-            try child.run()
+            // The server outlives this call (and this thread): it watches its parent itself
+            // (--exit-with-parent) instead of PR_SET_PDEATHSIG, which fires when the spawning
+            // thread ends.
+            child = try ChildProcess.start(
+                python, arguments, standardOutput: .discard, standardError: .append(logURL.path),
+                ownProcessGroup: false)
         } catch {
             throw Failure.startFailed("cannot run \(python): \(error)")
         }
@@ -161,7 +155,7 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
         while chosen == 0 {
             if !child.isRunning {
                 process = nil
-                throw Failure.startFailed("the server exited (status \(child.terminationStatus)); log:\n\(logTail())")
+                throw Failure.startFailed("the server exited (\(child.poll().map { "\($0)" } ?? "?")); log:\n\(logTail())")
             }
             if let text = try? String(contentsOf: portFileURL, encoding: .utf8),
                 let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), value > 0
@@ -194,15 +188,7 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
     private func terminateLocked() {
         guard let child = process else { return }
         process = nil
-        if child.isRunning {
-            child.terminate()  // SIGTERM: the server saves its state and exits
-            let deadline = Date().addingTimeInterval(5)
-            while child.isRunning && Date() < deadline { usleep(10_000) }
-            if child.isRunning {
-                kill(child.processIdentifier, SIGKILL)
-            }
-        }
-        child.waitUntilExit()
+        child.stop(grace: .seconds(5))  // SIGTERM: the server saves its state and exits
     }
 
     private func logTail() -> String {

@@ -59,50 +59,18 @@ public func childEnvironment(_ overrides: [String: String] = [:]) -> [String: St
     return env
 }
 
-/// Runs `executable` with `arguments`, feeding `stdin`, and waits (bounded by `timeout`).
+/// Runs `executable` with `arguments`, feeding `stdin`, and waits (bounded by `timeout`
+/// seconds: past it the child is killed and ``ChildProcess/TimedOut`` is thrown).
 public func runChild(
     _ executable: URL, _ arguments: [String], environment: [String: String] = [:], stdin: Data? = nil,
     timeout: TimeInterval = 120
 ) throws -> ChildResult {
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    process.environment = childEnvironment(environment)
-    let out = Pipe(), err = Pipe(), input = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = input
-    try process.run()
-    if let stdin { input.fileHandleForWriting.write(stdin) }
-    try input.fileHandleForWriting.close()
-    // Read both pipes concurrently so a chatty child never blocks on a full pipe.
-    let collected = CollectedOutput()
-    let group = DispatchGroup()
-    for (index, pipe) in [out, err].enumerated() {
-        group.enter()
-        DispatchQueue.global().async {
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            collected.set(index, data)
-            group.leave()
-        }
-    }
-    if group.wait(timeout: .now() + timeout) == .timedOut {
-        process.terminate()
-        group.wait()
-    }
-    process.waitUntilExit()
+    let result = try ChildProcess.run(
+        executable.path, arguments, environment: childEnvironment(environment), input: stdin,
+        timeout: .milliseconds(Int64(timeout * 1000)))
     return ChildResult(
-        status: process.terminationStatus,
-        stdout: String(decoding: collected.get(0), as: UTF8.self),
-        stderr: String(decoding: collected.get(1), as: UTF8.self),
-        signaled: process.terminationReason == .uncaughtSignal)
-}
-
-final class CollectedOutput: @unchecked Sendable {  // guarded by `lock`
-    private let lock = NSLock()
-    private var data: [Int: Data] = [:]
-    func set(_ index: Int, _ value: Data) { lock.lock(); data[index] = value; lock.unlock() }
-    func get(_ index: Int) -> Data { lock.lock(); defer { lock.unlock() }; return data[index] ?? Data() }
+        status: result.termination.code, stdout: result.standardOutputText, stderr: result.standardErrorText,
+        signaled: result.termination.signaled)
 }
 
 /// Runs `body(0..<count)` on `count` threads of its own, all at once, and waits for them.

@@ -200,94 +200,25 @@ public enum PrivateKeyring {
 
     /// The outcome of a finished child process.
     public struct ProcessResult: Sendable, CustomStringConvertible {
+        /// The exit status, or 128 + the signal that ended it.
         public let status: Int32
         public let standardOutput: String
         public let standardError: String
-        public let timedOut: Bool
-        public var description: String {
-            "exit \(status)\(timedOut ? " (timed out)" : "")\n--- stdout\n\(standardOutput)\n--- stderr\n\(standardError)"
-        }
+        public var description: String { "exit \(status)\n--- stdout\n\(standardOutput)\n--- stderr\n\(standardError)" }
     }
 
     /// Runs a program (looked up on `PATH`), feeding `input` on stdin (or nothing: stdin is
-    /// /dev/null), and kills its process group after `timeout`.
-    ///
-    /// Spawned with `posix_spawn`, not `Foundation.Process`: the child starts with an empty
-    /// signal mask and default signal dispositions (a test runs on a worker thread that
-    /// blocks signals, and `Process` passes that mask on, so a `dbus-daemon` started below
-    /// would ignore the SIGTERM meant to stop it and outlive the test), and in a process
-    /// group of its own, so that a timeout stops the whole tree it started.
+    /// /dev/null), through ``ChildProcess``: its own process group, stopped (the whole group)
+    /// after `timeout`, which then throws ``ChildProcess/TimedOut``.
     public static func run(
         _ program: String, _ arguments: [String], input: Data? = nil,
         environment: [String: String]? = nil, timeout: Duration = .seconds(30)
     ) throws -> ProcessResult {
-        let scratch = try TemporaryDirectory(prefix: "tokenstore-run")
-        let outPath = scratch.appending("stdout").path
-        let errPath = scratch.appending("stderr").path
-        var inPath = "/dev/null"
-        if let input {
-            inPath = scratch.appending("stdin").path
-            try input.write(to: URL(fileURLWithPath: inPath))
-        }
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, inPath, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var allSignals = sigset_t()
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-
-        let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
-        let env = environment ?? ProcessInfo.processInfo.environment
-        let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-
-        var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, program, &actions, &attributes, argv, envp)
-        guard spawned == 0 else { throw PrivateKeyringError("cannot run \(program): errno \(spawned)") }
-
-        let deadline = ContinuousClock.now + timeout
-        var status: Int32 = 0
-        var timedOut = false
-        while true {
-            let reaped = waitpid(pid, &status, WNOHANG)
-            if reaped == pid { break }
-            if reaped < 0 && errno != EINTR { throw PrivateKeyringError("waitpid failed: errno \(errno)") }
-            if !timedOut && ContinuousClock.now >= deadline {
-                timedOut = true
-                kill(-pid, SIGTERM)  // the group this call created
-                let grace = ContinuousClock.now + .seconds(2)
-                while waitpid(pid, &status, WNOHANG) == 0 && ContinuousClock.now < grace { usleep(10_000) }
-                kill(-pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                break
-            }
-            usleep(5_000)
-        }
-        let signal = status & 0x7f
-        let exitStatus = signal == 0 ? (status >> 8) & 0xff : 128 + signal
-
+        let result = try ChildProcess.run(program, arguments, environment: environment, input: input, timeout: timeout)
         // Lossy decoding: secret-tool prints secrets, which may be arbitrary bytes.
-        let stdout = String(decoding: try readFile(outPath), as: UTF8.self)
-        let stderr = String(decoding: try readFile(errPath), as: UTF8.self)
         return ProcessResult(
-            status: exitStatus, standardOutput: stdout, standardError: stderr, timedOut: timedOut)
+            status: result.termination.shellStatus, standardOutput: result.standardOutputText,
+            standardError: result.standardErrorText)
     }
 
     // MARK: - Private
@@ -300,7 +231,7 @@ public enum PrivateKeyring {
             ["call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", objectPath,
              "--timeout", "10", "--method", method] + arguments,
             timeout: .seconds(15))
-        guard result.status == 0, !result.timedOut else {
+        guard result.status == 0 else {
             throw PrivateKeyringError("gdbus \(method) failed: \(result)")
         }
         return result
@@ -370,23 +301,6 @@ public enum PrivateKeyring {
         let result = answer[4..<8].reduce(0) { $0 << 8 | Int($1) }
         guard result == 0 else {
             throw PrivateKeyringError("gnome-keyring refused to unlock (control result \(result))")
-        }
-    }
-
-    /// Reads a whole file with POSIX calls (`Data(contentsOf:)` leaks a buffer per call in
-    /// this toolchain's FoundationEssentials, which would show up in sanitizer runs).
-    private static func readFile(_ path: String) throws -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw PrivateKeyringError("cannot open \(path): errno \(errno)") }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw PrivateKeyringError("cannot read \(path): errno \(errno)") }
-            if n == 0 { return bytes }
-            bytes.append(contentsOf: chunk[0..<n])
         }
     }
 

@@ -19,3 +19,12 @@ public final class TemporaryDirectory: @unchecked Sendable {  // immutable after
 /// The repository's root folder, found from this source file's location.
 public let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// The time limit of every test suite, in minutes (`@Suite(…, .timeLimit(.minutes(TestTimeLimit.minutes)))`).
+///
+/// A hang becomes a failure that names the test instead of a silent stall. Sized for a busy
+/// 2-core machine under ThreadSanitizer (the slowest CI-size test takes about 3 minutes there);
+/// soak sizes (`TOKENSTORE_SOAK=1`, `make soak`) run for hours and get 4 hours.
+public enum TestTimeLimit {
+    public static var minutes: Int { ProcessInfo.processInfo.environment["TOKENSTORE_SOAK"] == "1" ? 240 : 10 }
+}

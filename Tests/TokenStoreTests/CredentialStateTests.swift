@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 @testable import TokenStore
 
-@Suite("Credential state", keyringTrait)
+@Suite("Credential state", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct CredentialStateTests {
     @Test("a sign-in makes the user authorized; transitions are recorded with reasons")
     func transitionsAndHistory() throws {

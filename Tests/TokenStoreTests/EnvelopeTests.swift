@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 @testable import TokenStore
 
-@Suite("Encryption envelope", keyringTrait)
+@Suite("Encryption envelope", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct EnvelopeTests {
     @Test("canary token, user id and account never appear in the db, -wal or -shm")
     func plaintextScan() throws {

@@ -1,6 +1,8 @@
+import TestSupport
 import Testing
 @testable import TokenStore
-@Test func patternMatchingByCode() {
+
+@Test(.timeLimit(.minutes(TestTimeLimit.minutes))) func patternMatchingByCode() {
     func classify(_ error: any Error) -> String {
         do { throw error }
         catch TokenStoreError.keyringLocked { return "locked" }

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// Modes, links and hostile directories: Reliability/FileModesLinksTests.swift (file_modes_links).
-@Suite("File modes and links", .serialized, keyringTrait)
+@Suite("File modes and links", .serialized, keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct FileLayoutTests {
     @Test("a file that is not a database is databaseCorrupt")
     func notADatabase() throws {

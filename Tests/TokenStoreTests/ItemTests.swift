@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 @testable import TokenStore
 
-@Suite("Items", keyringTrait)
+@Suite("Items", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct ItemTests {
     @Test("every kind round-trips with its attributes")
     func roundTripEveryKind() throws {

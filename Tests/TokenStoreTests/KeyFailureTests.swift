@@ -5,7 +5,7 @@ import TestSupport
 
 /// The locked-collection, deleted-key and wrong-key cases moved to
 /// Reliability/KeyringFaultTests.swift (keyring_faults), which runs them in a keyring of its own.
-@Suite("Data key failures", .serialized, keyringTrait)
+@Suite("Data key failures", .serialized, keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeyFailureExclusiveKeyringTests {
     @Test("two processes opening a fresh store at once end with one key")
     func concurrentCreation() throws {

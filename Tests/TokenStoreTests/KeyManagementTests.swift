@@ -62,7 +62,7 @@ private func checkSeeded(_ store: TokenStore, accounts: Int, loggingOut: Int, ex
     return problems
 }
 
-@Suite("Key management", keyringTrait)
+@Suite("Key management", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeyManagementTests {
     @Test("rotation round trip on 10,000 rows: all readable, lookups and history work, one key left")
     func rotationRoundTrip() throws {
@@ -348,7 +348,7 @@ struct KeyManagementTests {
 
 // MARK: - Passphrase provider (no keyring involved)
 
-@Suite("PassphraseKeyProvider")
+@Suite("PassphraseKeyProvider", .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct PassphraseKeyProviderTests {
     private func provider(_ path: String, _ phrase: String) -> PassphraseKeyProvider {
         PassphraseKeyProvider(storePath: path, passphrase: secret(phrase), limits: .interactive)
@@ -464,7 +464,7 @@ struct PassphraseKeyProviderTests {
 
 /// The scenario runs in a child that re-runs this test binary inside its own
 /// `scripts/with-keyring`, so locking never disturbs tests that use the shared keyring.
-@Suite("Key management: locked keyring", .serialized, keyringTrait)
+@Suite("Key management: locked keyring", .serialized, keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeyManagementLockedKeyringTests {
     static let scenarioVariable = "TOKENSTORE_KM_CHILD_SCENARIO"
     static let reportVariable = "TOKENSTORE_KM_CHILD_REPORT"
@@ -478,7 +478,7 @@ struct KeyManagementLockedKeyringTests {
             arguments: ["--testing-library", "swift-testing", "--filter", "keyManagementChildScenario"],
             environment: [Self.scenarioVariable: "locked", Self.reportVariable: reportURL.path])
         let report = ChildReport(text: (try? String(contentsOf: reportURL, encoding: .utf8)) ?? "", process: result)
-        #expect(result.status == 0 && !result.timedOut, "child failed: \(result)")
+        #expect(result.status == 0, "child failed: \(result)")
         #expect(report.lines.last?.0 == "done", "the child scenario did not finish: \(report)")
         report.expect([
             ("create", "ok"),
@@ -496,7 +496,7 @@ struct KeyManagementLockedKeyringTests {
     }
 }
 
-@Suite struct KeyManagementChildScenarioEntry {
+@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct KeyManagementChildScenarioEntry {
     /// The entry point of the child process; skipped in a normal run.
     @Test(.enabled(if: ProcessInfo.processInfo.environment[KeyManagementLockedKeyringTests.scenarioVariable] != nil, "runs only as a child scenario"))
     func keyManagementChildScenario() throws {

@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 @testable import TokenStore
 
-@Suite("Migrations")
+@Suite("Migrations", .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct MigrationTests {
     @Test("the embedded list equals the Migrations folder, numbers strictly increasing")
     func embeddedMatchesFolder() throws {
@@ -162,7 +162,7 @@ struct MigrationTests {
     }
 }
 
-@Test("keyring-backed tests are not silently skipped under make test")
+@Test("keyring-backed tests are not silently skipped under make test", .timeLimit(.minutes(TestTimeLimit.minutes)))
 func keyringPresentWhenRequired() {
     if ProcessInfo.processInfo.environment["TOKENSTORE_REQUIRE_KEYRING"] == "1" {
         #expect(PrivateKeyring.isAvailable, "make test must run inside scripts/with-keyring")

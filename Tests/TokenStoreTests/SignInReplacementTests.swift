@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 @testable import TokenStore
 
-@Suite("Sign-in over a live session", keyringTrait)
+@Suite("Sign-in over a live session", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct SignInReplacementTests {
     @Test("a sign-in over a live session queues the replaced refresh token, never drops it")
     func signInOverLiveSession() throws {

@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 /// rotate-key, reset --yes, destroy --yes and --passphrase-fd through the binary (issue 8).
-@Suite("tokenctl key commands", tokenctlKeyringTrait)
+@Suite("tokenctl key commands", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeyCommandTests {
     @Test("rotate-key: a new key id, every item still opens, verify is clean; JSON keys")
     func rotateKey() throws {

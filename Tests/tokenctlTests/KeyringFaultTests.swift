@@ -5,7 +5,7 @@ import TestSupport
 /// Exit codes produced by real keyring situations. The locked-keyring cases run in a child
 /// on its own private keyring (`scripts/with-keyring`), so locking it cannot disturb the
 /// tests running beside this one; the shell script drives tokenctl and gdbus like a person.
-@Suite("tokenctl keyring faults", .serialized, tokenctlKeyringTrait)
+@Suite("tokenctl keyring faults", .serialized, tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeyringFaultTests {
     /// Runs `script` with `sh -c` inside a fresh private keyring; `$1` is tokenctl, `$2` the
     /// store path, `$3` a directory for outputs. Returns the outputs by file name.

@@ -6,7 +6,7 @@ import TestSupport
 /// A line that parses reaches its command, which here fails for want of a store (the
 /// environment names one that does not exist): a command error, never the usage report
 /// and status 64 of a rejected line.
-@Suite struct ParserTests {
+@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct ParserTests {
     /// Asserts the three-line usage error and status 64.
     private func expectUsageError(
         _ arguments: [String], environment: [String: String] = [:],

@@ -4,7 +4,7 @@ import TestSupport
 
 /// login / token / logout / resume / pending / state / history through the binary, against
 /// the real authorization server on loopback and the private keyring.
-@Suite("tokenctl session commands", tokenctlKeyringTrait)
+@Suite("tokenctl session commands", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct SessionCommandTests {
     /// A store and a server; `--domain` / `--client-id` come from the environment variables.
     struct Fixture {

@@ -39,7 +39,8 @@ enum TokenctlBinary {
         return found
     }()
 
-    /// Runs tokenctl with `arguments` and waits for it.
+    /// Runs tokenctl with `arguments` and waits for it (at most `timeout`: past it the child
+    /// is killed and ``ChildProcess/TimedOut``, naming the command, is thrown).
     ///
     /// The environment is minimal and predictable: `PATH`, `HOME`, `LANG=C.UTF-8`, sanitizer
     /// options (`ASAN_*`, `LSAN_*`, `UBSAN_*`, `TSAN_*`), then
@@ -47,27 +48,9 @@ enum TokenctlBinary {
     /// stdin is `stdin` or empty; stdout and stderr go to files, so a large output cannot
     /// block on a full pipe.
     static func run(
-        _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil
+        _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
+        timeout: Duration = .seconds(120)
     ) throws -> TokenctlResult {
-        let directory = try TemporaryDirectory(prefix: "tokenctl-run")
-        let inputURL = directory.appending("stdin")
-        let outputURL = directory.appending("stdout")
-        let errorURL = directory.appending("stderr")
-        try Data((stdin ?? "").utf8).write(to: inputURL)
-        try Data().write(to: outputURL)
-        try Data().write(to: errorURL)
-        let input = try FileHandle(forReadingFrom: inputURL)
-        let output = try FileHandle(forWritingTo: outputURL)
-        let error = try FileHandle(forWritingTo: errorURL)
-        defer {
-            try? input.close()  // best effort: the files are removed with the directory
-            try? output.close()
-            try? error.close()
-        }
-
-        let process = Process()
-        process.executableURL = url
-        process.arguments = arguments
         let inherited = ProcessInfo.processInfo.environment
         var base = ["LANG": "C.UTF-8"]
         base["PATH"] = inherited["PATH"]
@@ -76,17 +59,12 @@ enum TokenctlBinary {
         for (name, value) in inherited where ["ASAN_", "LSAN_", "UBSAN_", "TSAN_"].contains(where: name.hasPrefix) {
             base[name] = value
         }
-        process.environment = base.merging(environment) { _, given in given }
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        process.waitUntilExit()
-
+        let result = try ChildProcess.run(
+            url.path, arguments, environment: base.merging(environment) { _, given in given },
+            input: Data((stdin ?? "").utf8), timeout: timeout)
         return TokenctlResult(
-            exitCode: process.terminationStatus,
-            standardOutput: try String(contentsOf: outputURL, encoding: .utf8),
-            standardError: try String(contentsOf: errorURL, encoding: .utf8))
+            exitCode: result.termination.shellStatus, standardOutput: result.standardOutputText,
+            standardError: result.standardErrorText)
     }
 }
 

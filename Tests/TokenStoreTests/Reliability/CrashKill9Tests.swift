@@ -8,7 +8,7 @@ import TestSupport
 /// reopens the store and checks: `integrity_check` ok, every row opens, and the refresh token of
 /// every account and the outbox are exactly what the acknowledged writes left — or that plus
 /// the one write in flight (the kill may land between its commit and its ACK).
-@Suite("Reliability: crash_kill9", keyringTrait)
+@Suite("Reliability: crash_kill9", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct CrashKill9Tests {
     /// What the store must hold: each account's refresh token and the outbox's tokens.
     struct Model: Equatable {
@@ -66,7 +66,7 @@ struct CrashKill9Tests {
                 let ready = process.waitForLine(timeout: 30) { $0 == "READY" }
                 if !ready {
                     process.kill9()
-                    _ = process.finish()
+                    _ = try process.finish()
                     Issue.record("iteration \(iteration): the child never became ready: \(process.stderr)")
                     childFailures += 1
                     break
@@ -74,7 +74,7 @@ struct CrashKill9Tests {
                 usleep(useconds_t(rng.next() % 60_000))
             }
             process.kill9()
-            let lines = process.finish()
+            let lines = try process.finish()
             if !process.killedBySignal {
                 childFailures += 1
                 Issue.record("iteration \(iteration): the child exited by itself: \(process.stderr)")

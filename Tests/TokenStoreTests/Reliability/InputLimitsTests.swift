@@ -8,7 +8,7 @@ import TestSupport
 /// Unicode in both normal forms, and at / over the 4 KiB limit (10 KiB ids); labels, scopes and
 /// user ids at and over their limits. Over a limit: `invalidInput` and nothing written.
 /// Otherwise: an exact round trip (through a reopen).
-@Suite("Reliability: input_limits", keyringTrait)
+@Suite("Reliability: input_limits", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct InputLimitsTests {
     @Test("limits enforced with invalidInput; exact round trip otherwise")
     func inputLimits() throws {

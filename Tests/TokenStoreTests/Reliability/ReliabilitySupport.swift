@@ -28,55 +28,43 @@ enum Reliability {
 }
 
 /// A child process whose standard output is read line by line while it runs, and which
-/// the test can SIGKILL at any moment.
+/// the test can SIGKILL at any moment (a ``ChildProcess`` with its stdout on a pipe).
 final class StreamingChild: @unchecked Sendable {  // mutable state is guarded by `condition`
-    let process = Process()
+    private let child: ChildProcess
     private let condition = NSCondition()
-    private var buffer = Data()
+    private var buffer: [UInt8] = []
     private var lines: [String] = []
     private var finished = false
-    private let errPipe = Pipe()
-    private var errData = Data()
 
     init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = childEnvironment(environment)
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = errPipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let reader = out.fileHandleForReading
+        child = try ChildProcess.start(
+            executable.path, arguments, environment: childEnvironment(environment), standardOutput: .pipe)
+        guard let descriptor = child.standardOutputDescriptor else { preconditionFailure("started with .pipe") }
         Thread.detachNewThread { [self] in
+            defer { close(descriptor) }
+            var chunk = [UInt8](repeating: 0, count: 4096)
             while true {
-                let chunk = reader.availableData
+                let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+                if count < 0 && errno == EINTR { continue }
                 condition.lock()
-                if chunk.isEmpty {
+                if count <= 0 {
                     finished = true
                     condition.broadcast()
                     condition.unlock()
                     return
                 }
-                buffer.append(chunk)
+                buffer.append(contentsOf: chunk[0..<count])
                 while let newline = buffer.firstIndex(of: 0x0a) {
-                    lines.append(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
-                    buffer = Data(buffer[(newline + 1)...])
+                    lines.append(String(decoding: buffer[..<newline], as: UTF8.self))
+                    buffer.removeSubrange(...newline)
                 }
                 condition.broadcast()
                 condition.unlock()
             }
         }
-        let errReader = errPipe.fileHandleForReading
-        Thread.detachNewThread { [self] in
-            let data = errReader.readDataToEndOfFile()
-            condition.lock()
-            errData = data
-            condition.unlock()
-        }
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { child.pid }
 
     /// Waits until a line satisfying `predicate` arrived (true), or the output ended or the time ran out (false).
     func waitForLine(timeout: TimeInterval, _ predicate: (String) -> Bool) -> Bool {
@@ -90,25 +78,22 @@ final class StreamingChild: @unchecked Sendable {  // mutable state is guarded b
         }
     }
 
-    func kill9() { _ = kill(process.processIdentifier, SIGKILL) }
+    func kill9() { child.signal(SIGKILL) }
 
-    /// Waits for the process and its output to end; returns every stdout line.
-    func finish() -> [String] {
-        process.waitUntilExit()
+    /// Waits (at most `timeout`) for the process and its output to end; returns every stdout line.
+    func finish(timeout: Duration = .seconds(120)) throws -> [String] {
+        try child.wait(timeout: timeout)
         condition.lock()
-        while !finished { condition.wait() }
+        let deadline = Date() + 10  // a grandchild holding the pipe must not hold the test
+        while !finished && condition.wait(until: deadline) {}
         let result = lines + (buffer.isEmpty ? [] : [String(decoding: buffer, as: UTF8.self)])  // a torn last line
         condition.unlock()
         return result
     }
 
-    var stderr: String {
-        condition.lock()
-        defer { condition.unlock() }
-        return String(decoding: errData, as: UTF8.self)
-    }
+    var stderr: String { String(decoding: child.captured("stderr"), as: UTF8.self) }
 
-    var killedBySignal: Bool { process.terminationReason == .uncaughtSignal }
+    var killedBySignal: Bool { child.poll()?.signaled ?? false }
 }
 
 /// The code of a TokenStoreError thrown by `body`, "ok" on success, "untyped" for anything else.
