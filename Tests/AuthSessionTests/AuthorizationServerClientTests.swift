@@ -17,7 +17,7 @@ import TokenStore
 
     static func client(
         _ server: AuthorizationServer, policy: RetryPolicy = fastPolicy, timeout: Duration = .seconds(5),
-        clientID: String = AuthorizationServer.publicClientID, secret: String? = nil, logger: Logger = .disabled
+        clientID: String = AuthorizationServer.publicClientID, secret: String? = nil, logger: TokenStoreLogger = .disabled
     ) throws -> AuthorizationServerClient {
         let configuration = try AuthorizationServerConfiguration(
             domain: server.baseURL, clientID: clientID, clientSecret: secret.map { SecretBytes(utf8: $0) },
@@ -36,9 +36,9 @@ import TokenStore
     /// Collects log records (to check that no token ever reaches a log line).
     final class LogSink: @unchecked Sendable {  // `records` is only touched under `lock`
         private let lock = NSLock()
-        private var records: [Logger.Record] = []
-        var logger: Logger { Logger(label: "test", level: .trace) { record in self.append(record) } }
-        private func append(_ record: Logger.Record) { lock.withLock { records.append(record) } }
+        private var records: [TokenStoreLogger.Record] = []
+        var logger: TokenStoreLogger { TokenStoreLogger(label: "test", level: .trace) { record in self.append(record) } }
+        private func append(_ record: TokenStoreLogger.Record) { lock.withLock { records.append(record) } }
         var lines: [String] { lock.withLock { records.map(\.description) } }
     }
 

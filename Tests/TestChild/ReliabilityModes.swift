@@ -173,7 +173,7 @@ private func openBatch(listFile: String) {
         say("BEGIN \(index)")
         var wrong = 0, returned = 0
         let created = CreatedKeyFlag()
-        let logger = Logger(label: "malformed", level: .info) { record in
+        let logger = TokenStoreLogger(label: "malformed", level: .info) { record in
             if record.message.contains("created a new data key") { created.set() }
         }
         var code = "ok"
@@ -250,7 +250,7 @@ final class CreatedKeyFlag: @unchecked Sendable {  // guarded by `lock`
 
 private func scanSession(storePath: String, url: String, logPath: String, account: String, userID: String, code: String) async throws {
     let sink = LogFile(path: logPath)
-    let logger = Logger(label: "scan", level: .trace) { sink.write($0.description) }
+    let logger = TokenStoreLogger(label: "scan", level: .trace) { sink.write($0.description) }
     let store = try TokenStore(path: storePath, appID: reliabilityAppID, logger: logger)
     let policy = RetryPolicy(maximumAttempts: 2, baseDelay: .milliseconds(10), maximumDelay: .milliseconds(50),
                              maximumRetryAfter: .seconds(2), maximumTotalTime: .seconds(5))

@@ -22,8 +22,8 @@ public struct AuthorizationServerClient: Sendable {
     public let transport: any HTTPTransport
     /// The retry policy every call follows.
     public let retryPolicy: RetryPolicy
-    /// The logger (``TokenStore/Logger/disabled`` by default).
-    public let logger: Logger
+    /// The logger (``TokenStore/TokenStoreLogger/disabled`` by default).
+    public let logger: TokenStoreLogger
 
     /// The grant type of Auth0's native Apple sign-in token exchange.
     public static let tokenExchangeGrantType = "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -34,7 +34,7 @@ public struct AuthorizationServerClient: Sendable {
     /// non-loopback `http://` host.
     public init(
         configuration: AuthorizationServerConfiguration, transport: any HTTPTransport = URLSessionTransport(),
-        retryPolicy: RetryPolicy = .default, logger: Logger = .disabled
+        retryPolicy: RetryPolicy = .default, logger: TokenStoreLogger = .disabled
     ) {
         self.configuration = configuration
         self.transport = transport

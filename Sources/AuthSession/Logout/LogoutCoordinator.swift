@@ -22,10 +22,10 @@ import TokenStore
 public actor LogoutCoordinator {
     public let store: TokenStore
     public let client: AuthorizationServerClient
-    let logger: Logger
+    let logger: TokenStoreLogger
     private let serializer = KeyedSerializer()
 
-    public init(store: TokenStore, client: AuthorizationServerClient, logger: Logger = .disabled) {
+    public init(store: TokenStore, client: AuthorizationServerClient, logger: TokenStoreLogger = .disabled) {
         self.store = store
         self.client = client
         self.logger = logger

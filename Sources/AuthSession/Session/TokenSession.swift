@@ -21,7 +21,7 @@ public final class TokenSession: Sendable {
     public let client: AuthorizationServerClient
     /// The logout coordinator (also reachable through ``logout(account:service:)``).
     public let logoutCoordinator: LogoutCoordinator
-    let logger: Logger
+    let logger: TokenStoreLogger
     private let renewals = KeyedSerializer()
     private let renewalLock: RenewalLock
 
@@ -29,7 +29,7 @@ public final class TokenSession: Sendable {
     public convenience init(
         store: TokenStore, configuration: AuthorizationServerConfiguration,
         transport: any HTTPTransport = URLSessionTransport(), retryPolicy: RetryPolicy = .default,
-        logger: Logger = .disabled
+        logger: TokenStoreLogger = .disabled
     ) {
         self.init(
             store: store,
@@ -38,7 +38,7 @@ public final class TokenSession: Sendable {
     }
 
     /// A session over `store` using `client` for every network call.
-    public init(store: TokenStore, client: AuthorizationServerClient, logger: Logger = .disabled) {
+    public init(store: TokenStore, client: AuthorizationServerClient, logger: TokenStoreLogger = .disabled) {
         self.store = store
         self.client = client
         self.logger = logger

@@ -5,7 +5,7 @@ struct KeySetup {
     let database: Database
     let provider: any KeyProvider
     let appID: String
-    let logger: Logger
+    let logger: TokenStoreLogger
 
     struct Result {
         let storeID: [UInt8]
@@ -26,7 +26,7 @@ struct KeySetup {
                 let storeID = SecretBytes.random(count: 16).copyBytes()
                 try database.run(
                     "INSERT INTO store_info(id, store_id, created_at) VALUES (1, ?, ?)",
-                    [.blob(storeID), .int(Clock.nowMillis())])
+                    [.blob(storeID), .int(Timestamp.nowMillis())])
                 state = StoreState(storeID: storeID, activeKeyID: nil)
             }
             guard let state else { return nil }
@@ -41,7 +41,7 @@ struct KeySetup {
             try provider.storeKey(key.material, for: reference(storeID: state.storeID, keyID: key.keyID))
             try database.run(
                 "INSERT INTO data_keys(key_id, status, key_check, created_at) VALUES (?, 'active', ?, ?)",
-                [.blob(key.keyID), .blob(Self.sealKeyCheck(storeID: state.storeID, key: key)), .int(Clock.nowMillis())])
+                [.blob(key.keyID), .blob(Self.sealKeyCheck(storeID: state.storeID, key: key)), .int(Timestamp.nowMillis())])
             logger.info("created a new data key", metadata: ["key.provider": provider.name])
             return Result(storeID: state.storeID, key: key, created: true)
         }

@@ -28,7 +28,7 @@ extension TokenStore {
                 [.blob(userRef(userID))]
             ) { row in
                 history.append(CredentialStateTransition(
-                    date: Clock.date(fromMillis: row.int(0)),
+                    date: Timestamp.date(fromMillis: row.int(0)),
                     from: CredentialState(rawValue: row.text(1)) ?? .notFound,
                     to: CredentialState(rawValue: row.text(2)) ?? .notFound,
                     reason: CredentialStateReason(rawValue: row.text(3)),
@@ -81,7 +81,7 @@ extension TokenStore {
         var fields = RecordFields()
         fields.set(.userID, userID)
         fields.set(.credentialState, state.rawValue)
-        let now = Clock.nowMillis()
+        let now = Timestamp.nowMillis()
         try db.run(
             """
             INSERT INTO credential_states(user_ref, key_id, sealed_user, state, updated_at) VALUES (?, ?, ?, ?, ?)

@@ -106,11 +106,11 @@ extension TokenStore {
         fields.set(.account, key.account)
         fields.set(.itemKind, [key.kind.code])
         if let label = attributes.label { fields.set(.label, label) }
-        if let expiresAt = attributes.expiresAt { fields.set(.expiresAt, int: Clock.millis(from: expiresAt)) }
+        if let expiresAt = attributes.expiresAt { fields.set(.expiresAt, int: Timestamp.millis(from: expiresAt)) }
         if !attributes.scopes.isEmpty { fields.set(.scopes, attributes.scopes.joined(separator: " ")) }
         fields.setSecret(secret)
         let sealed = seal(fields, kind: .item, rowKey: lookup)
-        let now = Clock.nowMillis()
+        let now = Timestamp.nowMillis()
         try db.run(
             """
             INSERT INTO items(lookup, account_ref, kind, key_id, sealed, created_at, updated_at)
@@ -148,11 +148,11 @@ extension TokenStore {
         }
         let attributes = ItemAttributes(
             label: fields.string(.label),
-            expiresAt: fields.int(.expiresAt).map(Clock.date(fromMillis:)),
+            expiresAt: fields.int(.expiresAt).map(Timestamp.date(fromMillis:)),
             scopes: fields.string(.scopes).map { $0.split(separator: " ").map(String.init) } ?? [])
         return StoredItem(
             key: key, secret: secret, attributes: attributes,
-            createdAt: Clock.date(fromMillis: row.int(4)), updatedAt: Clock.date(fromMillis: row.int(5)))
+            createdAt: Timestamp.date(fromMillis: row.int(4)), updatedAt: Timestamp.date(fromMillis: row.int(5)))
     }
 
     // MARK: Validation

@@ -152,7 +152,7 @@ extension TokenStore {
             try db.forEachRow("SELECT key_id, status, created_at FROM data_keys ORDER BY created_at, key_id") { row in
                 keys.append(DataKeyInfo(
                     identifier: Hex.encode(row.blob(0)), status: DataKeyInfo.Status(rawValue: row.text(1)) ?? .retired,
-                    createdAt: Clock.date(fromMillis: row.int(2))))
+                    createdAt: Timestamp.date(fromMillis: row.int(2))))
             }
             return keys
         }
@@ -259,7 +259,7 @@ extension TokenStore {
             }
             discarded = keyIDs.map(Hex.encode)
             counts = try db.writeTransaction {
-                let now = Clock.nowMillis()
+                let now = Timestamp.nowMillis()
                 var states: [([UInt8], String)] = []
                 try db.forEachRow("SELECT user_ref, state FROM credential_states ORDER BY updated_at, user_ref") {
                     states.append(($0.blob(0), $0.text(1)))
@@ -312,7 +312,7 @@ extension TokenStore {
                 entries.append(CredentialHistoryFromBeforeReset(
                     subject: Hex.encode(Array(row.blob(0).prefix(8))),
                     transition: CredentialStateTransition(
-                        date: Clock.date(fromMillis: row.int(1)),
+                        date: Timestamp.date(fromMillis: row.int(1)),
                         from: CredentialState(rawValue: row.text(2)) ?? .notFound,
                         to: CredentialState(rawValue: row.text(3)) ?? .notFound,
                         reason: CredentialStateReason(rawValue: row.text(4)), detail: row.textOrNil(5))))
@@ -379,7 +379,7 @@ extension TokenStore {
         guard try holdsNoSecrets(db) else { return false }
         if options.rotatesKeyAfterLastLogout {
             try db.run(
-                "UPDATE store_info SET erase_owed_since = coalesce(erase_owed_since, ?) WHERE id = 1", [.int(Clock.nowMillis())])
+                "UPDATE store_info SET erase_owed_since = coalesce(erase_owed_since, ?) WHERE id = 1", [.int(Timestamp.nowMillis())])
         }
         return true
     }
@@ -463,7 +463,7 @@ extension TokenStore {
             for table in Self.rotationTables { try db.run("DELETE FROM \(table)") }
             try db.run(
                 "INSERT INTO data_keys(key_id, status, key_check, created_at) VALUES (?, 'next', ?, ?)",
-                [.blob(key.keyID), .blob(KeySetup.sealKeyCheck(storeID: storeID, key: key)), .int(Clock.nowMillis())])
+                [.blob(key.keyID), .blob(KeySetup.sealKeyCheck(storeID: storeID, key: key)), .int(Timestamp.nowMillis())])
         }
         do {
             try keyProvider.storeKey(key.material, for: reference(key.keyID))

@@ -63,7 +63,7 @@ extension TokenStore {
                     INSERT INTO account_marks(account_ref, logging_out, updated_at, logout_entry) VALUES (?, 1, ?, ?)
                     ON CONFLICT(account_ref) DO UPDATE SET logging_out = 1, updated_at = excluded.updated_at,
                         logout_entry = excluded.logout_entry
-                    """, [.blob(ref), .int(Clock.nowMillis()), .blob(entryID)])
+                    """, [.blob(ref), .int(Timestamp.nowMillis()), .blob(entryID)])
             }
             let pending = try readPendingRevocations(db, whereSQL: "account_ref = ?", [.blob(ref)])
                 .filter { $0.service == service && $0.account == account }
@@ -129,7 +129,7 @@ extension TokenStore {
             case .retryLater(let error, let next):
                 try db.run(
                     "UPDATE pending_revocations SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE entry_id = ?",
-                    [.int(Clock.millis(from: next)), .text(Self.clip(error)), .blob(entryID)])
+                    [.int(Timestamp.millis(from: next)), .text(Self.clip(error)), .blob(entryID)])
                 detail = CredentialStateDetail.remoteRevocationPending
             case .failedPermanently(let code, let error):
                 try db.run(
@@ -163,7 +163,7 @@ extension TokenStore {
             var arguments: [SQLValue] = []
             if let dueBy {
                 conditions.append("next_attempt_at <= ?")
-                arguments.append(.int(Clock.millis(from: dueBy)))
+                arguments.append(.int(Timestamp.millis(from: dueBy)))
             }
             if !includeFailed { conditions.append("failed_code IS NULL") }
             return try readPendingRevocations(db, whereSQL: conditions.isEmpty ? "1" : conditions.joined(separator: " AND "), arguments)
@@ -207,7 +207,7 @@ extension TokenStore {
         if let appleUserID { fields.set(.appleUserID, appleUserID) }
         fields.set(.label, reason.rawValue)
         fields.setSecret(token)
-        let now = Clock.nowMillis()
+        let now = Timestamp.nowMillis()
         try db.run(
             """
             INSERT INTO pending_revocations(entry_id, account_ref, key_id, sealed, attempts, next_attempt_at, created_at)
@@ -244,8 +244,8 @@ extension TokenStore {
             entries.append(PendingRevocation(
                 id: Hex.encode(entryID), service: service, account: account, appleUserID: fields.string(.appleUserID),
                 refreshToken: token, reason: CredentialStateReason(rawValue: fields.string(.label) ?? "userLogout"),
-                attempts: Int(row.int(3)), nextAttemptAt: Clock.date(fromMillis: row.int(4)),
-                lastError: row.textOrNil(5), failureCode: row.textOrNil(6), createdAt: Clock.date(fromMillis: row.int(7))))
+                attempts: Int(row.int(3)), nextAttemptAt: Timestamp.date(fromMillis: row.int(4)),
+                lastError: row.textOrNil(5), failureCode: row.textOrNil(6), createdAt: Timestamp.date(fromMillis: row.int(7))))
         }
         return entries
     }

@@ -21,7 +21,7 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
     public let keyProvider: any KeyProvider
     /// The options given at open.
     public let options: Options
-    let logger: Logger
+    let logger: TokenStoreLogger
 
     private let lock = StoreLock()
     /// Guards `dataKey` for ``keyIdentifier``, which must answer even from inside a callback;
@@ -54,7 +54,7 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
     ///   `dataKeyMissing`, `dataKeyCorrupt`, `databaseCorrupt`, `schemaTooNew`,
     ///   `migrationFailed`, `unsafeFileLayout`, `invalidInput`, `ioError`.
     public convenience init(
-        appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(), logger: Logger = .disabled,
+        appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(), logger: TokenStoreLogger = .disabled,
         options: Options = Options()
     ) throws {
         try self.init(
@@ -72,7 +72,7 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
     /// - Throws: as ``init(appID:keyProvider:logger:options:)``.
     public convenience init(
         path: String, appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(),
-        logger: Logger = .disabled, options: Options = Options()
+        logger: TokenStoreLogger = .disabled, options: Options = Options()
     ) throws {
         try self.init(path: path, appID: appID, keyProvider: keyProvider, logger: logger, options: options, migrator: Migrator())
     }
@@ -80,7 +80,7 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
     /// Opens the store bringing its schema up to `migrator`'s newest version (tests build
     /// stores of an older version this way, to check the upgrade from them).
     init(
-        path: String, appID: String, keyProvider: any KeyProvider, logger: Logger, options: Options, migrator: Migrator
+        path: String, appID: String, keyProvider: any KeyProvider, logger: TokenStoreLogger, options: Options, migrator: Migrator
     ) throws {
         try Self.validateAppID(appID)
         self.path = path

@@ -58,7 +58,7 @@ struct PlaintextScanTests {
     @Test("canaries never appear in files, logs or error descriptions")
     func plaintextScan() throws {
         let capture = Capture()
-        let logger = Logger(label: "scan", level: .trace) { capture.add($0.description) }
+        let logger = TokenStoreLogger(label: "scan", level: .trace) { capture.add($0.description) }
         let directory = try TemporaryDirectory()
         let path = directory.appending("store/tokens.sqlite").path
         let store = try TokenStore(path: path, appID: testAppID, logger: logger)

@@ -7,10 +7,10 @@ import Foundation
 /// secret, an account name or a user id: log counts, codes, fingerprints and durations.
 ///
 /// ```swift
-/// var logger = Logger(label: "my-app.tokens", level: .debug) { record in print(record) }
+/// var logger = TokenStoreLogger(label: "my-app.tokens", level: .debug) { record in print(record) }
 /// let store = try TokenStore(appID: "com.example.app", logger: logger)
 /// ```
-public struct Logger: Sendable {
+public struct TokenStoreLogger: Sendable {
     public enum Level: Int, Sendable, Comparable, CaseIterable {
         case trace, debug, info, notice, warning, error, critical
         public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
@@ -45,11 +45,11 @@ public struct Logger: Sendable {
     }
 
     /// A logger that drops everything (the default for library objects).
-    public static let disabled = Logger(label: "disabled", level: .critical) { _ in }
+    public static let disabled = TokenStoreLogger(label: "disabled", level: .critical) { _ in }
 
     /// A logger that writes one line per record to standard error.
-    public static func standardError(label: String, level: Level = .info) -> Logger {
-        Logger(label: label, level: level) { record in
+    public static func standardError(label: String, level: Level = .info) -> TokenStoreLogger {
+        TokenStoreLogger(label: label, level: level) { record in
             FileHandle.standardError.write(Data((record.description + "\n").utf8))
         }
     }
