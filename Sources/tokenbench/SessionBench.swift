@@ -86,7 +86,7 @@ struct SessionBench {
             try await session.signInWithApple(
                 authorizationCode: SecretBytes(utf8: code), appleUserID: "apple-steps-\(iteration)", account: account)
             var start = monotonicNanos()
-            let preparation = try store.beginLogout(account: account)
+            let preparation = try store.ledger.beginLogout(account: account)
             let begin = monotonicNanos() - start
             guard case .queued(let entries) = preparation, let entry = entries.first else {
                 throw BenchFailure("beginLogout queued nothing")
@@ -96,7 +96,7 @@ struct SessionBench {
             let revoke = monotonicNanos() - start
             guard case .revoked = result else { throw BenchFailure("revoke answered \(result.outcome)") }
             start = monotonicNanos()
-            _ = try store.recordRevocationAttempt(entry, result: .revoked)
+            _ = try store.ledger.recordRevocationAttempt(entry, result: .revoked)
             let record = monotonicNanos() - start
             if iteration >= warmup {
                 figures.stepBegin.add(begin)

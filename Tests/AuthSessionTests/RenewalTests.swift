@@ -37,7 +37,7 @@ struct RenewalTests {
         #expect(oldState.active == false)
         #expect(oldState.reason == "rotated")
         #expect(try f.server.introspect(new).active)
-        #expect(try f.store.cachedAccessToken(account: "alice")?.token == token.token)
+        #expect(try f.store.ledger.cachedAccessToken(account: "alice")?.token == token.token)
     }
 
     @Test("a server that does not rotate: the old refresh token is kept")

@@ -16,7 +16,7 @@ struct SignInAndLogoutTests {
         #expect(try f.server.introspect(rt).active)
         #expect(try f.store.appleUserID(account: "alice") == "000111.signin.user")
         #expect(try f.store.credentialState(forUserID: "000111.signin.user") == .authorized)
-        let cached = try #require(try f.store.cachedAccessToken(account: "alice"))
+        let cached = try #require(try f.store.ledger.cachedAccessToken(account: "alice"))
         #expect(cached.scopes.contains("read:items"))
         // Sealed: the raw file holds neither token nor user id.
         for suffix in ["", "-wal"] {
@@ -64,7 +64,7 @@ struct SignInAndLogoutTests {
         // Bob's logout crashed after step 1: his token is queued and due.
         try await f.signIn("bob", appleUserID: "user-bob")
         let bobs = try #require(try f.refreshToken("bob"))
-        _ = try f.store.beginLogout(account: "bob", reason: .userLogout)
+        _ = try f.store.ledger.beginLogout(account: "bob", reason: .userLogout)
         try await f.signIn(appleUserID: "user-first")
         let first = try #require(try f.refreshToken())
         let before = try f.server.stats().revokeRequests
@@ -137,13 +137,13 @@ struct SignInAndLogoutTests {
         let result = try await f.signIn(appleUserID: "user-300")
         #expect(result.accessToken.token == SecretBytes(utf8: "at-rt-injected-1"))
         #expect(try f.refreshToken() == "rt-injected-1")
-        #expect(try f.store.cachedAccessToken(account: "alice") == nil)
+        #expect(try f.store.ledger.cachedAccessToken(account: "alice") == nil)
         // A renewal whose answer cannot be cached still keeps the rotated refresh token.
         try f.server.inject(answer("rt-injected-2"))
         let renewed = try await f.session.acquireTokenSilently(account: "alice")
         #expect(renewed.token == SecretBytes(utf8: "at-rt-injected-2") && renewed.source == .network)
         #expect(try f.refreshToken() == "rt-injected-2")
-        #expect(try f.store.cachedAccessToken(account: "alice") == nil)
+        #expect(try f.store.ledger.cachedAccessToken(account: "alice") == nil)
     }
 
     @Test("logout revokes at the server, deletes the local entries, records revoked")
@@ -212,7 +212,7 @@ struct SignInAndLogoutTests {
         let tokens = try f.server.signIn(
             appleUserID: "user-401", clientID: AuthorizationServer.confidentialClientID,
             clientSecret: AuthorizationServer.confidentialClientSecret)
-        try f.store.saveSignIn(
+        try f.store.ledger.saveSignIn(
             account: "alice", refreshToken: SecretBytes(utf8: try #require(tokens.refreshToken)), appleUserID: "user-401",
             accessToken: nil)
         let outcome = try await f.session.logout(account: "alice")
@@ -240,7 +240,7 @@ struct SignInAndLogoutTests {
         #expect(outcome == .revocationPending)
         // The app sees the user logged out at once.
         #expect(try f.store.refreshToken(account: "alice") == nil)
-        #expect(try f.store.cachedAccessToken(account: "alice") == nil)
+        #expect(try f.store.ledger.cachedAccessToken(account: "alice") == nil)
         #expect(try f.store.appleUserID(account: "alice") == nil)
         #expect(try f.store.credentialState(forUserID: "user-offline") == .revoked)
         #expect(try f.store.credentialStateHistory(forUserID: "user-offline").last?.detail == CredentialStateDetail.remoteRevocationPending)

@@ -180,7 +180,7 @@ final class StateMachineRun {
             }
         case "lookup":
             let account = Self.accounts[randomAccount()]
-            _ = try store.cachedAccessToken(account: account)
+            _ = try store.ledger.cachedAccessToken(account: account)
             _ = try store.appleUserID(account: account)
             _ = try store.pendingRevocations()
         case "serverToggle":

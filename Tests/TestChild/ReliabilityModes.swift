@@ -81,31 +81,31 @@ private func crashLoop(storePath: String, seed: UInt64) throws {
             } else {
                 // A sign-in over a live session also moves the replaced token to the outbox.
                 say("BEGIN signin \(account) \(value)")
-                try store.saveSignIn(
+                try store.ledger.saveSignIn(
                     account: account, refreshToken: SecretBytes(utf8: value), appleUserID: "user-\(account)", accessToken: access)
                 say("ACK signin \(account) \(value)")
             }
         } else if roll < 75 {
             guard let current = try store.refreshToken(account: account) else { continue }
             say("BEGIN rotate \(account) \(value)")
-            let result = try store.replaceRefreshToken(account: account, presented: current, with: SecretBytes(utf8: value), accessToken: access)
+            let result = try store.ledger.replaceRefreshToken(account: account, presented: current, with: SecretBytes(utf8: value), accessToken: access)
             say("ACK rotate \(account) \(value) \(result == .stored ? "stored" : "superseded")")
         } else {
             say("BEGIN logout \(account)")
-            let preparation = try store.beginLogout(account: account)
+            let preparation = try store.ledger.beginLogout(account: account)
             say("ACK logout \(account)")
             switch preparation {
             case .nothingStored:
                 break
             case .localOnly:
                 say("BEGIN local \(account)")
-                try store.finishLocalLogout(account: account)
+                try store.ledger.finishLocalLogout(account: account)
                 say("ACK local \(account)")
             case .queued(let entries):
                 for entry in entries {
                     let token = entry.refreshToken.stringValue() ?? "?"
                     say("BEGIN revoke \(account) \(token)")
-                    try store.recordRevocationAttempt(entry, result: .revoked)
+                    try store.ledger.recordRevocationAttempt(entry, result: .revoked)
                     say("ACK revoke \(account) \(token)")
                 }
             }
@@ -139,14 +139,14 @@ private func multiprocessWorker(storePath: String, id: String, millis: Int) thro
                 guard let presented = try store.refreshToken(account: "shared"), let value = presented.stringValue().flatMap(Int.init) else {
                     fail("the shared counter is missing")
                 }
-                let result = try store.replaceRefreshToken(
+                let result = try store.ledger.replaceRefreshToken(
                     account: "shared", presented: presented, with: SecretBytes(utf8: String(value + 1)), accessToken: access)
                 if result == .stored { casStored += 1 } else { casSuperseded += 1 }
             } else if roll < 70 {
                 try store.set(SecretBytes(utf8: "log-\(id)-\(logs)"), for: ItemKey(account: "log-\(id)-\(logs)", kind: .generic))
                 logs += 1
             } else if roll < 95 {
-                _ = try store.cachedAccessToken(account: "shared")
+                _ = try store.ledger.cachedAccessToken(account: "shared")
                 _ = try store.counts()
                 reads += 1
             } else {
@@ -260,7 +260,7 @@ private func scanSession(storePath: String, url: String, logPath: String, accoun
     func record(_ error: any Error) { sink.write("ERROR \(error)"); sink.write("ERROR \(String(reflecting: error))") }
     func canaries() throws {
         if let rt = try store.refreshToken(account: account)?.stringValue() { say("CANARY \(rt)") }
-        if let at = try store.cachedAccessToken(account: account)?.token.stringValue() { say("CANARY \(at)") }
+        if let at = try store.ledger.cachedAccessToken(account: account)?.token.stringValue() { say("CANARY \(at)") }
     }
     let signIn = try await session.signInWithApple(
         authorizationCode: SecretBytes(utf8: code), appleUserID: userID, account: account, scopes: ["openid", "read:items"])

@@ -10,7 +10,7 @@ struct CredentialStateTests {
         let t = try TestStore()
         let user = "001234.abcdef.0042"
         #expect(try t.store.credentialState(forUserID: user) == .notFound)
-        try t.store.saveSignIn(account: "alice", refreshToken: secret("rt-1"), appleUserID: user, accessToken: nil)
+        try t.store.ledger.saveSignIn(account: "alice", refreshToken: secret("rt-1"), appleUserID: user, accessToken: nil)
         #expect(try t.store.credentialState(forUserID: user) == .authorized)
         #expect(try t.store.refreshToken(account: "alice")?.stringValue() == "rt-1")
         #expect(try t.store.appleUserID(account: "alice") == user)
@@ -28,7 +28,7 @@ struct CredentialStateTests {
     @Test("state and history survive reopening")
     func survivesReopen() throws {
         let t = try TestStore()
-        try t.store.saveSignIn(account: "alice", refreshToken: secret("rt"), appleUserID: "user-1", accessToken: nil)
+        try t.store.ledger.saveSignIn(account: "alice", refreshToken: secret("rt"), appleUserID: "user-1", accessToken: nil)
         try t.store.recordCredentialState(.revoked, forUserID: "user-1", reason: .userLogout, detail: "remoteRevocationPending")
         t.store.close()
         let reopened = try t.reopen()

@@ -11,10 +11,10 @@ struct EnvelopeTests {
         let token = "CANARYTOKEN\(UUID().uuidString)"
         let user = "CANARYUSER\(UUID().uuidString)"
         let account = "CANARYACCOUNT\(UUID().uuidString)"
-        try t.store.saveSignIn(
+        try t.store.ledger.saveSignIn(
             account: account, refreshToken: secret(token), appleUserID: user,
             accessToken: AccessTokenEntry(token: secret(token + "AT"), expiresAt: Date() + 3600, scopes: ["openid"]))
-        _ = try t.store.beginLogout(account: account)
+        _ = try t.store.ledger.beginLogout(account: account)
         let files = t.fileBytes()
         #expect(files.count >= 2, "db and -wal exist while the store is open")
         for (path, data) in files {
@@ -75,13 +75,13 @@ struct EnvelopeTests {
         for (found, sealedAs) in [(key("alice"), key("mallory")), (key(nfc), key(nfd))] {
             let t = try TestStore()
             try t.store.set(secret("the real one"), for: found)
-            let lookup = t.store.itemLookup(found)
+            let lookup = t.store.connection.envelope.itemLookup(found)
             var fields = RecordFields()
             fields.set(.service, sealedAs.service)
             fields.set(.account, sealedAs.account)
             fields.set(.itemKind, [sealedAs.kind.code])
             fields.setSecret(secret("planted"))
-            let planted = t.store.seal(fields, kind: .item, rowKey: lookup)
+            let planted = t.store.connection.envelope.seal(fields, kind: .item, rowKey: lookup)
             try t.rawDatabase().run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(planted), .blob(lookup)])
             expectCode(.integrityCheckFailed) { try t.store.item(for: found) }
             expectCode(.integrityCheckFailed) { try t.store.secret(for: found) }
@@ -100,12 +100,12 @@ struct EnvelopeTests {
         let report = try t.store.verify()
         #expect(report.badRows.count == 2)
         #expect(report.badRows.allSatisfy { $0.table == "items" && $0.reason.hasPrefix("integrityCheckFailed") })
-        guard case .localOnly(let userID) = try t.store.beginLogout(account: "alice") else {
+        guard case .localOnly(let userID) = try t.store.ledger.beginLogout(account: "alice") else {
             Issue.record("the logout did not find the account's items")
             return
         }
         #expect(userID == "user-a")
-        try t.store.finishLocalLogout(account: "alice")
+        try t.store.ledger.finishLocalLogout(account: "alice")
         #expect(try t.store.counts().items == 0)
     }
 }

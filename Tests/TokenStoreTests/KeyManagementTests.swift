@@ -28,19 +28,19 @@ private func referencedKeyIDs(_ db: Database) throws -> (rows: Set<String>, reco
 /// in one transaction, and begins the logout of the first `loggingOut` of them (their
 /// refresh tokens move to the outbox). Rows: 3 per account.
 private func seed(_ store: TokenStore, accounts: Int, loggingOut: Int, extraOutbox: Int = 0) throws {
-    try store.write { db in
+    try store.connection.write { db, envelope in
         for n in 0..<accounts {
-            try store.upsertItem(db, key: key("acct-\(n)"), secret: secret("rt-\(n)"), attributes: .init())
-            try store.upsertItem(db, key: key("acct-\(n)", .appleUserID), secret: secret("user-\(n)"), attributes: .init())
-            try store.recordState(db, userID: "user-\(n)", to: .authorized, reason: .signIn, detail: nil)
+            try ItemRecord.upsert(db, key("acct-\(n)"), secret: secret("rt-\(n)"), envelope: envelope)
+            try ItemRecord.upsert(db, key("acct-\(n)", .appleUserID), secret: secret("user-\(n)"), envelope: envelope)
+            try CredentialRecord.record(db, userID: "user-\(n)", to: .authorized, reason: .signIn, detail: nil, envelope: envelope)
         }
         for n in 0..<extraOutbox {
-            try store.insertPendingRevocation(
+            try OutboxRecord.insert(
                 db, service: ItemKey.defaultService, account: "gone-\(n)", appleUserID: "gone-user-\(n)",
-                token: secret("old-rt-\(n)"), reason: .userLogout)
+                token: secret("old-rt-\(n)"), reason: .userLogout, envelope: envelope)
         }
     }
-    for n in 0..<loggingOut { _ = try store.beginLogout(account: "acct-\(n)") }
+    for n in 0..<loggingOut { _ = try store.ledger.beginLogout(account: "acct-\(n)") }
 }
 
 /// Checks every seeded account through the public API; returns the problems found.
@@ -52,7 +52,9 @@ private func checkSeeded(_ store: TokenStore, accounts: Int, loggingOut: Int, ex
         if try store.appleUserID(account: "acct-\(n)") != "user-\(n)" { problems.append("user id of \(n)") }
         if try store.credentialState(forUserID: "user-\(n)") != .authorized { problems.append("state of \(n)") }
         if try store.credentialStateHistory(forUserID: "user-\(n)").count != 1 { problems.append("history of \(n)") }
-        let loggingOutNow = try store.read { db in try store.isLoggingOut(db, service: ItemKey.defaultService, account: "acct-\(n)") }
+        let loggingOutNow = try store.connection.read { db, envelope in
+            try AccountMarks.isLoggingOut(db, service: ItemKey.defaultService, account: "acct-\(n)", envelope: envelope)
+        }
         if loggingOutNow != (n < loggingOut) { problems.append("logout mark of \(n)") }
     }
     let pending = try store.pendingRevocations()
@@ -101,7 +103,7 @@ struct KeyManagementTests {
         #expect(try store.dataKeys().map(\.status) == [.active])
         #expect(try store.dataKeys().first?.identifier == report.newKeyIdentifier)
         let raw = try t.rawDatabase()
-        for table in TokenStore.rotationTables { #expect(try raw.scalarInt("SELECT count(*) FROM \(table)") == 0) }
+        for table in SealedTables.rotationTables { #expect(try raw.scalarInt("SELECT count(*) FROM \(table)") == 0) }
         #expect(try keyItems(storeID, keyID: oldKey) == 0, "the old key item is gone")
         #expect(try keyItems(storeID) == 1)
         let reopened = try t.reopen()
@@ -176,18 +178,22 @@ struct KeyManagementTests {
         let store = t.store
         let storeID = store.storeIdentifier
         defer { try? PrivateKeyring.clearItems(storeID: storeID) }
-        try store.saveSignIn(account: "alice", refreshToken: secret("rt-a"), appleUserID: "user-a", accessToken: nil)
-        try store.saveSignIn(account: "bob", refreshToken: secret("rt-b"), appleUserID: "user-b", accessToken: nil)
+        try store.ledger.saveSignIn(account: "alice", refreshToken: secret("rt-a"), appleUserID: "user-a", accessToken: nil)
+        try store.ledger.saveSignIn(account: "bob", refreshToken: secret("rt-b"), appleUserID: "user-b", accessToken: nil)
         let first = store.keyIdentifier
 
         // Alice logs out: bob is still signed in, so no rotation.
-        guard case .queued(let entries) = try store.beginLogout(account: "alice") else { Issue.record("not queued"); return }
-        try store.recordRevocationAttempt(entries[0], result: .revoked)
+        guard case .queued(let entries) = try store.ledger.beginLogout(account: "alice") else { Issue.record("not queued"); return }
+        try store.ledger.recordRevocationAttempt(entries[0], result: .revoked)
         #expect(store.keyIdentifier == first)
 
-        // Bob logs out last: the key rotates.
-        guard case .queued(let bobEntries) = try store.beginLogout(account: "bob") else { Issue.record("not queued"); return }
-        try store.recordRevocationAttempt(bobEntries[0], result: .revoked)
+        // Bob logs out last: the erase is owed by the logout transaction, and runs as
+        // explicit maintenance (which the session layer calls after a logout), not inside it.
+        guard case .queued(let bobEntries) = try store.ledger.beginLogout(account: "bob") else { Issue.record("not queued"); return }
+        try store.ledger.recordRevocationAttempt(bobEntries[0], result: .revoked)
+        #expect(store.keyIdentifier == first, "the logout transaction itself does not rotate")
+        #expect(try store.performOwedMaintenance() != nil)
+        #expect(try store.performOwedMaintenance() == nil, "nothing owed any more")
         let second = store.keyIdentifier
         #expect(second != first)
         #expect(try keyItems(storeID, keyID: first) == 0, "the old key item is gone")
@@ -199,16 +205,18 @@ struct KeyManagementTests {
 
         // The local-only path (no refresh token stored) also erases.
         try store.set(secret("user-c"), for: key("carol", .appleUserID))
-        try store.finishLocalLogout(account: "carol")
+        try store.ledger.finishLocalLogout(account: "carol")
+        try store.performOwedMaintenance()
         #expect(store.keyIdentifier != second)
         #expect(try keyItems(storeID) == 1)
 
         // Turned off: no rotation.
         let quiet = try TokenStore(path: t.path, appID: testAppID, options: .init(rotatesKeyAfterLastLogout: false))
-        try quiet.saveSignIn(account: "dave", refreshToken: secret("rt-d"), appleUserID: "user-d", accessToken: nil)
+        try quiet.ledger.saveSignIn(account: "dave", refreshToken: secret("rt-d"), appleUserID: "user-d", accessToken: nil)
         let kept = quiet.keyIdentifier
-        guard case .queued(let daveEntries) = try quiet.beginLogout(account: "dave") else { Issue.record("not queued"); return }
-        try quiet.recordRevocationAttempt(daveEntries[0], result: .revoked)
+        guard case .queued(let daveEntries) = try quiet.ledger.beginLogout(account: "dave") else { Issue.record("not queued"); return }
+        try quiet.ledger.recordRevocationAttempt(daveEntries[0], result: .revoked)
+        #expect(try quiet.performOwedMaintenance() == nil)
         #expect(quiet.keyIdentifier == kept)
     }
 
@@ -217,12 +225,14 @@ struct KeyManagementTests {
         let t = try TestStore()
         let storeID = t.store.storeIdentifier
         defer { try? PrivateKeyring.clearItems(storeID: storeID) }
-        try t.store.saveSignIn(account: "alice", refreshToken: secret("rt"), appleUserID: "user", accessToken: nil)
+        try t.store.ledger.saveSignIn(account: "alice", refreshToken: secret("rt"), appleUserID: "user", accessToken: nil)
         #expect(FileManager.default.fileExists(atPath: t.path + "-wal"))
         #expect(try keyItems(storeID) == 1)
+        // The session layer's renewal lock is one of the store's files too.
+        #expect(FileManager.default.createFile(atPath: FileLayout.renewalLockPath(of: t.path), contents: nil))
         try t.store.destroyStore(confirm: .yesDestroyEverything)
-        for suffix in ["", "-wal", "-shm", RotationLock.suffix] {
-            #expect(!FileManager.default.fileExists(atPath: t.path + suffix), "\(suffix) left")
+        for file in FileLayout.allFiles(of: t.path) {
+            #expect(!FileManager.default.fileExists(atPath: file), "\(file) left")
         }
         #expect(try keyItems(storeID) == 0)
         expectCode(.storeClosed) { try t.store.counts() }
@@ -236,10 +246,10 @@ struct KeyManagementTests {
         let store = t.store
         let storeID = store.storeIdentifier
         defer { try? PrivateKeyring.clearItems(storeID: storeID) }
-        try store.saveSignIn(account: "alice", refreshToken: secret("rt-a"), appleUserID: "user-a", accessToken: nil)
-        try store.saveSignIn(account: "bob", refreshToken: secret("rt-b"), appleUserID: "user-b", accessToken: nil)
-        guard case .queued(let entries) = try store.beginLogout(account: "bob") else { Issue.record("not queued"); return }
-        try store.recordRevocationAttempt(entries[0], result: .retryLater(error: "offline", nextAttemptAt: Date()))
+        try store.ledger.saveSignIn(account: "alice", refreshToken: secret("rt-a"), appleUserID: "user-a", accessToken: nil)
+        try store.ledger.saveSignIn(account: "bob", refreshToken: secret("rt-b"), appleUserID: "user-b", accessToken: nil)
+        guard case .queued(let entries) = try store.ledger.beginLogout(account: "bob") else { Issue.record("not queued"); return }
+        try store.ledger.recordRevocationAttempt(entries[0], result: .retryLater(error: "offline", nextAttemptAt: Date()))
         let oldKey = store.keyIdentifier
         store.close()
 
@@ -283,7 +293,7 @@ struct KeyManagementTests {
         #expect(Set(kept.map(\.subject)).count == 3, "alice, bob, and the lost outbox entry")
         // Documented: the old rows cannot be found by user id any more.
         #expect(try reopened.credentialState(forUserID: "user-a") == .notFound)
-        try reopened.saveSignIn(account: "alice", refreshToken: secret("rt-a2"), appleUserID: "user-a", accessToken: nil)
+        try reopened.ledger.saveSignIn(account: "alice", refreshToken: secret("rt-a2"), appleUserID: "user-a", accessToken: nil)
         #expect(try reopened.credentialState(forUserID: "user-a") == .authorized)
         #expect(try reopened.verify().isHealthy)
     }
@@ -432,7 +442,7 @@ struct PassphraseKeyProviderTests {
         let path = dir.appending("store/tokens.sqlite").path
         let storeDir = dir.appending("store").path
         let store = try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, "pw"))
-        try store.saveSignIn(account: "alice", refreshToken: secret("rt"), appleUserID: "user", accessToken: nil)
+        try store.ledger.saveSignIn(account: "alice", refreshToken: secret("rt"), appleUserID: "user", accessToken: nil)
         let before = try keyFile(storeDir)
         try store.rotateDataKey()
         let after = try keyFile(storeDir)
@@ -518,7 +528,7 @@ struct KeyManagementLockedKeyringTests {
             store.close()
             rotating = try TokenStore(path: storePath, appID: testAppID)
             erasing = try TokenStore(path: erasingPath, appID: testAppID)
-            try erasing?.saveSignIn(account: "zoe", refreshToken: secret("rt-z"), appleUserID: "user-z", accessToken: nil)
+            try erasing?.ledger.saveSignIn(account: "zoe", refreshToken: secret("rt-z"), appleUserID: "user-z", accessToken: nil)
             return "ok"
         }
         let eraseOwed = {
@@ -550,9 +560,9 @@ struct KeyManagementLockedKeyringTests {
         }
         var keyBeforeErase: String?
         report.step("erase-while-locked") {
-            guard let store = erasing, case .queued(let entries) = try store.beginLogout(account: "zoe") else { return "not queued" }
+            guard let store = erasing, case .queued(let entries) = try store.ledger.beginLogout(account: "zoe") else { return "not queued" }
             keyBeforeErase = store.keyIdentifier
-            try store.recordRevocationAttempt(entries[0], result: .revoked)  // the last secret goes; the rotation cannot run
+            try store.ledger.recordRevocationAttempt(entries[0], result: .revoked)  // the last secret goes; the rotation cannot run
             store.close()
             let owed = try eraseOwed()
             return store.keyIdentifier == keyBeforeErase && owed == 1 ? "owed" : "not owed"

@@ -38,13 +38,13 @@ struct MigrationTests {
                 written[item] = secret("secret-\(n)-" + String(repeating: "x", count: n * 37))
                 try old.set(written[item]!, for: item, attributes: .init(label: "label \(n)"))
             }
-            try old.saveSignIn(
+            try old.ledger.saveSignIn(
                 account: "alice", refreshToken: secret("alice-rt"), appleUserID: "000123.alice",
                 accessToken: AccessTokenEntry(token: jwt, expiresAt: expiry, scopes: ["openid", "read"]))
             // An outbox entry: bob signs in over his own live session. (Only what version 2's
             // tables hold: a logout would write version 5's mark column.)
-            try old.saveSignIn(account: "bob", refreshToken: secret("bob-rt-old"), appleUserID: "000456.bob", accessToken: nil)
-            try old.saveSignIn(account: "bob", refreshToken: secret("bob-rt"), appleUserID: "000456.bob", accessToken: nil)
+            try old.ledger.saveSignIn(account: "bob", refreshToken: secret("bob-rt-old"), appleUserID: "000456.bob", accessToken: nil)
+            try old.ledger.saveSignIn(account: "bob", refreshToken: secret("bob-rt"), appleUserID: "000456.bob", accessToken: nil)
             old.close()
         }
         let raw = try Database(path: path)
@@ -62,7 +62,7 @@ struct MigrationTests {
         }
         #expect(try store.refreshToken(account: "alice") == secret("alice-rt"))
         #expect(try store.appleUserID(account: "alice") == "000123.alice")
-        let access = try #require(try store.cachedAccessToken(account: "alice"))
+        let access = try #require(try store.ledger.cachedAccessToken(account: "alice"))
         #expect(access.token == jwt && access.expiresAt == expiry && access.scopes == ["openid", "read"])
         #expect(try store.credentialState(forUserID: "000123.alice") == .authorized)
         #expect(try store.refreshToken(account: "bob") == secret("bob-rt"))

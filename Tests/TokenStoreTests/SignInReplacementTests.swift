@@ -8,8 +8,8 @@ struct SignInReplacementTests {
     @Test("a sign-in over a live session queues the replaced refresh token, never drops it")
     func signInOverLiveSession() throws {
         let t = try TestStore()
-        try t.store.saveSignIn(account: "alice", refreshToken: secret("rt-old"), appleUserID: "user-a", accessToken: nil)
-        #expect(try t.store.saveSignIn(account: "alice", refreshToken: secret("rt-new"), appleUserID: "user-b", accessToken: nil))
+        try t.store.ledger.saveSignIn(account: "alice", refreshToken: secret("rt-old"), appleUserID: "user-a", accessToken: nil)
+        #expect(try t.store.ledger.saveSignIn(account: "alice", refreshToken: secret("rt-new"), appleUserID: "user-b", accessToken: nil))
         #expect(try t.store.refreshToken(account: "alice")?.stringValue() == "rt-new")
         let pending = try t.store.pendingRevocations()
         #expect(pending.map { $0.refreshToken.stringValue() } == ["rt-old"])
@@ -17,7 +17,7 @@ struct SignInReplacementTests {
         #expect(try t.store.credentialStateHistory(forUserID: "user-a").last?.reason == .replacedBySignIn)
         #expect(try t.store.credentialState(forUserID: "user-b") == .authorized)
         // Saving the same token again queues nothing.
-        #expect(try !t.store.saveSignIn(account: "alice", refreshToken: secret("rt-new"), appleUserID: "user-b", accessToken: nil))
+        #expect(try !t.store.ledger.saveSignIn(account: "alice", refreshToken: secret("rt-new"), appleUserID: "user-b", accessToken: nil))
         #expect(try t.store.pendingRevocations().count == 1)
     }
 
@@ -29,11 +29,11 @@ struct SignInReplacementTests {
         // logout's own entry then found no mark, and the signed-in user stayed `authorized`.
         let t = try TestStore()
         let (previous, current) = (users[0], users[1])
-        try t.store.saveSignIn(account: "alice", refreshToken: secret("rt-old"), appleUserID: previous, accessToken: nil)
-        try t.store.saveSignIn(
+        try t.store.ledger.saveSignIn(account: "alice", refreshToken: secret("rt-old"), appleUserID: previous, accessToken: nil)
+        try t.store.ledger.saveSignIn(
             account: "alice", refreshToken: secret("rt-new"), appleUserID: current,
             accessToken: AccessTokenEntry(token: secret("at"), expiresAt: Date() + 3600, scopes: []))
-        guard case .queued(let entries) = try t.store.beginLogout(account: "alice") else {
+        guard case .queued(let entries) = try t.store.ledger.beginLogout(account: "alice") else {
             Issue.record("not queued")
             return
         }
@@ -42,14 +42,14 @@ struct SignInReplacementTests {
         let older = try #require(entries.first { $0.refreshToken.stringValue() == "rt-old" })
         let own = try #require(entries.first { $0.refreshToken.stringValue() == "rt-new" })
 
-        try t.store.recordRevocationAttempt(older, result: .revoked)
+        try t.store.ledger.recordRevocationAttempt(older, result: .revoked)
         // Only the older token is settled: the logout itself is not finished yet.
         #expect(try t.store.appleUserID(account: "alice") == current)
         #expect(try t.store.pendingRevocations().map { $0.refreshToken.stringValue() } == ["rt-new"])
 
-        try t.store.recordRevocationAttempt(own, result: .retryLater(error: "offline", nextAttemptAt: Date()))
+        try t.store.ledger.recordRevocationAttempt(own, result: .retryLater(error: "offline", nextAttemptAt: Date()))
         #expect(try t.store.appleUserID(account: "alice") == nil)
-        #expect(try t.store.cachedAccessToken(account: "alice") == nil)
+        #expect(try t.store.ledger.cachedAccessToken(account: "alice") == nil)
         #expect(try t.store.credentialState(forUserID: current) == .revoked)
         let last = try #require(try t.store.credentialStateHistory(forUserID: current).last)
         #expect(last.reason == .userLogout)

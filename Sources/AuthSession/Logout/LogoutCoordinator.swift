@@ -25,7 +25,7 @@ public actor LogoutCoordinator {
     let logger: TokenStoreLogger
     private let serializer = KeyedSerializer()
 
-    public init(store: TokenStore, client: AuthorizationServerClient, logger: TokenStoreLogger = .disabled) {
+    package init(store: TokenStore, client: AuthorizationServerClient, logger: TokenStoreLogger = .disabled) {
         self.store = store
         self.client = client
         self.logger = logger
@@ -40,9 +40,11 @@ public actor LogoutCoordinator {
     public func logout(
         account: String, service: String = ItemKey.defaultService, reason: CredentialStateReason = .userLogout
     ) async throws -> LogoutOutcome {
-        try await serializer.run(accountKey(service: service, account: account)) {
+        let outcome = try await serializer.run(accountKey(service: service, account: account)) {
             try await self.performLogout(account: account, service: service, reason: reason)
         }
+        await performOwedMaintenance()
+        return outcome
     }
 
     /// Retries every due outbox entry (not those flagged as permanently failed) and reports
@@ -61,6 +63,7 @@ public actor LogoutCoordinator {
             report.count(outcome)
         }
         logger.info("resumed pending revocations", metadata: ["revoke.report": report.description])
+        await performOwedMaintenance()
         return report
     }
 
@@ -109,25 +112,39 @@ public actor LogoutCoordinator {
     /// - Returns: how many entries were discarded.
     @discardableResult
     public func discardPendingRevocations(account: String, service: String = ItemKey.defaultService) async throws -> Int {
-        try await serializer.run(accountKey(service: service, account: account)) {
+        let discarded = try await serializer.run(accountKey(service: service, account: account)) {
             try self.storage {
                 let entries = try self.store.pendingRevocations().filter { $0.service == service && $0.account == account }
-                for entry in entries { try self.store.discardPendingRevocation(entry) }
+                for entry in entries { try self.store.ledger.discardPendingRevocation(entry) }
                 return entries.count
             }
+        }
+        await performOwedMaintenance()
+        return discarded
+    }
+
+    /// Runs what the store owes after the logout transactions — the crypto-erase once the last
+    /// account is gone, a key rotation that may talk to the Secret Service for seconds — off
+    /// this actor, so logouts of other accounts are not held up. A failure is logged; the
+    /// maintenance stays owed and runs at the next open.
+    nonisolated func performOwedMaintenance() async {
+        do {
+            try store.performOwedMaintenance()
+        } catch {
+            logger.info("owed maintenance could not run now", metadata: ["error": (error as? TokenStoreError)?.code.rawValue ?? "unexpected"])
         }
     }
 
     // MARK: Steps
 
     private func performLogout(account: String, service: String, reason: CredentialStateReason) async throws -> LogoutOutcome {
-        let preparation = try storage { try self.store.beginLogout(account: account, service: service, reason: reason) }
+        let preparation = try storage { try self.store.ledger.beginLogout(account: account, service: service, reason: reason) }
         switch preparation {
         case .nothingStored:
             logger.info("logout: nothing stored", metadata: ["logout.outcome": "notFound"])
             return .notFound
         case .localOnly:
-            try storage { try self.store.finishLocalLogout(account: account, service: service, reason: reason) }
+            try storage { try self.store.ledger.finishLocalLogout(account: account, service: service, reason: reason) }
             logger.info("logout: no refresh token, local entries deleted", metadata: ["logout.outcome": "revoked"])
             return .revoked
         case .queued(let entries):
@@ -166,7 +183,7 @@ public actor LogoutCoordinator {
             outcome = .revocationFailed(error.code)
             record = .failedPermanently(code: error.code.rawValue, error: Self.summary(error))
         }
-        try storage { try self.store.recordRevocationAttempt(entry, result: record) }
+        try storage { try self.store.ledger.recordRevocationAttempt(entry, result: record) }
         CrashPoint.reach("logout.afterRecord")
         return outcome
     }

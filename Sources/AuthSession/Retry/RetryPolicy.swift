@@ -29,16 +29,26 @@ public struct RetryPolicy: Sendable {
     /// The most time one call may spend, attempts and waits included.
     public var maximumTotalTime: Duration
     /// The randomness of the jitter.
-    public var random: RandomSource
+    package var random: RandomSource
     /// The clocks and the sleep (injectable for tests).
-    public var clock: RetryClock
+    package var clock: RetryClock
 
     /// A policy. The defaults suit an interactive app: 4 attempts, 0.5 s base, 8 s cap,
     /// a server delay of up to 60 s honoured, 60 s in all.
     public init(
         maximumAttempts: Int = 4, baseDelay: Duration = .milliseconds(500), maximumDelay: Duration = .seconds(8),
+        maximumRetryAfter: Duration = .seconds(60), maximumTotalTime: Duration = .seconds(60)
+    ) {
+        self.init(
+            maximumAttempts: maximumAttempts, baseDelay: baseDelay, maximumDelay: maximumDelay,
+            maximumRetryAfter: maximumRetryAfter, maximumTotalTime: maximumTotalTime, random: .system, clock: .system)
+    }
+
+    /// A policy with injected randomness and clocks (tests).
+    package init(
+        maximumAttempts: Int = 4, baseDelay: Duration = .milliseconds(500), maximumDelay: Duration = .seconds(8),
         maximumRetryAfter: Duration = .seconds(60), maximumTotalTime: Duration = .seconds(60),
-        random: RandomSource = .system, clock: RetryClock = .system
+        random: RandomSource, clock: RetryClock = .system
     ) {
         self.maximumAttempts = max(1, maximumAttempts)
         self.baseDelay = max(.zero, baseDelay)
@@ -57,7 +67,7 @@ public struct RetryPolicy: Sendable {
 
     /// `min(maximumDelay, baseDelay·2ⁿ)`: the upper bound of the backoff before retry `n`
     /// (0 for the first retry).
-    public func backoffCeiling(retry n: Int) -> Duration {
+    package func backoffCeiling(retry n: Int) -> Duration {
         let cap = Self.nanoseconds(maximumDelay)
         let base = Self.nanoseconds(baseDelay)
         guard base > 0 else { return .zero }
@@ -68,7 +78,7 @@ public struct RetryPolicy: Sendable {
     }
 
     /// A full-jitter backoff before retry `n`: uniform in `[0, backoffCeiling(retry: n)]`.
-    public func backoffDelay(retry n: Int) -> Duration {
+    package func backoffDelay(retry n: Int) -> Duration {
         let ceiling = Self.nanoseconds(backoffCeiling(retry: n))
         let unit = random.nextUnit()
         let drawn = Int64((Double(ceiling) * unit).rounded(.down))
@@ -76,7 +86,7 @@ public struct RetryPolicy: Sendable {
     }
 
     /// The server's delay capped at ``maximumRetryAfter``.
-    public func capped(serverDelay: Duration) -> Duration {
+    package func capped(serverDelay: Duration) -> Duration {
         min(max(.zero, serverDelay), maximumRetryAfter)
     }
 
@@ -85,7 +95,7 @@ public struct RetryPolicy: Sendable {
     /// - Parameters:
     ///   - serverDelay: the delay the server asked for (raw, uncapped), if any.
     ///   - elapsed: the time spent in this call so far.
-    public func decision(afterAttempt attempt: Int, serverDelay: Duration?, elapsed: Duration) -> RetryDecision {
+    package func decision(afterAttempt attempt: Int, serverDelay: Duration?, elapsed: Duration) -> RetryDecision {
         let reported = serverDelay.map(capped(serverDelay:))
         guard attempt < maximumAttempts else { return .giveUp(retryAfter: reported) }
         let remaining = maximumTotalTime - elapsed
@@ -110,7 +120,7 @@ public struct RetryPolicy: Sendable {
 }
 
 /// The outcome of ``RetryPolicy/decision(afterAttempt:serverDelay:elapsed:)``.
-public enum RetryDecision: Sendable, Equatable {
+package enum RetryDecision: Sendable, Equatable {
     /// Wait this long, then try again.
     case retry(after: Duration)
     /// Stop; report `retryAfter` (capped) when the server asked for a delay.
@@ -118,26 +128,26 @@ public enum RetryDecision: Sendable, Equatable {
 }
 
 /// A source of uniform random numbers for the jitter.
-public struct RandomSource: Sendable {
+package struct RandomSource: Sendable {
     private let next: @Sendable () -> UInt64
 
     /// Random numbers from `next` (64 uniformly random bits per call).
-    public init(_ next: @escaping @Sendable () -> UInt64) { self.next = next }
+    package init(_ next: @escaping @Sendable () -> UInt64) { self.next = next }
 
     /// The system's cryptographic generator.
-    public static let system = RandomSource {
+    package static let system = RandomSource {
         var generator = SystemRandomNumberGenerator()
         return generator.next()
     }
 
     /// A reproducible sequence (SplitMix64) from `seed`, for tests: print the seed.
-    public static func seeded(_ seed: UInt64) -> RandomSource {
+    package static func seeded(_ seed: UInt64) -> RandomSource {
         let state = SplitMix64(seed: seed)
         return RandomSource { state.next() }
     }
 
     /// A uniform `Double` in `[0, 1)`.
-    public func nextUnit() -> Double {
+    package func nextUnit() -> Double {
         Double(next() >> 11) * 0x1p-53
     }
 }
@@ -162,16 +172,16 @@ private final class SplitMix64: @unchecked Sendable {
 }
 
 /// The time sources and the sleep a ``RetryPolicy`` uses.
-public struct RetryClock: Sendable {
+package struct RetryClock: Sendable {
     /// Monotonic time since an arbitrary origin (measures the total-time budget).
-    public var now: @Sendable () -> Duration
+    package var now: @Sendable () -> Duration
     /// Wall-clock time (turns an HTTP-date or an epoch second into a delay).
-    public var wallClock: @Sendable () -> Date
+    package var wallClock: @Sendable () -> Date
     /// Waits for the given time; throws `CancellationError` when the task is cancelled.
-    public var sleep: @Sendable (Duration) async throws -> Void
+    package var sleep: @Sendable (Duration) async throws -> Void
 
     /// A clock from its three parts.
-    public init(
+    package init(
         now: @escaping @Sendable () -> Duration, wallClock: @escaping @Sendable () -> Date,
         sleep: @escaping @Sendable (Duration) async throws -> Void
     ) {
@@ -183,7 +193,7 @@ public struct RetryClock: Sendable {
     private static let origin = ContinuousClock.now
 
     /// The real clocks: `ContinuousClock`, `Date()`, `Task.sleep`.
-    public static let system = RetryClock(
+    package static let system = RetryClock(
         now: { RetryClock.origin.duration(to: ContinuousClock.now) },
         wallClock: { Date() },
         sleep: { duration in try await Task.sleep(for: duration) })

@@ -6,7 +6,7 @@ import Glibc
 
 /// A lock shared by every process using one store, held while a refresh token is presented
 /// to the server and its successor stored, so a rotating refresh token is never presented
-/// twice. It is `flock` on a file beside the database (`<db>.renewal-lock`, mode 0600,
+/// twice. It is `flock` on a file beside the database (``FileLayout/renewalLockPath(of:)``, mode 0600,
 /// never followed if it is a symlink); the kernel releases it if the holder dies.
 struct RenewalLock: Sendable {
     let path: String
@@ -14,7 +14,7 @@ struct RenewalLock: Sendable {
     var timeout: Duration = .seconds(60)
 
     init(storePath: String) {
-        path = storePath + ".renewal-lock"
+        path = FileLayout.renewalLockPath(of: storePath)
     }
 
     /// Runs `body` holding the lock. Waiting polls without blocking a thread, and is cancellable.

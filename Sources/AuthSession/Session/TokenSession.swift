@@ -63,7 +63,7 @@ public final class TokenSession: Sendable {
         service: String = ItemKey.defaultService, scopes: [String] = ["openid"]
     ) async throws -> SignInResult {
         // Bad names are refused before the server issues tokens that could then not be stored.
-        try storage { try TokenStore.validateSignIn(account: account, service: service, appleUserID: appleUserID) }
+        try storage { try SessionLedger.validateSignIn(account: account, service: service, appleUserID: appleUserID) }
         var requested = scopes
         if !requested.contains("offline_access") { requested.append("offline_access") }
         let response = try await client.exchangeAppleAuthorizationCode(authorizationCode, scopes: requested)
@@ -75,7 +75,7 @@ public final class TokenSession: Sendable {
         let replacedSession: Bool
         do {
             replacedSession = try storage {
-                try self.store.saveSignIn(
+                try self.store.ledger.saveSignIn(
                     account: account, service: service, refreshToken: refreshToken, appleUserID: appleUserID,
                     accessToken: access.isCacheable ? access : nil)
             }
@@ -155,7 +155,7 @@ public final class TokenSession: Sendable {
         } catch let error as AuthSessionError where error.code == .interactionRequired && error.oauthError == "invalid_grant" {
             // Refused for good (expired, revoked, reused). An OIDC "user must act" answer
             // (mfa_required, consent_required...) is also interactionRequired, but the token stays.
-            try storage { try self.store.rejectRefreshToken(account: account, service: service, presented: presented) }
+            try storage { try self.store.ledger.rejectRefreshToken(account: account, service: service, presented: presented) }
             logger.info("refresh refused; token no longer offered", metadata: ["oauth.error": error.oauthError ?? "-"])
             throw error
         }
@@ -164,7 +164,7 @@ public final class TokenSession: Sendable {
         let replacement = try storage {
             // An access token the cache cannot hold is handed on uncached: losing the rotated
             // refresh token over it would sign the user out.
-            try self.store.replaceRefreshToken(
+            try self.store.ledger.replaceRefreshToken(
                 account: account, service: service, presented: presented, with: response.refreshToken,
                 accessToken: access.isCacheable ? access : nil)
         }
@@ -187,7 +187,7 @@ public final class TokenSession: Sendable {
     }
 
     private func cachedToken(account: String, service: String, scopes: [String], minimumTTL: Duration) throws -> AccessToken? {
-        guard let entry = try storage({ try self.store.cachedAccessToken(account: account, service: service) }) else { return nil }
+        guard let entry = try storage({ try self.store.ledger.cachedAccessToken(account: account, service: service) }) else { return nil }
         guard entry.expiresAt.timeIntervalSinceNow >= minimumTTL.timeInterval,
               Set(scopes).subtracting(["offline_access"]).isSubset(of: Set(entry.scopes))
         else { return nil }

@@ -119,7 +119,7 @@ public struct PassphraseKeyProvider: KeyProvider {
             guard errno == ENOENT else { throw Self.posix("deleting a wrapped-key file", errno) }
             return
         }
-        TokenStore.syncDirectory(of: path)
+        FileLayout.syncDirectory(of: path)
     }
 
     /// `present` when the key's file exists (the passphrase is not checked), else `missing`.
@@ -194,7 +194,7 @@ public struct PassphraseKeyProvider: KeyProvider {
         }
         guard rename(temporary, path) == 0 else { throw posix("replacing a wrapped-key file", errno) }
         ok = true
-        TokenStore.syncDirectory(of: path)
+        FileLayout.syncDirectory(of: path)
     }
 
     private static func unsafe(_ message: String) -> TokenStoreError {

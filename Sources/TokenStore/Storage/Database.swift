@@ -145,7 +145,7 @@ final class Database {
         var attempt = 0
         while true {
             do {
-                try execute("BEGIN IMMEDIATE")
+                try run("BEGIN IMMEDIATE")
                 break
             } catch let error as TokenStoreError where error.code == .databaseBusy && attempt < Self.busyRetries {
                 attempt += 1
@@ -153,20 +153,27 @@ final class Database {
         }
         do {
             let value = try body()
-            try execute("COMMIT")
+            try run("COMMIT")
             return value
         } catch {
-            if isInTransaction { try? execute("ROLLBACK") }  // the original error is what matters
+            if isInTransaction { try? run("ROLLBACK") }  // the original error is what matters
             throw error
         }
     }
 
     /// Runs `body` in a read transaction (a consistent snapshot across statements).
+    /// BEGIN and COMMIT are prepared once, like every statement (cached by their text).
     func readTransaction<T>(_ body: () throws -> T) throws -> T {
         if isInTransaction { return try body() }
-        try execute("BEGIN DEFERRED")
-        defer { if isInTransaction { try? execute("COMMIT") } }  // read-only: nothing to lose
+        try run("BEGIN DEFERRED")
+        defer { if isInTransaction { try? run("COMMIT") } }  // read-only: nothing to lose
         return try body()
+    }
+
+    /// `PRAGMA data_version`: changes when another connection commits to the file, never for
+    /// this connection's own commits.
+    func dataVersion() throws -> Int64 {
+        try scalarInt("PRAGMA data_version") ?? 0
     }
 
     /// Moves the WAL content into the database file and truncates the WAL, so deleted

@@ -7,14 +7,69 @@ import Glibc
 /// -wal and -shm inherit the mode from it), whatever the umask. Hostile layouts — a
 /// symlink or hard link at the database path, a directory others can write to, files owned
 /// by another user — are refused with `unsafeFileLayout`.
-enum FileLayout {
+///
+/// It is also the one owner of the names of a store's files: SQLite's side files and the
+/// lock files beside the database. ``destroyStore(confirm:)`` removes ``allFiles(of:)``.
+package enum FileLayout {
+    /// SQLite's side files of a database in WAL mode (and of one left in rollback mode).
+    static let sqliteSuffixes = ["-wal", "-shm", "-journal"]
+
+    /// The lock that lets one key rotation run at a time.
+    static func rotationLockPath(of databasePath: String) -> String { databasePath + "-keyrotation.lock" }
+
+    /// The lock held while a refresh token is presented and its successor stored (session layer).
+    package static func renewalLockPath(of databasePath: String) -> String { databasePath + ".renewal-lock" }
+
+    /// Every file of the store at `databasePath`, the database last.
+    static func allFiles(of databasePath: String) -> [String] {
+        sqliteSuffixes.map { databasePath + $0 }
+            + [rotationLockPath(of: databasePath), renewalLockPath(of: databasePath), databasePath]
+    }
+
     /// Prepares `path` for opening: creates the directory and an empty 0600 file if needed.
     static func prepare(databasePath path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
         try prepareDirectory(directory.isEmpty ? "." : directory)
         try prepareFile(path)
-        for suffix in ["-wal", "-shm", "-journal"] {
+        for suffix in sqliteSuffixes {
             try checkExistingFile(path + suffix)
+        }
+    }
+
+    /// Opens (creating, 0600, never through a symlink) the lock file at `path` and takes an
+    /// exclusive `flock` without waiting. Returns the descriptor holding the lock (close it to
+    /// release), or nil when someone else holds it.
+    /// - Throws: `unsafeFileLayout` (a symlink, not a regular file of this user), `ioError`.
+    package static func openLockFile(_ path: String, what: String, wait: Bool = false) throws -> Int32? {
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == ELOOP {
+                throw TokenStoreError(.unsafeFileLayout, "The \(what) file is a symbolic link; refusing to open it.")
+            }
+            throw TokenStoreError(.ioError, "Could not open the \(what) file.", cause: .posix(errno: errno, operation: "open"))
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else {
+            close(fd)
+            throw TokenStoreError(.unsafeFileLayout, "The \(what) file is not a regular file of this user.")
+        }
+        if info.st_mode & 0o777 != 0o600 { _ = fchmod(fd, 0o600) }
+        if flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
+            let error = errno
+            close(fd)
+            if error == EWOULDBLOCK { return nil }
+            throw TokenStoreError(.ioError, "Could not take the \(what).", cause: .posix(errno: error, operation: "flock"))
+        }
+        return fd
+    }
+
+    /// fsyncs the directory holding `path`, so deletions and renames are durable.
+    package static func syncDirectory(of path: String) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 {
+            _ = fsync(fd)
+            close(fd)
         }
     }
 
@@ -100,7 +155,7 @@ enum FileLayout {
     }
 
     /// The mode bits (e.g. 0o600) of a path, for status displays and tests.
-    public static func mode(of path: String) -> Int? {
+    package static func mode(of path: String) -> Int? {
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
         return Int(info.st_mode & 0o7777)

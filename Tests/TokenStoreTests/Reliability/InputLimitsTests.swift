@@ -79,7 +79,7 @@ struct InputLimitsTests {
         refused("account 10 KiB of 2-byte characters") { try store.set(secret("x"), for: key(String(repeating: "é", count: 5_121))) }
         refused("read with a 10 KiB account") { _ = try store.item(for: key(String(repeating: "a", count: 10_240))) }
         refused("delete with a 10 KiB account") { try store.delete(key(String(repeating: "a", count: 10_240))) }
-        refused("logout of a 10 KiB account") { _ = try store.beginLogout(account: String(repeating: "a", count: 10_240)) }
+        refused("logout of a 10 KiB account") { _ = try store.ledger.beginLogout(account: String(repeating: "a", count: 10_240)) }
         // Attributes.
         accepted("label 1 KiB", key("label", .generic), [1], .init(label: String(repeating: "l", count: StoreLimits.maxLabelBytes)))
         refused("label 1 KiB + 1") { try store.set(secret("x"), for: key("a"), attributes: .init(label: String(repeating: "l", count: StoreLimits.maxLabelBytes + 1))) }
@@ -94,7 +94,7 @@ struct InputLimitsTests {
             let date = Date(timeIntervalSince1970: seconds)
             refused("expiry \(name)") { try store.set(secret("x"), for: key("a", .accessToken), attributes: .init(expiresAt: date)) }
             refused("sign-in with an access token expiring \(name)") {
-                try store.saveSignIn(account: "a", refreshToken: secret("rt"), appleUserID: "u",
+                try store.ledger.saveSignIn(account: "a", refreshToken: secret("rt"), appleUserID: "u",
                                      accessToken: AccessTokenEntry(token: secret("at"), expiresAt: date, scopes: []))
             }
         }
@@ -103,21 +103,21 @@ struct InputLimitsTests {
         // User ids and the session operations.
         refused("empty user id") { _ = try store.credentialState(forUserID: "") }
         refused("10 KiB user id") { try store.recordCredentialState(.authorized, forUserID: String(repeating: "u", count: 10_240), reason: .signIn) }
-        refused("sign-in with a 10 KiB user id") { try store.saveSignIn(account: "a", refreshToken: secret("rt"), appleUserID: String(repeating: "u", count: 10_240), accessToken: nil) }
-        refused("sign-in with an empty refresh token") { try store.saveSignIn(account: "a", refreshToken: SecretBytes([UInt8]()), appleUserID: "u", accessToken: nil) }
+        refused("sign-in with a 10 KiB user id") { try store.ledger.saveSignIn(account: "a", refreshToken: secret("rt"), appleUserID: String(repeating: "u", count: 10_240), accessToken: nil) }
+        refused("sign-in with an empty refresh token") { try store.ledger.saveSignIn(account: "a", refreshToken: SecretBytes([UInt8]()), appleUserID: "u", accessToken: nil) }
         refused("sign-in with an oversize access token") {
-            try store.saveSignIn(account: "a", refreshToken: secret("rt"), appleUserID: "u",
+            try store.ledger.saveSignIn(account: "a", refreshToken: secret("rt"), appleUserID: "u",
                                  accessToken: AccessTokenEntry(token: SecretBytes([UInt8](repeating: 1, count: StoreLimits.maxSecretBytes + 1)), expiresAt: Date(), scopes: []))
         }
         refused("rotation to an empty token") {
-            _ = try store.replaceRefreshToken(account: "a", presented: secret("rt"), with: SecretBytes([UInt8]()),
+            _ = try store.ledger.replaceRefreshToken(account: "a", presented: secret("rt"), with: SecretBytes([UInt8]()),
                                               accessToken: AccessTokenEntry(token: secret("at"), expiresAt: Date(), scopes: []))
         }
         do {  // an outbox entry's next attempt at a date out of range: refused, the entry untouched
-            try store.saveSignIn(account: "dates", refreshToken: secret("rt-dates"), appleUserID: "u-dates", accessToken: nil)
-            guard case .queued(let entries) = try store.beginLogout(account: "dates") else { throw TokenStoreError(.ioError, "not queued") }
+            try store.ledger.saveSignIn(account: "dates", refreshToken: secret("rt-dates"), appleUserID: "u-dates", accessToken: nil)
+            guard case .queued(let entries) = try store.ledger.beginLogout(account: "dates") else { throw TokenStoreError(.ioError, "not queued") }
             refused("next attempt NaN") {
-                try store.recordRevocationAttempt(entries[0], result: .retryLater(error: "x", nextAttemptAt: Date(timeIntervalSince1970: .nan)))
+                try store.ledger.recordRevocationAttempt(entries[0], result: .retryLater(error: "x", nextAttemptAt: Date(timeIntervalSince1970: .nan)))
             }
             cases += 1
             let due = try store.pendingRevocations(dueBy: Date(timeIntervalSince1970: .infinity))  // a query: saturates
@@ -135,7 +135,7 @@ struct InputLimitsTests {
         cases += 1
         do {  // odd user ids round-trip through sign-in
             for (index, id) in ["'\";--", "%_", "a\u{0}b", String(repeating: "u", count: StoreLimits.maxIdentifierBytes)].enumerated() {
-                try store.saveSignIn(account: "user-\(index)", refreshToken: secret("rt-\(index)"), appleUserID: id, accessToken: nil)
+                try store.ledger.saveSignIn(account: "user-\(index)", refreshToken: secret("rt-\(index)"), appleUserID: id, accessToken: nil)
                 if try store.appleUserID(account: "user-\(index)") != id || store.credentialState(forUserID: id) != .authorized
                     || store.accounts(forAppleUserID: id).map(\.account) != ["user-\(index)"] {
                     failures += 1

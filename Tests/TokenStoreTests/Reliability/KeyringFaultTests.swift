@@ -28,7 +28,7 @@ struct KeyringFaultTests {
         // No bus, and a bus on which no Secret Service runs: a separate process each (libsecret
         // keeps its connection per process), against a store made in the shared keyring.
         let t = try TestStore()
-        try t.store.saveSignIn(account: "alice", refreshToken: secret("rt"), appleUserID: "user", accessToken: nil)
+        try t.store.ledger.saveSignIn(account: "alice", refreshToken: secret("rt"), appleUserID: "user", accessToken: nil)
         let itemsBefore = try t.store.counts().items
         let storeID = t.store.storeIdentifier
         let keyID = t.store.keyIdentifier
@@ -114,13 +114,13 @@ struct KeyringFaultTests {
 
     private func runFaults(_ report: ChildReportWriter) throws {
         let t = try TestStore()
-        try t.store.saveSignIn(
+        try t.store.ledger.saveSignIn(
             account: "alice", refreshToken: secret("alice-rt"), appleUserID: "alice-user",
             accessToken: AccessTokenEntry(token: secret("at"), expiresAt: Date() + 3600, scopes: ["openid"]))
         try t.store.set(secret("bob-rt"), for: key("bob"))
-        _ = try t.store.beginLogout(account: "bob")
+        _ = try t.store.ledger.beginLogout(account: "bob")
         let reference = DataKeyReference(storeID: t.store.storeIdentifier, keyID: t.store.keyIdentifier, appID: testAppID)
-        let material = t.store.dataKey.material.copyBytes()
+        let material = t.store.connection.envelope.key.material.copyBytes()
         let raw = try t.rawDatabase()
         func rows() throws -> Int {
             Int(try raw.scalarInt(

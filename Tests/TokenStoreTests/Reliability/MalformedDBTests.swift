@@ -44,7 +44,7 @@ struct MalformedDBTests {
         }
         for i in 0..<4 {
             try store.set(SecretBytes(value(i) + [0x3f]), for: key("out-\(i)"))
-            _ = try store.beginLogout(account: "out-\(i)")
+            _ = try store.ledger.beginLogout(account: "out-\(i)")
         }
     }
 
@@ -62,12 +62,12 @@ struct MalformedDBTests {
         do {
             let walPath = work.appending("walbase/tokens.sqlite").path
             let store = try TokenStore(path: walPath, appID: testAppID)
-            try store.withDatabase { db in try db.execute("PRAGMA wal_autocheckpoint = 0") }
+            try store.connection.withDatabase { db in try db.execute("PRAGMA wal_autocheckpoint = 0") }
             try Self.populate(store)
             walBase = (Array(FileManager.default.contents(atPath: walPath) ?? Data()),
                        Array(FileManager.default.contents(atPath: walPath + "-wal") ?? Data()))
             // The base: a copy of this store (same id, same key), checkpointed and closed.
-            try store.withDatabase { db in try db.checkpoint() }
+            try store.connection.withDatabase { db in try db.checkpoint() }
             try FileManager.default.createDirectory(atPath: (basePath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             chmod((basePath as NSString).deletingLastPathComponent, 0o700)
             _ = FileManager.default.createFile(atPath: basePath, contents: FileManager.default.contents(atPath: walPath), attributes: [.posixPermissions: 0o600])

@@ -20,7 +20,7 @@ struct MultiprocessTests {
         let path = directory.appending("store/tokens.sqlite").path
         do {
             let store = try TokenStore(path: path, appID: testAppID)
-            try store.saveSignIn(account: "shared", refreshToken: secret("0"), appleUserID: "user-shared", accessToken: nil)
+            try store.ledger.saveSignIn(account: "shared", refreshToken: secret("0"), appleUserID: "user-shared", accessToken: nil)
         }
 
         let results = ConcurrentResults()

@@ -21,18 +21,18 @@ struct RowSwapTests {
     /// A store with items of every kind for two accounts in two services, three outbox
     /// entries and two credential states.
     static func populate(_ store: TokenStore) throws {
-        try store.saveSignIn(
+        try store.ledger.saveSignIn(
             account: "alice", refreshToken: secret("alice-rt"), appleUserID: "alice-user",
             accessToken: AccessTokenEntry(token: secret("alice-at"), expiresAt: Date() + 3600, scopes: ["openid"]))
         try store.set(secret("alice-generic"), for: key("alice", .generic), attributes: .init(label: "l"))
-        try store.saveSignIn(account: "bob", refreshToken: secret("bob-rt"), appleUserID: "bob-user", accessToken: nil)
+        try store.ledger.saveSignIn(account: "bob", refreshToken: secret("bob-rt"), appleUserID: "bob-user", accessToken: nil)
         try store.set(secret("alice-rt-svc2"), for: key("alice", service: "svc2"))
         for round in 0..<2 {
-            try store.saveSignIn(account: "carol", refreshToken: secret("carol-rt-\(round)"), appleUserID: "carol-user", accessToken: nil)
-            _ = try store.beginLogout(account: "carol")
+            try store.ledger.saveSignIn(account: "carol", refreshToken: secret("carol-rt-\(round)"), appleUserID: "carol-user", accessToken: nil)
+            _ = try store.ledger.beginLogout(account: "carol")
         }
         try store.set(secret("dave-rt"), for: key("dave"))
-        _ = try store.beginLogout(account: "dave")
+        _ = try store.ledger.beginLogout(account: "dave")
     }
 
     static func slots(_ store: TokenStore, _ raw: Database) throws -> [Slot] {
@@ -45,7 +45,7 @@ struct RowSwapTests {
         for (name, itemKey) in items {
             slots.append(Slot(
                 name: "items:\(name)", table: "items", rowKeyColumn: "lookup", blobColumn: "sealed",
-                rowKey: store.itemLookup(itemKey),
+                rowKey: store.connection.envelope.itemLookup(itemKey),
                 read: { s in outcomeCode { if try s.item(for: itemKey) == nil { throw Absent() } } }))
         }
         var entries: [[UInt8]] = []
@@ -58,13 +58,13 @@ struct RowSwapTests {
         for user in ["alice-user", "bob-user", "carol-user"] {
             slots.append(Slot(
                 name: "credential:\(user)", table: "credential_states", rowKeyColumn: "user_ref", blobColumn: "sealed_user",
-                rowKey: store.userRef(user), read: { s in verifyOutcome(s) }))
+                rowKey: store.connection.envelope.userRef(user), read: { s in verifyOutcome(s) }))
         }
         let keyID = try #require(try raw.firstRow("SELECT key_id FROM data_keys WHERE status = 'active'", []) { $0.blob(0) })
         slots.append(Slot(
             name: "data_keys:key_check", table: "data_keys", rowKeyColumn: "key_id", blobColumn: "key_check", rowKey: keyID,
             read: { s in
-                outcomeCode { try s.withDatabase { db in try KeySetup.verifyKeyCheck(database: db, storeID: s.storeID, key: s.dataKey) } }
+                outcomeCode { try s.connection.withDatabase { db in try KeySetup.verifyKeyCheck(database: db, storeID: s.connection.envelope.storeID, key: s.connection.envelope.key) } }
             }))
         return slots
     }
@@ -116,7 +116,7 @@ struct RowSwapTests {
         }
 
         // An outbox entry moved to another account (its account_ref column).
-        let aliceRef = t.store.accountRef(service: ItemKey.defaultService, account: "alice")
+        let aliceRef = t.store.connection.envelope.accountRef(service: ItemKey.defaultService, account: "alice")
         for slot in slots where slot.table == "pending_revocations" {
             let ref = try #require(try raw.firstRow(
                 "SELECT account_ref FROM pending_revocations WHERE entry_id = ?", [.blob(slot.rowKey)]) { $0.blob(0) })
@@ -136,17 +136,17 @@ struct RowSwapTests {
             try raw.run("UPDATE items SET kind = ? WHERE lookup = ?", [.int(original), .blob(slot.rowKey)])
         }
         // A whole row copied under another account's lookup (bob gets alice's refresh token row).
-        let bobLookup = t.store.itemLookup(key("bob"))
+        let bobLookup = t.store.connection.envelope.itemLookup(key("bob"))
         let aliceRow = try #require(try raw.firstRow(
             "SELECT account_ref, kind, key_id, sealed, created_at, updated_at FROM items WHERE lookup = ?",
-            [.blob(t.store.itemLookup(key("alice")))]) { ($0.blob(0), $0.int(1), $0.blob(2), $0.blob(3), $0.int(4), $0.int(5)) })
+            [.blob(t.store.connection.envelope.itemLookup(key("alice")))]) { ($0.blob(0), $0.int(1), $0.blob(2), $0.blob(3), $0.int(4), $0.int(5)) })
         let bobBlob = try blob(slots[4])
         try raw.run("UPDATE items SET account_ref = ?, sealed = ? WHERE lookup = ?", [.blob(aliceRow.0), .blob(aliceRow.3), .blob(bobLookup)])
         kinds["whole_row", default: 0] += 1
         expectRejected(slots[4], "alice's whole row under bob's lookup")
         try raw.run(
             "UPDATE items SET account_ref = ?, sealed = ? WHERE lookup = ?",
-            [.blob(t.store.accountRef(service: ItemKey.defaultService, account: "bob")), .blob(bobBlob), .blob(bobLookup)])
+            [.blob(t.store.connection.envelope.accountRef(service: ItemKey.defaultService, account: "bob")), .blob(bobBlob), .blob(bobLookup)])
 
         // Blobs from another store (another store id and data key), with and without their key id.
         let other = try TestStore()
@@ -164,7 +164,7 @@ struct RowSwapTests {
             kinds["other_store", default: 0] += 1
             expectRejected(slot, "\(slot.name) from another store with its key id")
             try raw.run(
-                "UPDATE \(slot.table) SET key_id = ? WHERE \(slot.rowKeyColumn) = ?", [.blob(t.store.dataKey.keyID), .blob(slot.rowKey)])
+                "UPDATE \(slot.table) SET key_id = ? WHERE \(slot.rowKeyColumn) = ?", [.blob(t.store.connection.envelope.key.keyID), .blob(slot.rowKey)])
             try put(originals[index], into: slot)
         }
         for slot in slots { #expect(slot.read(t.store) == "ok", "\(slot.name) reads again once restored") }
@@ -189,7 +189,7 @@ struct RowSwapTests {
         try t.store.recordCredentialState(.authorized, forUserID: "alice-user", reason: .signIn)
         try t.store.recordCredentialState(.revoked, forUserID: "bob-user", reason: .userLogout)
         let raw = try t.rawDatabase()
-        try raw.run("UPDATE credential_states SET state = 'authorized' WHERE user_ref = ?", [.blob(t.store.userRef("bob-user"))])
+        try raw.run("UPDATE credential_states SET state = 'authorized' WHERE user_ref = ?", [.blob(t.store.connection.envelope.userRef("bob-user"))])
         let result = outcomeCode {
             if try t.store.credentialState(forUserID: "bob-user") == .authorized { throw Absent() }
         }

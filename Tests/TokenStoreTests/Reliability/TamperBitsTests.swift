@@ -27,21 +27,21 @@ struct TamperBitsTests {
     func tamperBits() throws {
         let t = try TestStore()
         let store = t.store
-        try store.saveSignIn(
+        try store.ledger.saveSignIn(
             account: "alice", refreshToken: secret("alice-refresh-token"), appleUserID: "alice-user",
             accessToken: AccessTokenEntry(token: secret("alice-access"), expiresAt: Date() + 3600, scopes: ["openid", "read"]))
         try store.set(secret("generic-secret"), for: key("alice", .generic), attributes: .init(label: "a label"))
         try store.set(secret("bob-refresh-token"), for: key("bob"))
-        _ = try store.beginLogout(account: "bob")
+        _ = try store.ledger.beginLogout(account: "bob")
         let raw = try t.rawDatabase()
         try raw.execute("PRAGMA synchronous = OFF")  // this connection only: thousands of small writes
 
-        func lookup(_ itemKey: ItemKey) -> [UInt8] { store.itemLookup(itemKey) }
+        func lookup(_ itemKey: ItemKey) -> [UInt8] { store.connection.envelope.itemLookup(itemKey) }
         func itemReader(_ itemKey: ItemKey) -> (TokenStore) -> String {
             { s in outcomeCode { if try s.item(for: itemKey) == nil { throw Absent() } } }
         }
         let entryID = try #require(try raw.firstRow("SELECT entry_id FROM pending_revocations", []) { $0.blob(0) })
-        let userRef = store.userRef("alice-user")
+        let userRef = store.connection.envelope.userRef("alice-user")
         var targets: [Target] = []
         for (name, itemKey) in [("rt", key("alice")), ("apple-id", key("alice", .appleUserID)),
                                 ("access", key("alice", .accessToken)), ("generic", key("alice", .generic))] {
@@ -151,7 +151,7 @@ struct TamperBitsTests {
             tried += 1
             perRegion["key_check", default: 0] += 1
             let result = outcomeCode {
-                try KeySetup.verifyKeyCheck(database: raw, storeID: store.storeID, key: store.dataKey)
+                try KeySetup.verifyKeyCheck(database: raw, storeID: store.connection.envelope.storeID, key: store.connection.envelope.key)
             }
             if result == "ok" { forgeries += 1 } else if result != TokenStoreError.Code.dataKeyCorrupt.rawValue { wrongCode += 1 }
         }

@@ -8,14 +8,14 @@ import Glibc
 /// `TOKENSTORE_CRASH_POINT=<name>` writes `crash point reached: <name>` to standard error and
 /// kills itself with SIGKILL when it reaches that point, so a test can tell a death at the
 /// point from any other. Release builds contain no hook.
-public enum CrashPoint {
+package enum CrashPoint {
     #if DEBUG
     private static let armed: String? = getenv("TOKENSTORE_CRASH_POINT").map { String(cString: $0) }
     #endif
 
     /// Dies here if this point is armed (debug builds only).
     @inline(__always)
-    public static func reach(_ name: StaticString) {
+    package static func reach(_ name: StaticString) {
         #if DEBUG
         if let armed, armed == name.description {
             let line = Array("crash point reached: \(armed)\n".utf8)

@@ -12,25 +12,22 @@ import Foundation
 /// One connection per store object; every call is serialized, so one object may be shared
 /// by any number of threads and tasks. Other processes may open the same file: writes use
 /// `BEGIN IMMEDIATE` and wait for each other.
-public final class TokenStore: @unchecked Sendable {  // all mutable state is behind `lock`
+public final class TokenStore: Sendable {
     /// The database file.
     public let path: String
     /// The app id given at open (appears only in the keyring item's label).
     public let appID: String
     /// The key provider holding the data key.
-    public let keyProvider: any KeyProvider
+    public var keyProvider: any KeyProvider { connection.keyProvider }
     /// The options given at open.
-    public let options: Options
-    let logger: TokenStoreLogger
+    public var options: Options { connection.options }
+    var logger: TokenStoreLogger { connection.logger }
 
-    private let lock = StoreLock()
-    /// Guards `dataKey` for ``keyIdentifier``, which must answer even from inside a callback;
-    /// `dataKey` changes only with both locks held.
-    private let keyLock = NSLock()
-    private var database: Database?
-    /// The store's random id; part of every sealed value's associated data.
-    let storeID: [UInt8]
-    private(set) var dataKey: DataKey
+    /// The connection, the envelope of the active key, and the lock serializing both.
+    let connection: StoreConnection
+
+    /// The session layer's transactions on this store.
+    package var ledger: SessionLedger { SessionLedger(connection: connection) }
 
     // MARK: Opening
 
@@ -67,8 +64,8 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
     /// A new store gets a new data key, made while holding the database write lock so two
     /// processes opening it at once end with one key. A store that already holds sealed
     /// rows never gets a new key: a key that cannot be read is an error, never "first run".
-    /// A key rotation that a crash interrupted is finished (or rolled back) here; see
-    /// ``rotateDataKey(batchSize:progress:)``.
+    /// Owed maintenance runs here (see ``performOwedMaintenance()``); a failure of it is
+    /// logged, never thrown: the store opens with every row readable.
     /// - Throws: as ``init(appID:keyProvider:logger:options:)``.
     public convenience init(
         path: String, appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(),
@@ -85,19 +82,20 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
         try Self.validateAppID(appID)
         self.path = path
         self.appID = appID
-        self.keyProvider = keyProvider
-        self.options = options
-        self.logger = logger
         try FileLayout.prepare(databasePath: path)
         let db = try Database(path: path)
         let applied = try migrator.migrate(db)
         if !applied.isEmpty { logger.info("applied migrations", metadata: ["migrations": "\(applied)"]) }
         let setup = try KeySetup(database: db, provider: keyProvider, appID: appID, logger: logger).openOrCreate()
-        storeID = setup.storeID
-        dataKey = setup.key
-        database = db
+        connection = StoreConnection(
+            path: path, appID: appID, keyProvider: keyProvider, options: options, logger: logger, database: db,
+            envelope: Envelope(storeID: setup.storeID, key: setup.key))
         logger.debug("store opened", metadata: ["key.provider": keyProvider.name, "key.created": "\(setup.created)"])
-        recoverInterruptedRotation()
+        do {
+            try performOwedMaintenance()
+        } catch {
+            logger.info("owed maintenance could not run now", metadata: ["error": TokenStoreError.code(of: error)])
+        }
     }
 
     /// Closes the connection. Later calls throw `storeClosed`. The data key stays in guarded
@@ -106,7 +104,7 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
     /// logs that).
     public func close() {
         do {
-            try lock.withLock { database = nil }
+            try connection.close()
         } catch {
             logger.info("close() was called from inside a callback of the same store; ignored")
         }
@@ -118,75 +116,9 @@ public final class TokenStore: @unchecked Sendable {  // all mutable state is be
         }
     }
 
-    // MARK: Serialized access
-
-    /// Runs `body` with the connection, serialized with every other call on this object.
-    /// - Throws: `invalidInput` when called from inside a callback of this store (see ``StoreLock``).
-    func withDatabase<T>(_ body: (Database) throws -> T) throws -> T {
-        try lock.withLock {
-            guard let database else { throw TokenStoreError(.storeClosed, "The store was closed.") }
-            return try body(database)
-        }
-    }
-
-    /// A write transaction (`BEGIN IMMEDIATE`), serialized. Picks up a key rotation that
-    /// another store object finished meanwhile before `body` runs.
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
-        try withDatabase { db in
-            try db.writeTransaction {
-                try followKeyRotation(db)
-                return try body(db)
-            }
-        }
-    }
-
-    /// A read transaction (one snapshot), serialized. Picks up a finished key rotation too.
-    func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try withDatabase { db in
-            try db.readTransaction {
-                try followKeyRotation(db)
-                return try body(db)
-            }
-        }
-    }
-
-    /// Called with `lock` held.
-    func replaceDataKey(_ key: DataKey) { keyLock.withLock { dataKey = key } }
-
     /// The store's random id (hex), as named in the key provider's attributes.
-    public var storeIdentifier: String { Hex.encode(storeID) }
+    public var storeIdentifier: String { Hex.encode(connection.envelope.storeID) }
 
-    /// The active data key's id (hex).
-    public var keyIdentifier: String { keyLock.withLock { Hex.encode(dataKey.keyID) } }
-
-    // MARK: Keyed hashes (the only form identifiers take in the clear)
-
-    func itemLookup(_ key: ItemKey, under other: DataKey? = nil) -> [UInt8] {
-        (other ?? dataKey).lookupHash(domain: 1, [Array(key.service.utf8), Array(key.account.utf8), [key.kind.code]])
-    }
-
-    func accountRef(service: String, account: String, under other: DataKey? = nil) -> [UInt8] {
-        (other ?? dataKey).lookupHash(domain: 2, [Array(service.utf8), Array(account.utf8)])
-    }
-
-    func userRef(_ userID: String, under other: DataKey? = nil) -> [UInt8] {
-        (other ?? dataKey).lookupHash(domain: 3, [Array(userID.utf8)])
-    }
-
-    func binding(_ kind: RecordKind, rowKey: [UInt8], key: DataKey? = nil) -> Sealer.Binding {
-        Sealer.Binding(storeID: storeID, keyID: (key ?? dataKey).keyID, kind: kind, rowKey: rowKey)
-    }
-
-    /// Opens a sealed column: the row's key id must be the active key.
-    func open(_ blob: [UInt8], keyID: [UInt8], kind: RecordKind, rowKey: [UInt8]) throws -> RecordFields {
-        guard keyID == dataKey.keyID else {
-            throw TokenStoreError(.integrityCheckFailed, "A sealed \(kind) record names a data key this store does not use.")
-        }
-        let plaintext = try Sealer.open(blob, key: dataKey, binding: binding(kind, rowKey: rowKey))
-        return try plaintext.withUnsafeBytes { try RecordFields.decode($0) }
-    }
-
-    func seal(_ fields: RecordFields, kind: RecordKind, rowKey: [UInt8]) -> [UInt8] {
-        fields.encode().withUnsafeBytes { Sealer.seal($0, key: dataKey, binding: binding(kind, rowKey: rowKey)) }
-    }
+    /// The active data key's id (hex). Answers from inside a callback of the store too.
+    public var keyIdentifier: String { Hex.encode(connection.envelope.keyID) }
 }

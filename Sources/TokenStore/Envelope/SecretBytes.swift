@@ -91,7 +91,7 @@ public final class SecretBytes: Sendable, Equatable, CustomStringConvertible,
                 &digest, digest.count, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
                 UInt64(bytes.count), personal, personal.count)
         }
-        return digest.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        return Hex.encode(digest)
     }
 
     public var description: String { "SecretBytes(\(count) bytes, fp \(fingerprint))" }
@@ -103,88 +103,6 @@ public final class SecretBytes: Sendable, Equatable, CustomStringConvertible,
         if lhs.count == 0 { return true }
         return lhs.withUnsafeBytes { a in
             rhs.withUnsafeBytes { b in sodium_memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
-        }
-    }
-}
-
-extension String {
-    func leftPadded(to width: Int, with pad: Character = "0") -> String {
-        count >= width ? self : String(repeating: pad, count: width - count) + self
-    }
-}
-
-/// libsodium initialisation, once per process.
-enum Sodium {
-    private static let initialized: Bool = sodium_init() >= 0
-    static func ensureInitialized() {
-        precondition(initialized, "libsodium failed to initialise")
-    }
-}
-
-/// Where ``SecretBytes`` keep their bytes: memory from `sodium_malloc` (locked with `mlock`,
-/// excluded from core dumps, guard pages around it), wiped with `sodium_memzero` when a
-/// secret goes away.
-///
-/// One `sodium_malloc`/`sodium_free` pair costs about a dozen system calls (mmap, mprotect,
-/// mlock, madvise, munlock, munmap) — 10–30 µs here, and a read makes two secrets. So
-/// secrets of up to ``largestPooledSize`` bytes take a slot of a 64 KiB `sodium_malloc` slab
-/// instead: same locking and dump exclusion, wiped on release, but the guard pages are around
-/// the slab, not each secret. Larger secrets get a `sodium_malloc` region of their own.
-/// Slabs are kept for reuse (bounded by the peak number of live small secrets).
-enum GuardedMemory {
-    /// Slot sizes, one free list each.
-    static let slotSizes = [64, 128, 256, 512, 1_024, 2_048, 4_096]
-    static var largestPooledSize: Int { slotSizes[slotSizes.count - 1] }
-    static let slabBytes = 64 * 1_024
-    private static let pool = SlotPool()
-
-    /// `count` (> 0) bytes of guarded memory; their content is unspecified.
-    static func allocate(_ count: Int) -> UnsafeMutableRawPointer {
-        Sodium.ensureInitialized()
-        if let sizeClass = slotSizes.firstIndex(where: { $0 >= count }) {
-            return pool.take(sizeClass)
-        }
-        guard let memory = sodium_malloc(count) else {
-            fatalError("sodium_malloc failed: out of guarded memory")
-        }
-        return memory
-    }
-
-    /// Wipes and gives back memory from ``allocate(_:)`` with the same `count`.
-    static func release(_ pointer: UnsafeMutableRawPointer, count: Int) {
-        if let sizeClass = slotSizes.firstIndex(where: { $0 >= count }) {
-            sodium_memzero(pointer, count)
-            pool.give(pointer, sizeClass)
-        } else {
-            sodium_free(pointer)  // wipes too
-        }
-    }
-
-    // @unchecked Sendable: `free` is only touched with `lock` held; the slab memory it points
-    // into is never freed.
-    private final class SlotPool: @unchecked Sendable {
-        private let lock = NSLock()
-        private var free: [[UnsafeMutableRawPointer]] = Array(repeating: [], count: GuardedMemory.slotSizes.count)
-
-        func take(_ sizeClass: Int) -> UnsafeMutableRawPointer {
-            lock.lock()
-            defer { lock.unlock() }
-            if free[sizeClass].isEmpty {
-                guard let slab = sodium_malloc(GuardedMemory.slabBytes) else {
-                    fatalError("sodium_malloc failed: out of guarded memory")
-                }
-                let size = GuardedMemory.slotSizes[sizeClass]
-                for offset in stride(from: 0, through: GuardedMemory.slabBytes - size, by: size) {
-                    free[sizeClass].append(slab + offset)
-                }
-            }
-            return free[sizeClass].removeLast()
-        }
-
-        func give(_ pointer: UnsafeMutableRawPointer, _ sizeClass: Int) {
-            lock.lock()
-            defer { lock.unlock() }
-            free[sizeClass].append(pointer)
         }
     }
 }

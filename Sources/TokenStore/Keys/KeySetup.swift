@@ -101,11 +101,7 @@ struct KeySetup {
         return StoreState(storeID: storeID, activeKeyID: keyID)
     }
 
-    private func sealedRowCount() throws -> Int64 {
-        try database.scalarInt(
-            """
-            SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM credential_states)
-                 + (SELECT count(*) FROM pending_revocations) + (SELECT count(*) FROM data_keys)
-            """) ?? 0
+    private func sealedRowCount() throws -> Int {
+        try SealedTables.rowCount(database) + Int(try database.scalarInt("SELECT count(*) FROM data_keys") ?? 0)
     }
 }

@@ -1,0 +1,144 @@
+import Foundation
+
+/// One open store: its connection, the envelope of its active key, and the lock that
+/// serializes every call on them.
+///
+/// `read` and `write` lend the connection and the envelope to a closure for one transaction;
+/// neither escapes it. Before the closure runs, a key rotation that another store object
+/// finished meanwhile is followed, so the envelope is always the store's active key.
+final class StoreConnection: @unchecked Sendable {  // mutable state is behind `lock` (and `keyLock` for `envelope`)
+    let path: String
+    let appID: String
+    let keyProvider: any KeyProvider
+    let options: TokenStore.Options
+    let logger: TokenStoreLogger
+
+    private let lock = StoreLock()
+    /// Guards `current` for ``envelope``, which must answer even from inside a callback;
+    /// `current` changes only with both locks held.
+    private let keyLock = NSLock()
+    private var database: Database?
+    private var current: Envelope
+    /// `PRAGMA data_version` when the active key was last confirmed: unchanged means no other
+    /// connection committed since, so no key switch can have happened.
+    private var confirmedDataVersion: Int64?
+
+    init(
+        path: String, appID: String, keyProvider: any KeyProvider, options: TokenStore.Options,
+        logger: TokenStoreLogger, database: Database, envelope: Envelope
+    ) {
+        self.path = path
+        self.appID = appID
+        self.keyProvider = keyProvider
+        self.options = options
+        self.logger = logger
+        self.database = database
+        current = envelope
+    }
+
+    /// The envelope of the active key (readable from inside a callback of this store).
+    var envelope: Envelope { keyLock.withLock { current } }
+
+    /// Closes the connection; later calls throw `storeClosed`.
+    /// - Throws: `invalidInput` from inside a callback of this store.
+    func close() throws {
+        try lock.withLock { database = nil }
+    }
+
+    /// Runs `body` with the connection, serialized with every other call on this store.
+    /// - Throws: `storeClosed`; `invalidInput` when called from inside a callback of this store.
+    func withDatabase<T>(_ body: (Database) throws -> T) throws -> T {
+        try lock.withLock {
+            guard let database else { throw TokenStoreError(.storeClosed, "The store was closed.") }
+            return try body(database)
+        }
+    }
+
+    /// A write transaction (`BEGIN IMMEDIATE`), serialized, under the active key.
+    func write<T>(_ body: (Database, Envelope) throws -> T) throws -> T {
+        try withDatabase { db in
+            try db.writeTransaction {
+                try followKeyRotation(db)
+                return try body(db, current)
+            }
+        }
+    }
+
+    /// A read transaction (one snapshot), serialized, under the active key.
+    func read<T>(_ body: (Database, Envelope) throws -> T) throws -> T {
+        try withDatabase { db in
+            try db.readTransaction {
+                try followKeyRotation(db)
+                return try body(db, current)
+            }
+        }
+    }
+
+    /// A write transaction that switches the store to `key`: once it has committed, `key` is
+    /// the active key of this connection too.
+    func write<T>(switchingTo key: DataKey, _ body: (Database, Envelope) throws -> T) throws -> T {
+        try withDatabase { db in
+            let value = try db.writeTransaction {
+                try followKeyRotation(db)
+                return try body(db, current)
+            }
+            activate(key)
+            return value
+        }
+    }
+
+    /// Moves WAL content into the main file so deleted ciphertext does not linger in -wal.
+    /// A checkpoint that cannot run now (readers in other processes) is simply partial; one
+    /// that fails is logged, never thrown: it runs after a commit, which has succeeded.
+    func checkpointQuietly() {
+        do {
+            try withDatabase { db in try db.checkpoint() }
+        } catch {
+            logger.info(
+                "WAL checkpoint after a commit failed; the next one catches up", metadata: ["error": TokenStoreError.code(of: error)])
+        }
+    }
+
+    /// Makes `key` the active one. Called with `lock` held, after the transaction that switched to it.
+    private func activate(_ key: DataKey) {
+        keyLock.withLock { current = Envelope(storeID: current.storeID, key: key) }
+        confirmedDataVersion = nil
+    }
+
+    /// The reference the key provider files key `keyID` of this store under.
+    func reference(_ keyID: [UInt8]) -> DataKeyReference {
+        DataKeyReference(storeID: Hex.encode(current.storeID), keyID: Hex.encode(keyID), appID: appID)
+    }
+
+    /// The key `keyID` from the key provider, checked against its key check; nil when the
+    /// provider has none.
+    func loadKey(_ db: Database, keyID: [UInt8]) throws -> DataKey? {
+        guard let material = try keyProvider.loadKey(reference(keyID)) else { return nil }
+        let key = try DataKey(keyID: keyID, material: material)
+        try KeySetup.verifyKeyCheck(database: db, storeID: current.storeID, key: key)
+        return key
+    }
+
+    /// Inside a transaction: if another store object switched the store to a new key, load
+    /// it (from the key provider, checked against its key check) and use it from now on.
+    /// Skipped when no other connection has committed since the key was last confirmed.
+    private func followKeyRotation(_ db: Database) throws {
+        let version = try db.dataVersion()
+        if version == confirmedDataVersion { return }
+        guard let active = try db.firstRow("SELECT key_id FROM data_keys WHERE status = 'active'", [], { $0.blob(0) }) else {
+            throw TokenStoreError(
+                .dataKeyMissing, "The store records no active data key any more (it was reset or destroyed meanwhile).",
+                hint: "Open the store again.")
+        }
+        if active != current.keyID {
+            guard let key = try loadKey(db, keyID: active) else {
+                throw TokenStoreError(
+                    .dataKeyMissing, "The store's new data key is missing from the key provider (\(keyProvider.name)).",
+                    hint: "Restore the keyring that held the key, or reset the store explicitly (resetStore) to start over.")
+            }
+            activate(key)
+            logger.info("followed a key rotation made by another store object")
+        }
+        confirmedDataVersion = version
+    }
+}

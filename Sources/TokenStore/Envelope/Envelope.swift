@@ -1,0 +1,58 @@
+import Foundation
+
+/// What a keyed lookup hash names; each domain hashes different fields, so a hash of one
+/// kind can never stand for another.
+enum LookupDomain: UInt8 {
+    /// An item: (service, account, kind) — `items.lookup`.
+    case item = 1
+    /// An account: (service, account) — `account_ref` of items, outbox entries and logout marks.
+    case account = 2
+    /// An Apple user id — `user_ref` of credential states and their history.
+    case user = 3
+}
+
+/// The store id and one data key: everything sealed, opened or hashed under that key.
+///
+/// Sealing binds each value to the store id, the key id, the record kind and the row's keyed
+/// hash, so a blob copied to another row, table or store does not open.
+struct Envelope: Sendable {
+    let storeID: [UInt8]
+    let key: DataKey
+
+    var keyID: [UInt8] { key.keyID }
+
+    /// The keyed BLAKE2b hash of `fields` in `domain`: the only form identifiers take in the clear.
+    func lookup(_ domain: LookupDomain, _ fields: [[UInt8]]) -> [UInt8] {
+        key.lookupHash(domain: domain.rawValue, fields)
+    }
+
+    func itemLookup(_ item: ItemKey) -> [UInt8] {
+        lookup(.item, [Array(item.service.utf8), Array(item.account.utf8), [item.kind.code]])
+    }
+
+    func accountRef(service: String, account: String) -> [UInt8] {
+        lookup(.account, [Array(service.utf8), Array(account.utf8)])
+    }
+
+    func userRef(_ userID: String) -> [UInt8] {
+        lookup(.user, [Array(userID.utf8)])
+    }
+
+    func seal(_ fields: RecordFields, kind: RecordKind, rowKey: [UInt8]) -> [UInt8] {
+        fields.encode().withUnsafeBytes { Sealer.seal($0, key: key, binding: binding(kind, rowKey: rowKey)) }
+    }
+
+    /// Opens a sealed column of a row whose key id is `keyID`: it must be this envelope's key.
+    /// - Throws: `integrityCheckFailed` (another key, altered, moved, or an invalid layout).
+    func open(_ blob: [UInt8], keyID: [UInt8], kind: RecordKind, rowKey: [UInt8]) throws -> RecordFields {
+        guard keyID == key.keyID else {
+            throw TokenStoreError(.integrityCheckFailed, "A sealed \(kind) record names a data key this store does not use.")
+        }
+        let plaintext = try Sealer.open(blob, key: key, binding: binding(kind, rowKey: rowKey))
+        return try plaintext.withUnsafeBytes { try RecordFields.decode($0) }
+    }
+
+    private func binding(_ kind: RecordKind, rowKey: [UInt8]) -> Sealer.Binding {
+        Sealer.Binding(storeID: storeID, keyID: key.keyID, kind: kind, rowKey: rowKey)
+    }
+}

@@ -1,0 +1,10 @@
+internal import CSodium
+import Foundation
+
+/// libsodium initialisation, once per process.
+enum Sodium {
+    private static let initialized: Bool = sodium_init() >= 0
+    static func ensureInitialized() {
+        precondition(initialized, "libsodium failed to initialise")
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The explicit confirmation ``TokenStore/destroyStore(confirm:)`` requires.
+public enum StoreDestructionConfirmation: Sendable {
+    /// Delete the database, its -wal and -shm files and every data key of the store.
+    case yesDestroyEverything
+}
+
+extension TokenStore {
+    /// Deletes the store: its data keys from the key provider, then the database and its
+    /// -wal, -shm and lock files (``FileLayout``). The store object is closed first; later calls throw
+    /// `storeClosed`.
+    ///
+    /// Keys go first: a crash in between leaves a database whose key is missing (destroy it
+    /// again), never a key item nobody knows about.
+    /// - Warning: every secret, every pending revocation and the whole history are gone for
+    ///   good. Other processes that have the store open keep writing to deleted files.
+    /// - Throws: `keyringLocked`, `secretServiceUnavailable`, `timedOut` (the database is
+    ///   untouched; the Secret Service may still carry out a deletion it had received, so
+    ///   call again), `ioError`.
+    public func destroyStore(confirm: StoreDestructionConfirmation) throws {
+        close()
+        try Self.destroyStore(path: path, appID: appID, keyProvider: keyProvider, confirm: confirm)
+    }
+
+    /// Deletes the store at `path` without opening it (its key may be missing or locked
+    /// away): the data keys it records, then the database and its -wal, -shm and lock
+    /// files. Succeeds when there is nothing left to delete.
+    /// - Warning: every secret, every pending revocation and the whole history are gone for good.
+    /// - Throws: as ``destroyStore(confirm:)``, and `invalidInput`, `databaseCorrupt`.
+    public static func destroyStore(
+        path: String, appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(),
+        confirm: StoreDestructionConfirmation
+    ) throws {
+        try validateAppID(appID)
+        switch confirm { case .yesDestroyEverything: break }
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFREG else {
+                throw TokenStoreError(.unsafeFileLayout, "The database path is not a regular file; refusing to delete it.")
+            }
+            let (storeID, keyIDs) = try recordedKeys(path: path)
+            if let storeID {
+                for keyID in keyIDs {
+                    try keyProvider.deleteKey(DataKeyReference(storeID: Hex.encode(storeID), keyID: Hex.encode(keyID), appID: appID))
+                }
+            }
+        } else if errno != ENOENT {
+            throw TokenStoreError(.ioError, "Could not inspect the database file.", cause: .posix(errno: errno, operation: "lstat"))
+        }
+        for file in FileLayout.allFiles(of: path) {
+            if unlink(file) != 0 && errno != ENOENT {
+                throw TokenStoreError(.ioError, "Could not delete a store file.", cause: .posix(errno: errno, operation: "unlink"))
+            }
+        }
+        FileLayout.syncDirectory(of: path)
+    }
+
+    /// The store id and every recorded key id of the database at `path`, read without keys.
+    private static func recordedKeys(path: String) throws -> ([UInt8]?, [[UInt8]]) {
+        let db = try Database(path: path)
+        let tables = try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('store_info', 'data_keys')") ?? 0
+        guard tables == 2 else { return (nil, []) }
+        let storeID = try db.firstRow("SELECT store_id FROM store_info WHERE id = 1", []) { $0.blob(0) }
+        var keyIDs: [[UInt8]] = []
+        try db.forEachRow("SELECT key_id FROM data_keys") { keyIDs.append($0.blob(0)) }
+        return (storeID, keyIDs)
+    }
+
+}

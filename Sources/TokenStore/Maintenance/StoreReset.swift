@@ -1,0 +1,127 @@
+import Foundation
+
+/// The explicit confirmation ``TokenStore/resetStore(path:appID:keyProvider:confirm:)`` requires.
+public enum StoreResetConfirmation: Sendable {
+    /// Destroy every sealed row (secrets, pending revocations, keys); keep the history.
+    case yesDiscardSealedData
+}
+
+/// What ``TokenStore/resetStore(path:appID:keyProvider:confirm:)`` destroyed and recorded.
+public struct StoreResetReport: Sendable, Equatable {
+    /// Items (secrets) destroyed.
+    public let itemsDestroyed: Int
+    /// Credential states recorded `revoked` with reason `keyLost` in the history.
+    public let credentialStatesRevoked: Int
+    /// Pending revocations that could no longer be opened, recorded as lost in the history.
+    public let pendingRevocationsLost: Int
+    /// The data keys the store no longer knows (hex ids).
+    public let discardedKeyIdentifiers: [String]
+    /// The new data key (hex id).
+    public let newKeyIdentifier: String
+}
+
+/// A history entry kept from before a ``TokenStore/resetStore(path:appID:keyProvider:confirm:)``.
+public struct CredentialHistoryFromBeforeReset: Sendable, Equatable {
+    /// An opaque label for the user (a prefix of the keyed hash under the lost key). Entries
+    /// of one user share it; it cannot be linked to a user id any more.
+    public let subject: String
+    public let transition: CredentialStateTransition
+}
+
+extension CredentialStateDetail {
+    /// Recorded by a reset for a pending revocation whose token could not be opened any more:
+    /// it was never revoked at the server.
+    public static let pendingRevocationLost = "pendingRevocationLost"
+}
+
+extension TokenStore {
+    /// Starts over after the data key was lost (`dataKeyMissing`), keeping the credential
+    /// history: every sealed row is destroyed, the states are recorded `revoked` (`keyLost`)
+    /// and a fresh key is made. Works on the file, since the store cannot be opened while its
+    /// key is missing. See <doc:StoreReset> for what survives and how to read it.
+    /// - Warning: every secret is gone for good, and refresh tokens that were waiting to be
+    ///   revoked stay valid at the server until they expire.
+    /// - Throws: `keyringLocked`, `secretServiceUnavailable`, `timedOut` (the database is
+    ///   unchanged; the Secret Service may still carry out a request it had received),
+    ///   `invalidInput`, `unsafeFileLayout`, `databaseCorrupt`, `databaseBusy`, `schemaTooNew`, `ioError`.
+    @discardableResult
+    public static func resetStore(
+        path: String, appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(),
+        confirm: StoreResetConfirmation
+    ) throws -> StoreResetReport {
+        try validateAppID(appID)
+        switch confirm { case .yesDiscardSealedData: break }
+        try FileLayout.prepare(databasePath: path)
+        var counts = (items: 0, states: 0, outbox: 0)
+        var discarded: [String] = []
+        do {
+            let db = try Database(path: path)
+            _ = try Migrator().migrate(db)
+            let storeID = try db.firstRow("SELECT store_id FROM store_info WHERE id = 1", []) { $0.blob(0) }
+            var keyIDs: [[UInt8]] = []
+            try db.forEachRow("SELECT key_id FROM data_keys") { keyIDs.append($0.blob(0)) }
+            if let storeID {
+                for keyID in keyIDs {
+                    try keyProvider.deleteKey(DataKeyReference(storeID: Hex.encode(storeID), keyID: Hex.encode(keyID), appID: appID))
+                }
+            }
+            discarded = keyIDs.map(Hex.encode)
+            counts = try db.writeTransaction {
+                let now = Timestamp.nowMillis()
+                var states: [([UInt8], String)] = []
+                try db.forEachRow("SELECT user_ref, state FROM credential_states ORDER BY updated_at, user_ref") {
+                    states.append(($0.blob(0), $0.text(1)))
+                }
+                for (ref, state) in states {
+                    try db.run(
+                        "INSERT INTO credential_history(user_ref, at, from_state, to_state, reason, detail) VALUES (?, ?, ?, 'revoked', ?, NULL)",
+                        [.blob(ref), .int(now), .text(state), .text(CredentialStateReason.keyLost.rawValue)])
+                }
+                var lost: [[UInt8]] = []
+                try db.forEachRow("SELECT account_ref FROM pending_revocations ORDER BY created_at, entry_id") { lost.append($0.blob(0)) }
+                for ref in lost {
+                    // The user id is sealed in the entry; the account hash stands in for it.
+                    try db.run(
+                        "INSERT INTO credential_history(user_ref, at, from_state, to_state, reason, detail) VALUES (?, ?, 'revoked', 'revoked', ?, ?)",
+                        [.blob(ref), .int(now), .text(CredentialStateReason.keyLost.rawValue),
+                         .text(CredentialStateDetail.pendingRevocationLost)])
+                }
+                let items = try ItemRecord.count(db)
+                for table in SealedTables.all.map({ $0.table }) + ["account_marks", "data_keys"] + SealedTables.rotationTables {
+                    try db.run("DELETE FROM \(table)")
+                }
+                let lastHistory = try db.scalarInt("SELECT coalesce(max(id), 0) FROM credential_history") ?? 0
+                try db.run(
+                    "INSERT INTO store_resets(at, last_history_id, items_destroyed, states_revoked, outbox_lost) VALUES (?, ?, ?, ?, ?)",
+                    [.int(now), .int(lastHistory), .int(Int64(items)), .int(Int64(states.count)), .int(Int64(lost.count))])
+                return (items, states.count, lost.count)
+            }
+            try db.checkpoint()
+        }
+        let store = try TokenStore(path: path, appID: appID, keyProvider: keyProvider)
+        defer { store.close() }
+        return StoreResetReport(
+            itemsDestroyed: counts.items, credentialStatesRevoked: counts.states, pendingRevocationsLost: counts.outbox,
+            discardedKeyIdentifiers: discarded, newKeyIdentifier: store.keyIdentifier)
+    }
+
+    /// The credential history recorded before the store was reset (see
+    /// ``resetStore(path:appID:keyProvider:confirm:)``), oldest first. These entries cannot
+    /// be found by user id any more; entries of one user share a ``CredentialHistoryFromBeforeReset/subject``.
+    /// Empty when the store was never reset.
+    public func credentialHistoryFromBeforeReset() throws -> [CredentialHistoryFromBeforeReset] {
+        try connection.read { db, _ in
+            guard let last = try db.scalarInt("SELECT max(last_history_id) FROM store_resets") else { return [] }
+            var entries: [CredentialHistoryFromBeforeReset] = []
+            try db.forEachRow(
+                "SELECT user_ref, at, from_state, to_state, reason, detail FROM credential_history WHERE id <= ? ORDER BY id",
+                [.int(last)]
+            ) { row in
+                entries.append(CredentialHistoryFromBeforeReset(
+                    subject: Hex.encode(Array(row.blob(0).prefix(8))),
+                    transition: CredentialRecord.transition(row, from: 1)))
+            }
+            return entries
+        }
+    }
+}

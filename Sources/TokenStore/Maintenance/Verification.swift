@@ -1,0 +1,52 @@
+import Foundation
+
+/// What ``TokenStore/verify()`` found.
+public struct VerificationReport: Sendable {
+    /// One row that did not open, named by table and a short row id (a hash prefix, never an identifier).
+    public struct BadRow: Sendable, Equatable {
+        public let table: String
+        public let rowID: String
+        public let reason: String
+    }
+    /// `PRAGMA integrity_check` lines; `["ok"]` when the file is sound.
+    public let integrityCheck: [String]
+    public let rowsChecked: Int
+    public let badRows: [BadRow]
+    public var isHealthy: Bool { integrityCheck == ["ok"] && badRows.isEmpty }
+}
+
+extension TokenStore {
+    /// Runs `PRAGMA integrity_check` and opens every sealed row, reporting each bad one.
+    /// - Parameter progress: called with (done, total) as rows are checked.
+    public func verify(progress: ((Int, Int) -> Void)? = nil) throws -> VerificationReport {
+        try connection.read { db, envelope in
+            var integrity: [String] = []
+            try db.forEachRow("PRAGMA integrity_check") { integrity.append($0.text(0)) }
+            let total = try SealedTables.rowCount(db)
+            var done = 0
+            var bad: [VerificationReport.BadRow] = []
+            for table in SealedTables.all {
+                try table.verifyRows(db, envelope: envelope) { rowKey, body in
+                    do { try body() } catch let error as TokenStoreError {
+                        bad.append(.init(
+                            table: table.table, rowID: Hex.encode(Array(rowKey.prefix(6))),
+                            reason: "\(error.code.rawValue): \(error.message)"))
+                    } catch {
+                        bad.append(.init(table: table.table, rowID: Hex.encode(Array(rowKey.prefix(6))), reason: "unexpected error"))
+                    }
+                    done += 1
+                    progress?(done, total)
+                }
+            }
+            return VerificationReport(integrityCheck: integrity, rowsChecked: done, badRows: bad)
+        }
+    }
+
+    /// The schema version of the open store.
+    public func schemaVersion() throws -> Int {
+        try connection.withDatabase { db in try Migrator().currentVersion(in: db) }
+    }
+
+    /// The newest schema version this library knows.
+    public static var supportedSchemaVersion: Int { Migrator().latestVersion }
+}

@@ -1,0 +1,291 @@
+import Foundation
+
+/// The session layer's transactions on a store: sign-in, refresh (compare-and-swap), and the
+/// logout outbox. For `AuthSession` (package access): an app that called one of these on its
+/// own could leave an account half logged out.
+///
+/// None of them runs maintenance: a transaction that removes the store's last secret records
+/// a crypto-erase as owed, and ``TokenStore/performOwedMaintenance()`` runs it (the session
+/// calls it after a logout, and every open runs it).
+package struct SessionLedger: Sendable {
+    let connection: StoreConnection
+
+    // MARK: Sign-in and refresh
+
+    /// Checks the names a sign-in will store, as ``saveSignIn(account:service:refreshToken:appleUserID:accessToken:)``
+    /// does, so that a session can refuse bad input before it asks the server for tokens.
+    /// - Throws: `invalidInput`.
+    package static func validateSignIn(account: String, service: String = ItemKey.defaultService, appleUserID: String) throws {
+        try TokenStore.validate(ItemKey(service: service, account: account, kind: .refreshToken))
+        try TokenStore.validate(userID: appleUserID)
+    }
+
+    /// Stores a sign-in in one transaction: the refresh token, the Apple user id and the
+    /// access-token cache of `account`, and records the user as `authorized`.
+    ///
+    /// A refresh token the account already held is never dropped: it goes to the
+    /// pending-revocation outbox, and when it belonged to another Apple user, that user is
+    /// recorded `revoked` (reason `replacedBySignIn`, revocation pending).
+    /// - Returns: whether a previous refresh token was queued for revocation.
+    /// - Throws: `invalidInput`, storage errors. Nothing is stored when it throws.
+    @discardableResult
+    package func saveSignIn(
+        account: String, service: String = ItemKey.defaultService, refreshToken: SecretBytes,
+        appleUserID: String, accessToken: AccessTokenEntry?
+    ) throws -> Bool {
+        let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
+        try Self.validateSignIn(account: account, service: service, appleUserID: appleUserID)
+        try TokenStore.validate(secret: refreshToken, attributes: .init())
+        if let accessToken { try TokenStore.validate(secret: accessToken.token, attributes: accessToken.attributes) }
+        return try connection.write { db, envelope in
+            var queued = false
+            if let previous = try ItemRecord.find(db, rtKey, envelope: envelope), previous.secret != refreshToken {
+                let previousUser = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
+                try OutboxRecord.insert(
+                    db, service: service, account: account, appleUserID: previousUser, token: previous.secret,
+                    reason: .replacedBySignIn, envelope: envelope)
+                if let previousUser, previousUser != appleUserID {
+                    try CredentialRecord.record(
+                        db, userID: previousUser, to: .revoked, reason: .replacedBySignIn,
+                        detail: CredentialStateDetail.remoteRevocationPending, envelope: envelope)
+                }
+                queued = true
+            }
+            try ItemRecord.upsert(db, rtKey, secret: refreshToken, envelope: envelope)
+            try ItemRecord.upsert(db, rtKey.sibling(.appleUserID), secret: SecretBytes(utf8: appleUserID), envelope: envelope)
+            try Self.storeCache(db, rtKey.sibling(.accessToken), accessToken, envelope: envelope)
+            try AccountMarks.clear(db, service: service, account: account, envelope: envelope)
+            try CredentialRecord.record(db, userID: appleUserID, to: .authorized, reason: .signIn, detail: nil, envelope: envelope)
+            return queued
+        }
+    }
+
+    /// The account's cached access token, or `nil` (none, or the account is logging out).
+    package func cachedAccessToken(account: String, service: String = ItemKey.defaultService) throws -> AccessTokenEntry? {
+        let key = ItemKey(service: service, account: account, kind: .accessToken)
+        try TokenStore.validate(key)
+        return try connection.read { db, envelope in
+            guard try !AccountMarks.isLoggingOut(db, service: service, account: account, envelope: envelope),
+                let item = try ItemRecord.find(db, key, envelope: envelope), let expiresAt = item.attributes.expiresAt
+            else { return nil }
+            return AccessTokenEntry(token: item.secret, expiresAt: expiresAt, scopes: item.attributes.scopes)
+        }
+    }
+
+    /// Stores the result of a refresh in one durable transaction, but only if the refresh
+    /// token presented to the server is still the account's (compare-and-swap).
+    ///
+    /// With rotation, `newRefreshToken` replaces the presented one; without, the presented
+    /// one is kept. When the account was logged out or signed in anew meanwhile, nothing is
+    /// stored and a new refresh token goes to the revocation outbox (``RefreshTokenReplacement/superseded``).
+    /// A `nil` access token clears the account's cache entry.
+    package func replaceRefreshToken(
+        account: String, service: String = ItemKey.defaultService, presented: SecretBytes,
+        with newRefreshToken: SecretBytes?, accessToken: AccessTokenEntry?
+    ) throws -> RefreshTokenReplacement {
+        let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
+        try TokenStore.validate(rtKey)
+        if let accessToken { try TokenStore.validate(secret: accessToken.token, attributes: accessToken.attributes) }
+        if let newRefreshToken { try TokenStore.validate(secret: newRefreshToken, attributes: .init()) }
+        return try connection.write { db, envelope in
+            let current = try ItemRecord.find(db, rtKey, envelope: envelope)
+            if let current, current.secret == presented,
+                try !AccountMarks.isLoggingOut(db, service: service, account: account, envelope: envelope)
+            {
+                if let newRefreshToken { try ItemRecord.upsert(db, rtKey, secret: newRefreshToken, envelope: envelope) }
+                try Self.storeCache(db, rtKey.sibling(.accessToken), accessToken, envelope: envelope)
+                return .stored
+            }
+            if let newRefreshToken {
+                let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
+                try OutboxRecord.insert(
+                    db, service: service, account: account, appleUserID: userID, token: newRefreshToken,
+                    reason: .userLogout, envelope: envelope)
+            }
+            return .superseded
+        }
+    }
+
+    /// The server refused `presented` (`invalid_grant`): stop offering it. If it is still the
+    /// account's refresh token, it and the access-token cache are deleted and the user is
+    /// recorded `revoked` with reason `refreshRejected`. Returns whether anything changed.
+    @discardableResult
+    package func rejectRefreshToken(
+        account: String, service: String = ItemKey.defaultService, presented: SecretBytes
+    ) throws -> Bool {
+        let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
+        try TokenStore.validate(rtKey)
+        return try connection.write { db, envelope in
+            guard let current = try ItemRecord.find(db, rtKey, envelope: envelope), current.secret == presented else { return false }
+            try ItemRecord.delete(db, rtKey, envelope: envelope)
+            try ItemRecord.delete(db, rtKey.sibling(.accessToken), envelope: envelope)
+            if let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope) {
+                try CredentialRecord.record(db, userID: userID, to: .revoked, reason: .refreshRejected, detail: nil, envelope: envelope)
+            }
+            return true
+        }
+    }
+
+    // MARK: Logout
+
+    /// Step 1 of a logout, one transaction: marks the account as logging out and moves its
+    /// refresh token into the pending-revocation outbox, so no read offers it any more.
+    /// Nothing else is deleted yet, so a crash here loses nothing.
+    package func beginLogout(
+        account: String, service: String = ItemKey.defaultService, reason: CredentialStateReason = .userLogout
+    ) throws -> LogoutPreparation {
+        let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
+        try TokenStore.validate(rtKey)
+        try CredentialStateReason.validate(reason.rawValue, what: "reason")
+        let preparation: LogoutPreparation = try connection.write { db, envelope in
+            let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
+            if let token = try ItemRecord.find(db, rtKey, envelope: envelope) {
+                let entryID = try OutboxRecord.insert(
+                    db, service: service, account: account, appleUserID: userID, token: token.secret, reason: reason,
+                    envelope: envelope)
+                // The insert must have taken effect before the token leaves the items.
+                guard try OutboxRecord.exists(db, entryID: entryID) else {
+                    throw TokenStoreError(.ioError, "The revocation outbox did not keep the refresh token; nothing was changed.")
+                }
+                try ItemRecord.delete(db, rtKey, envelope: envelope)
+                try AccountMarks.markLoggingOut(db, service: service, account: account, entryID: entryID, envelope: envelope)
+            }
+            let pending = try OutboxRecord.entries(db, service: service, account: account, envelope: envelope)
+            if !pending.isEmpty { return .queued(pending) }
+            let hasItems = try ItemRecord.accountHasItems(db, service: service, account: account, envelope: envelope)
+            return hasItems ? .localOnly(appleUserID: userID) : .nothingStored
+        }
+        CrashPoint.reach("logout.afterBegin")
+        return preparation
+    }
+
+    /// Local clean-up of a logout with nothing to revoke: deletes the account's Apple user id
+    /// and cached access token and records `revoked`. When this leaves the store with no
+    /// secrets, a crypto-erase is owed (see ``TokenStore/performOwedMaintenance()``).
+    package func finishLocalLogout(
+        account: String, service: String = ItemKey.defaultService, reason: CredentialStateReason = .userLogout
+    ) throws {
+        let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
+        try TokenStore.validate(rtKey)
+        try connection.write { db, envelope in
+            let before = try ItemRecord.count(db)
+            let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
+            try Self.deleteLocalEntries(db, service: service, account: account, envelope: envelope)
+            if let userID {
+                try CredentialRecord.record(db, userID: userID, to: .revoked, reason: reason, detail: nil, envelope: envelope)
+            }
+            if try ItemRecord.count(db) < before { try markEraseOwedIfEmpty(db) }
+        }
+        connection.checkpointQuietly()
+    }
+
+    /// Records the result of a revocation attempt, in one transaction.
+    ///
+    /// - `revoked`: the entry is deleted.
+    /// - `retryLater`: attempts, next attempt time and last error are updated.
+    /// - `failedPermanently`: the entry is kept and flagged.
+    ///
+    /// If the entry's account is still marked as logging out by this entry, its Apple user id
+    /// and cached access token are deleted, the mark cleared and the user recorded `revoked`
+    /// (with the detail `remoteRevocationPending` or `remoteRevocationFailed` unless revoked).
+    /// If the logout was already finished locally and the revocation now went through, the
+    /// history records `revocationConfirmed`. Then the WAL is checkpointed.
+    /// - Returns: the user's credential state afterwards, when the user id is known.
+    @discardableResult
+    package func recordRevocationAttempt(_ entry: PendingRevocation, result: RevocationAttemptResult) throws -> CredentialState? {
+        let entryID = try OutboxRecord.entryID(entry)
+        if case .retryLater(_, let next) = result { try TokenStore.validate(date: next, what: "next attempt") }
+        let state: CredentialState? = try connection.write { db, envelope in
+            let exists = try OutboxRecord.exists(db, entryID: entryID)
+            let detail: String?
+            switch result {
+            case .revoked:
+                try OutboxRecord.delete(db, entryID: entryID)
+                detail = nil
+            case .retryLater(let error, let next):
+                try db.run(
+                    "UPDATE pending_revocations SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE entry_id = ?",
+                    [.int(Timestamp.millis(from: next)), .text(Self.clip(error)), .blob(entryID)])
+                detail = CredentialStateDetail.remoteRevocationPending
+            case .failedPermanently(let code, let error):
+                try db.run(
+                    "UPDATE pending_revocations SET attempts = attempts + 1, failed_code = ?, last_error = ? WHERE entry_id = ?",
+                    [.text(Self.clip(code)), .text(Self.clip(error)), .blob(entryID)])
+                detail = CredentialStateDetail.remoteRevocationFailed
+            }
+            if exists, try AccountMarks.settlesLogout(
+                db, entryID: entryID, service: entry.service, account: entry.account, envelope: envelope)
+            {
+                try Self.deleteLocalEntries(db, service: entry.service, account: entry.account, envelope: envelope)
+                if let userID = entry.appleUserID {
+                    try CredentialRecord.record(db, userID: userID, to: .revoked, reason: entry.reason, detail: detail, envelope: envelope)
+                }
+            } else if exists, case .revoked = result, let userID = entry.appleUserID,
+                try CredentialRecord.state(db, userID: userID, envelope: envelope) == .revoked,
+                try CredentialRecord.lastDetail(db, userID: userID, envelope: envelope) != nil
+            {
+                try CredentialRecord.record(db, userID: userID, to: .revoked, reason: .revocationConfirmed, detail: nil, envelope: envelope)
+            }
+            if exists { try markEraseOwedIfEmpty(db) }
+            return try entry.appleUserID.map { try CredentialRecord.state(db, userID: $0, envelope: envelope) }
+        }
+        connection.checkpointQuietly()
+        return state
+    }
+
+    /// Gives up on a pending revocation explicitly: the entry is deleted without the token
+    /// being revoked, and the choice is recorded in the user's history (`revocationDiscarded`).
+    /// - Warning: the refresh token may still be valid at the server.
+    package func discardPendingRevocation(_ entry: PendingRevocation) throws {
+        let entryID = try OutboxRecord.entryID(entry)
+        try connection.write { db, envelope in
+            guard try OutboxRecord.delete(db, entryID: entryID) else { return }
+            if try AccountMarks.settlesLogout(db, entryID: entryID, service: entry.service, account: entry.account, envelope: envelope) {
+                try Self.deleteLocalEntries(db, service: entry.service, account: entry.account, envelope: envelope)
+            }
+            if let userID = entry.appleUserID {
+                try CredentialRecord.record(
+                    db, userID: userID, to: .revoked, reason: .revocationDiscarded, detail: nil, envelope: envelope)
+            }
+            try markEraseOwedIfEmpty(db)
+        }
+    }
+
+    // MARK: Internals
+
+    /// Stores (or, for nil, clears) the access-token cache entry at `key`.
+    private static func storeCache(_ db: Database, _ key: ItemKey, _ entry: AccessTokenEntry?, envelope: Envelope) throws {
+        if let entry {
+            try ItemRecord.upsert(db, key, secret: entry.token, attributes: entry.attributes, envelope: envelope)
+        } else {
+            try ItemRecord.delete(db, key, envelope: envelope)
+        }
+    }
+
+    /// Deletes an account's remaining local entries (Apple user id, access-token cache,
+    /// any refresh token) and its logout mark.
+    private static func deleteLocalEntries(_ db: Database, service: String, account: String, envelope: Envelope) throws {
+        for kind in [ItemKind.refreshToken, .appleUserID, .accessToken] {
+            try ItemRecord.delete(db, ItemKey(service: service, account: account, kind: kind), envelope: envelope)
+        }
+        try AccountMarks.clear(db, service: service, account: account, envelope: envelope)
+    }
+
+    /// In the transaction that may have removed the store's last secret: when nothing secret
+    /// is left, records that a crypto-erase is owed (unless turned off in the options).
+    private func markEraseOwedIfEmpty(_ db: Database) throws {
+        guard connection.options.rotatesKeyAfterLastLogout, try SealedTables.holdNoSecrets(db) else { return }
+        try db.run(
+            "UPDATE store_info SET erase_owed_since = coalesce(erase_owed_since, ?) WHERE id = 1", [.int(Timestamp.nowMillis())])
+    }
+
+    static func clip(_ text: String) -> String {
+        let printable = text.unicodeScalars.filter { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f }
+        return String(String.UnicodeScalarView(printable.prefix(200)))
+    }
+}
+
+extension ItemKey {
+    /// The item of the same account with another kind.
+    func sibling(_ kind: ItemKind) -> ItemKey { ItemKey(service: service, account: account, kind: kind) }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+/// A refresh token waiting to be revoked at the authorization server.
+public struct PendingRevocation: Sendable {
+    /// The entry's random id (hex).
+    public let id: String
+    public let service: String
+    public let account: String
+    /// The Apple user id of the account, when it was known.
+    public let appleUserID: String?
+    /// The token to revoke.
+    public let refreshToken: SecretBytes
+    /// The reason recorded when the logout completes.
+    public let reason: CredentialStateReason
+    public let attempts: Int
+    public let nextAttemptAt: Date
+    /// The last error's code and short description (never a token).
+    public let lastError: String?
+    /// Set when the server refused the revocation for good (a configuration error), for the app to surface.
+    public let failureCode: String?
+    public let createdAt: Date
+}
+
+/// What ``SessionLedger/beginLogout(account:service:reason:)`` found and did.
+package enum LogoutPreparation: Sendable {
+    /// Nothing is stored for the account, and nothing is pending.
+    case nothingStored
+    /// The account has local entries but no refresh token: only local clean-up is left.
+    case localOnly(appleUserID: String?)
+    /// The refresh token moved to the outbox (and entries already pending for the account are included).
+    case queued([PendingRevocation])
+}
+
+/// The result of one attempt to revoke a pending entry.
+package enum RevocationAttemptResult: Sendable {
+    /// The server revoked it (or never knew it): the entry is deleted.
+    case revoked
+    /// A transient failure: try again at `nextAttemptAt`.
+    case retryLater(error: String, nextAttemptAt: Date)
+    /// A permanent failure (configuration): the entry is kept and flagged with `code`.
+    case failedPermanently(code: String, error: String)
+}
+
+/// A cached access token with its expiry and granted scopes.
+package struct AccessTokenEntry: Sendable {
+    package let token: SecretBytes
+    package let expiresAt: Date
+    package let scopes: [String]
+
+    package init(token: SecretBytes, expiresAt: Date, scopes: [String]) {
+        self.token = token
+        self.expiresAt = expiresAt
+        self.scopes = scopes
+    }
+
+    var attributes: ItemAttributes { ItemAttributes(expiresAt: expiresAt, scopes: scopes) }
+
+    /// Whether the store accepts this entry in its cache (size, scopes, expiry within the
+    /// store's limits). A session stores a refresh token without the cache entry rather than
+    /// lose the refresh token over an access token it cannot cache.
+    package var isCacheable: Bool {
+        (try? TokenStore.validate(secret: token, attributes: attributes)) != nil
+    }
+}
+
+/// What ``SessionLedger/replaceRefreshToken(account:service:presented:with:accessToken:)`` did.
+package enum RefreshTokenReplacement: Sendable, Equatable {
+    /// The new tokens are stored; the old refresh token is gone.
+    case stored
+    /// The account was logged out (or signed in anew) meanwhile: nothing was stored for it,
+    /// and a new refresh token, if any, was queued for revocation.
+    case superseded
+}

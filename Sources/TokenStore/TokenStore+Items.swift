@@ -1,0 +1,131 @@
+import Foundation
+
+extension TokenStore {
+    /// Stores `secret` at `key`, replacing what was there (an upsert: never a duplicate-item error).
+    ///
+    /// Storing a refresh token starts a new session for the account: a logout that had
+    /// begun for it stays on its way (its token is already in the revocation outbox).
+    /// - Throws: `invalidInput` (empty or oversize values), `databaseBusy`, `ioError`.
+    public func set(_ secret: SecretBytes, for key: ItemKey, attributes: ItemAttributes = .init()) throws {
+        try Self.validate(key)
+        try Self.validate(secret: secret, attributes: attributes)
+        try connection.write { db, envelope in
+            try ItemRecord.upsert(db, key, secret: secret, attributes: attributes, envelope: envelope)
+            if key.kind == .refreshToken {
+                try AccountMarks.clear(db, service: key.service, account: key.account, envelope: envelope)
+            }
+        }
+    }
+
+    /// The item at `key` with its secret, or `nil` when there is none.
+    ///
+    /// Never `nil` because of a locked keyring or a damaged row: those throw.
+    /// - Throws: `integrityCheckFailed`, `databaseCorrupt`, `databaseBusy`, `storeClosed`, `invalidInput`.
+    public func item(for key: ItemKey) throws -> StoredItem? {
+        try Self.validate(key)
+        return try connection.read { db, envelope in try ItemRecord.find(db, key, envelope: envelope)?.stored }
+    }
+
+    /// The secret at `key`, or `nil` when there is none. See ``item(for:)``.
+    public func secret(for key: ItemKey) throws -> SecretBytes? {
+        try item(for: key)?.secret
+    }
+
+    /// Deletes the item at `key`. Succeeds when there is nothing to delete.
+    /// - Warning: the secret is gone for good (secure delete).
+    public func delete(_ key: ItemKey) throws {
+        try Self.validate(key)
+        try connection.write { db, envelope in _ = try ItemRecord.delete(db, key, envelope: envelope) }
+    }
+
+    /// Metadata of every item, without secrets. Rows are opened one at a time, so memory
+    /// stays flat however large the store is.
+    /// - Throws: `integrityCheckFailed` on the first row that does not open (use ``verify(progress:)`` to see them all).
+    public func items() throws -> [ItemInfo] {
+        var result: [ItemInfo] = []
+        try forEachItem { result.append($0) }
+        return result
+    }
+
+    /// Calls `body` with the metadata of each item, streaming.
+    ///
+    /// `body` runs inside the store's read: it must not call this store (that throws
+    /// `invalidInput`). To act on items, collect their keys and act after the call returns.
+    public func forEachItem(_ body: (ItemInfo) throws -> Void) throws {
+        try connection.read { db, envelope in
+            try ItemRecord.forEach(db, envelope: envelope) { try body($0.info) }
+        }
+    }
+
+    /// The accounts that have items, with the kinds each holds.
+    public func accounts() throws -> [AccountInfo] {
+        try connection.read { db, envelope in
+            var kinds: [AccountKey: Set<ItemKind>] = [:]
+            try ItemRecord.forEach(db, envelope: envelope) { item in
+                kinds[AccountKey(service: item.key.service, account: item.key.account), default: []].insert(item.key.kind)
+            }
+            return try kinds.map { account, kinds in
+                AccountInfo(
+                    service: account.service, account: account.account, kinds: kinds,
+                    isLoggingOut: try AccountMarks.isLoggingOut(
+                        db, service: account.service, account: account.account, envelope: envelope))
+            }
+        }.sorted { ($0.service, $0.account) < ($1.service, $1.account) }
+    }
+
+    /// The accounts whose stored Apple user id is `userID`.
+    public func accounts(forAppleUserID userID: String) throws -> [(service: String, account: String)] {
+        try Self.validate(userID: userID)
+        let wanted = SecretBytes(utf8: userID)
+        return try connection.read { db, envelope in
+            var found: [(service: String, account: String)] = []
+            try ItemRecord.forEach(db, kind: .appleUserID, envelope: envelope) { item in
+                if item.secret == wanted { found.append((item.key.service, item.key.account)) }
+            }
+            return found
+        }
+    }
+
+    /// The account's refresh token, or `nil` when none is stored (or a logout has taken it).
+    public func refreshToken(account: String, service: String = ItemKey.defaultService) throws -> SecretBytes? {
+        try secret(for: ItemKey(service: service, account: account, kind: .refreshToken))
+    }
+
+    /// The account's Apple user id, or `nil`.
+    /// - Note: the id is returned as a `String`: it is an identifier, not a credential.
+    public func appleUserID(account: String, service: String = ItemKey.defaultService) throws -> String? {
+        try secret(for: ItemKey(service: service, account: account, kind: .appleUserID))?.stringValue()
+    }
+
+    /// Counts of what the store holds, without opening anything.
+    public func counts() throws -> StoreCounts {
+        try connection.read { db, _ in
+            StoreCounts(
+                items: try ItemRecord.count(db),
+                accounts: Int(try db.scalarInt("SELECT count(DISTINCT account_ref) FROM items") ?? 0),
+                pendingRevocations: try OutboxRecord.count(db),
+                credentialStates: try CredentialRecord.count(db))
+        }
+    }
+
+    /// The entries of the revocation outbox, oldest first; only those due by `dueBy` when
+    /// given. Flagged (permanently failed) entries are included only when `includeFailed` is true.
+    public func pendingRevocations(dueBy: Date? = nil, includeFailed: Bool = true) throws -> [PendingRevocation] {
+        var conditions: [String] = []
+        var arguments: [SQLValue] = []
+        if let dueBy {
+            conditions.append("next_attempt_at <= ?")
+            arguments.append(.int(Timestamp.millis(from: dueBy)))
+        }
+        if !includeFailed { conditions.append("failed_code IS NULL") }
+        return try connection.read { db, envelope in
+            try OutboxRecord.entries(
+                db, where: conditions.isEmpty ? "1" : conditions.joined(separator: " AND "), arguments, envelope: envelope)
+        }
+    }
+
+    struct AccountKey: Hashable {
+        let service: String
+        let account: String
+    }
+}
