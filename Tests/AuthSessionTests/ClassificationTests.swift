@@ -324,6 +324,20 @@ import FoundationNetworking
         #expect(storage.code == .storage && storage.description.contains("keyringLocked"))
     }
 
+    @Test("a store error wrapped by the session layer (storage) still matches the store's pattern in a catch")
+    func storePatternMatchesThroughStorage() {
+        func classify(_ error: any Error) -> String {
+            do { throw error }
+            catch TokenStoreError.keyringLocked { return "locked" }
+            catch AuthSessionError.storage { return "storage" }
+            catch { return "other" }
+        }
+        #expect(classify(AuthSessionError.storage(TokenStoreError(.keyringLocked, "locked"))) == "locked")
+        #expect(classify(TokenStoreError(.keyringLocked, "locked")) == "locked")
+        #expect(classify(AuthSessionError.storage(TokenStoreError(.ioError, "io"))) == "storage")
+        #expect(classify(AuthSessionError(.rateLimited, "x")) == "other")
+    }
+
     @Test("every code has a pattern that matches only that code; raw values are stable; equality is by code")
     func everyCodeHasAPattern() {
         let patterns: [(AuthSessionError, String)] = [

@@ -9,13 +9,15 @@ import TokenStore
 /// cause. No token, request body or response body is ever held verbatim in the text.
 ///
 /// Match with the static errors below, which compare by code only (details and cause are
-/// ignored). A store failure arrives as ``storage`` with the `TokenStoreError` in ``cause``.
-/// Codes are not an enum: a `switch` needs a `default:`.
+/// ignored). A store failure arrives as ``storage`` with the `TokenStoreError` in ``cause``;
+/// `catch TokenStoreError.keyringLocked` matches it too. Codes are not an enum: a `switch`
+/// needs a `default:`.
 ///
 /// ```swift
 /// do { _ = try await client.refresh(token, scopes: ["openid"]) }
 /// catch AuthSessionError.interactionRequired { /* sign the user in again */ }
 /// catch AuthSessionError.notConnectedToInternet { /* try again when online */ }
+/// catch TokenStoreError.keyringLocked { /* ask the user to unlock */ }
 /// catch let error as AuthSessionError where error.isTransient { /* try again later */ }
 /// // In tests: #expect(throws: AuthSessionError.invalidGrant) { try await … }
 /// ```
@@ -191,6 +193,12 @@ public struct AuthSessionError: CodedError {
 extension AuthSessionError {
     /// `catch AuthSessionError.rateLimited`: matches a thrown ``AuthSessionError`` with the code of `pattern`.
     public static func ~= (pattern: AuthSessionError, error: any Error) -> Bool { matches(pattern, error) }
+
+    /// The `TokenStoreError` of a ``Code/storage`` error, so that `catch TokenStoreError.…` matches it.
+    package var underlyingError: (any Error)? {
+        if case .storage(let error)? = cause { return error }
+        return nil
+    }
 
     // One error per code: a pattern for `catch`, `switch` and `#expect(throws:)`, equal to
     // every error with that code.

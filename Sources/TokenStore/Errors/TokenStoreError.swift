@@ -5,7 +5,9 @@
 /// the underlying cause (SQLite extended result code, GLib error, errno) when there is one.
 ///
 /// Match with the static errors below, which compare by code only (message, hint and cause
-/// are ignored). Codes are not an enum: a `switch` needs a `default:`.
+/// are ignored). `catch TokenStoreError.keyringLocked` also matches a store error that reaches
+/// the app wrapped by the session layer (`AuthSessionError.storage`), so write it before
+/// `catch AuthSessionError.storage`. Codes are not an enum: a `switch` needs a `default:`.
 ///
 /// ```swift
 /// do { _ = try store.refreshToken(account: "me") }
@@ -125,7 +127,8 @@ public struct TokenStoreError: CodedError {
 }
 
 extension TokenStoreError {
-    /// `catch TokenStoreError.keyringLocked`: matches a thrown ``TokenStoreError`` with the code of `pattern`.
+    /// `catch TokenStoreError.keyringLocked`: matches a thrown ``TokenStoreError`` with the code
+    /// of `pattern`, also when it is the cause of an `AuthSessionError.storage`.
     public static func ~= (pattern: TokenStoreError, error: any Error) -> Bool { matches(pattern, error) }
 
     // One error per code: a pattern for `catch`, `switch` and `#expect(throws:)`, equal to
