@@ -104,24 +104,24 @@ public struct AuthSessionError: CodedError {
     /// What went wrong, for a developer. Never contains a token or a body verbatim.
     public let message: String
     /// The HTTP status of the answer, when there was one.
-    public var httpStatus: Int?
+    public let httpStatus: Int?
     /// The OAuth `error` field of the answer (sanitized), when there was one.
-    public var oauthError: String?
+    public let oauthError: String?
     /// The OAuth `error_description` (sanitized: printable ASCII, at most 120 characters,
     /// token-like runs redacted), when there was one.
-    public var oauthErrorDescription: String?
+    public let oauthErrorDescription: String?
     /// How long the server asked to wait before the next attempt (`Retry-After` or
     /// `X-RateLimit-Reset`), already capped by the ``RetryPolicy``.
-    public var retryAfter: Duration?
+    public internal(set) var retryAfter: Duration?
     /// For ``Code/serverDeclinedScopes``: the scopes the server granted.
-    public var grantedScopes: [String]?
+    public let grantedScopes: [String]?
     /// For ``Code/serverDeclinedScopes``: the requested scopes the server did not grant.
-    public var declinedScopes: [String]?
+    public let declinedScopes: [String]?
     /// For ``Code/serverDeclinedScopes`` from a silent renewal: the access token for the
     /// granted scopes (also stored in the cache), so the app can go on with those.
-    public var grantedAccessToken: AccessToken?
+    public internal(set) var grantedAccessToken: AccessToken?
     /// The underlying cause, when there is one.
-    public var cause: Cause?
+    public let cause: Cause?
 
     /// Makes an error. `oauthError` and `oauthErrorDescription` are sanitized here.
     public init(
