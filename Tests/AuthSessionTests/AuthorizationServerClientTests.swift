@@ -62,19 +62,6 @@ import TokenStore
         try await offPool { server.stop() }
     }
 
-    /// Expects `body` to throw an ``AuthSessionError`` with `code`.
-    static func expectCode(
-        _ code: AuthSessionError.Code, sourceLocation: SourceLocation = #_sourceLocation,
-        _ body: () async throws -> Void
-    ) async {
-        do {
-            try await body()
-            Issue.record("no error thrown, expected \(code)", sourceLocation: sourceLocation)
-        } catch {
-            #expect((error as? AuthSessionError)?.code == code, "\(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     // MARK: - Happy path
 
     @Test func exchangeRefreshRevoke() async throws {
@@ -95,7 +82,7 @@ import TokenStore
             #expect(try server.introspect(Self.string(firstRefresh)).active)
 
             // The code is single use.
-            await Self.expectCode(.invalidGrant) {
+            await #expect(throws: AuthSessionError.invalidGrant) {
                 _ = try await client.exchangeAppleAuthorizationCode(SecretBytes(utf8: code), scopes: scopes)
             }
 
@@ -229,7 +216,7 @@ import TokenStore
             let refresh = try #require(tokens.refreshToken)
             // The redirect points at the real endpoint: following it would rotate the token.
             try server.inject(.redirect(to: server.tokenURL.absoluteString, status: 307, path: "/oauth/token"))
-            await Self.expectCode(.invalidRequest) {
+            await #expect(throws: AuthSessionError.invalidRequest) {
                 _ = try await client.refresh(SecretBytes(utf8: refresh), scopes: ["openid"])
             }
             #expect(try server.introspect(refresh).active)

@@ -323,4 +323,42 @@ import FoundationNetworking
         let storage = AuthSessionError.storage(TokenStoreError(.keyringLocked, "locked"))
         #expect(storage.code == .storage && storage.description.contains("keyringLocked"))
     }
+
+    @Test("a store error wrapped by the session layer (storage) still matches the store's pattern in a catch")
+    func storePatternMatchesThroughStorage() {
+        func classify(_ error: any Error) -> String {
+            do { throw error }
+            catch TokenStoreError.keyringLocked { return "locked" }
+            catch AuthSessionError.storage { return "storage" }
+            catch { return "other" }
+        }
+        #expect(classify(AuthSessionError.storage(TokenStoreError(.keyringLocked, "locked"))) == "locked")
+        #expect(classify(TokenStoreError(.keyringLocked, "locked")) == "locked")
+        #expect(classify(AuthSessionError.storage(TokenStoreError(.ioError, "io"))) == "storage")
+        #expect(classify(AuthSessionError(.rateLimited, "x")) == "other")
+    }
+
+    @Test("every code has a pattern that matches only that code; raw values are stable; equality is by code")
+    func everyCodeHasAPattern() {
+        let patterns: [(AuthSessionError, String)] = [
+            (.interactionRequired, "interactionRequired"), (.serverDeclinedScopes, "serverDeclinedScopes"),
+            (.notConnectedToInternet, "notConnectedToInternet"), (.timedOut, "timedOut"), (.rateLimited, "rateLimited"),
+            (.serverError, "serverError"), (.invalidClient, "invalidClient"), (.invalidRequest, "invalidRequest"),
+            (.unsupportedTokenType, "unsupportedTokenType"), (.invalidGrant, "invalidGrant"),
+            (.unexpectedResponse, "unexpectedResponse"), (.tlsFailure, "tlsFailure"), (.cancelled, "cancelled"),
+            (.insecureConfiguration, "insecureConfiguration"), (.storage, "storage"),
+        ]
+        #expect(AuthSessionError.Code.allCases.map(\.rawValue) == patterns.map(\.1))
+        for (pattern, rawValue) in patterns {
+            #expect(pattern.code.rawValue == rawValue && "\(pattern.code)" == rawValue)
+            #expect(pattern.description.hasPrefix("AuthSessionError.\(rawValue): "))
+            for (other, otherRawValue) in patterns {
+                let thrown: any Error = AuthSessionError(other.code, "m", httpStatus: 400, oauthError: "e")
+                #expect((pattern ~= thrown) == (rawValue == otherRawValue), "\(rawValue) vs \(otherRawValue)")
+            }
+        }
+        let detailed = AuthSessionError(.invalidGrant, "rejected", httpStatus: 400, oauthError: "invalid_grant")
+        #expect(detailed == .invalidGrant && detailed != .invalidRequest)
+        #expect(throws: AuthSessionError.invalidGrant) { throw detailed }
+    }
 }

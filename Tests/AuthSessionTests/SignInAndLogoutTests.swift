@@ -124,6 +124,27 @@ struct SignInAndLogoutTests {
         #expect(try f.server.revokeGrants(forAppleUserID: "user-unstored") == 0, "a token of the sign-in was still active")
     }
 
+    @Test("a store error from a session call matches the store's pattern (catch TokenStoreError.storeClosed)")
+    func storeErrorThroughSessionMatchesStorePattern() async throws {
+        let f = try SessionFixture()
+        try await f.signIn("alice")
+        f.store.close()  // every store call now throws storeClosed
+        var matched = "nothing thrown"
+        do {
+            _ = try await f.session.acquireTokenSilently(account: "alice", scopes: ["openid"])
+        } catch TokenStoreError.storeClosed {
+            matched = "storeClosed"
+        } catch {
+            matched = "not matched: \(error)"
+        }
+        #expect(matched == "storeClosed")
+        // The error itself is still the session layer's, with the store's error as its cause.
+        let thrown = await #expect(throws: AuthSessionError.storage) {
+            _ = try await f.session.acquireTokenSilently(account: "alice", scopes: ["openid"])
+        }
+        #expect(thrown.flatMap { storeCode(of: $0) } == .storeClosed, "got \(String(describing: thrown))")
+    }
+
     @Test("an access token the cache cannot hold (300 scopes): the refresh token is stored, the access token handed on")
     func uncacheableAccessToken() async throws {
         let f = try SessionFixture()

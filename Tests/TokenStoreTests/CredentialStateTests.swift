@@ -42,6 +42,6 @@ struct CredentialStateTests {
     func closed() throws {
         let t = try TestStore()
         t.store.close()
-        expectCode(.storeClosed) { try t.store.credentialState(forUserID: "u") }
+        #expect(throws: TokenStoreError.storeClosed) { try t.store.credentialState(forUserID: "u") }
     }
 }

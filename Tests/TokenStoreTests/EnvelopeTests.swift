@@ -32,8 +32,8 @@ struct EnvelopeTests {
         var blob = try #require(try raw.firstRow("SELECT sealed FROM items", []) { $0.blob(0) })
         blob[blob.count / 2] ^= 0x01
         try raw.run("UPDATE items SET sealed = ?", [.blob(blob)])
-        expectCode(.integrityCheckFailed) { try t.store.item(for: key("alice")) }
-        expectCode(.integrityCheckFailed) { try t.store.items() }
+        #expect(throws: TokenStoreError.integrityCheckFailed) { try t.store.item(for: key("alice")) }
+        #expect(throws: TokenStoreError.integrityCheckFailed) { try t.store.items() }
         let report = try t.store.verify()
         #expect(report.badRows.count == 1)
         #expect(report.badRows.first?.table == "items")
@@ -50,8 +50,8 @@ struct EnvelopeTests {
         #expect(rows.count == 2)
         try raw.run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(rows[1].1), .blob(rows[0].0)])
         try raw.run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(rows[0].1), .blob(rows[1].0)])
-        expectCode(.integrityCheckFailed) { try t.store.item(for: key("alice")) }
-        expectCode(.integrityCheckFailed) { try t.store.item(for: key("bob")) }
+        #expect(throws: TokenStoreError.integrityCheckFailed) { try t.store.item(for: key("alice")) }
+        #expect(throws: TokenStoreError.integrityCheckFailed) { try t.store.item(for: key("bob")) }
         #expect(try t.store.verify().badRows.count == 2)
     }
 
@@ -83,8 +83,8 @@ struct EnvelopeTests {
             fields.setSecret(secret("planted"))
             let planted = t.store.connection.envelope.seal(fields, kind: .item, rowKey: lookup)
             try t.rawDatabase().run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(planted), .blob(lookup)])
-            expectCode(.integrityCheckFailed) { try t.store.item(for: found) }
-            expectCode(.integrityCheckFailed) { try t.store.secret(for: found) }
+            #expect(throws: TokenStoreError.integrityCheckFailed) { try t.store.item(for: found) }
+            #expect(throws: TokenStoreError.integrityCheckFailed) { try t.store.secret(for: found) }
             #expect(try t.store.verify().badRows.count == 1)
         }
     }

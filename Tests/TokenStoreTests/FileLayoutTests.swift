@@ -15,14 +15,14 @@ struct FileLayoutTests {
         chmod(dir.path, 0o700)
         let path = dir.appending("tokens.sqlite").path
         #expect(FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x41, count: 8192), attributes: [.posixPermissions: 0o600]))
-        expectCode(.databaseCorrupt) { try TokenStore(path: path, appID: testAppID) }
+        #expect(throws: TokenStoreError.databaseCorrupt) { try TokenStore(path: path, appID: testAppID) }
     }
 
     @Test("the default path follows XDG_DATA_HOME and refuses odd app ids")
     func defaultPath() throws {
         let path = try TokenStore.defaultPath(appID: "com.example.app")
         #expect(path.hasSuffix("/com.example.app/tokens.sqlite"))
-        expectCode(.invalidInput) { try TokenStore.defaultPath(appID: "../evil") }
-        expectCode(.invalidInput) { try TokenStore.defaultPath(appID: "") }
+        #expect(throws: TokenStoreError.invalidInput) { try TokenStore.defaultPath(appID: "../evil") }
+        #expect(throws: TokenStoreError.invalidInput) { try TokenStore.defaultPath(appID: "") }
     }
 }

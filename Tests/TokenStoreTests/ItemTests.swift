@@ -114,11 +114,11 @@ struct ItemTests {
     @Test("bad input is refused with invalidInput and writes nothing")
     func invalidInput() throws {
         let t = try TestStore()
-        expectCode(.invalidInput) { try t.store.set(secret("x"), for: key("")) }
-        expectCode(.invalidInput) { try t.store.set(SecretBytes([UInt8]()), for: key("alice")) }
-        expectCode(.invalidInput) { try t.store.set(secret("x"), for: key(String(repeating: "a", count: 10_240))) }
-        expectCode(.invalidInput) { try t.store.set(SecretBytes([UInt8](repeating: 1, count: (1 << 20) + 1)), for: key("alice")) }
-        expectCode(.invalidInput) { try t.store.recordCredentialState(.revoked, forUserID: "u", reason: .init(rawValue: "has space")) }
+        #expect(throws: TokenStoreError.invalidInput) { try t.store.set(secret("x"), for: key("")) }
+        #expect(throws: TokenStoreError.invalidInput) { try t.store.set(SecretBytes([UInt8]()), for: key("alice")) }
+        #expect(throws: TokenStoreError.invalidInput) { try t.store.set(secret("x"), for: key(String(repeating: "a", count: 10_240))) }
+        #expect(throws: TokenStoreError.invalidInput) { try t.store.set(SecretBytes([UInt8](repeating: 1, count: (1 << 20) + 1)), for: key("alice")) }
+        #expect(throws: TokenStoreError.invalidInput) { try t.store.recordCredentialState(.revoked, forUserID: "u", reason: .init(rawValue: "has space")) }
         #expect(try t.store.counts().items == 0)
     }
 

@@ -235,7 +235,7 @@ struct KeyManagementTests {
             #expect(!FileManager.default.fileExists(atPath: file), "\(file) left")
         }
         #expect(try keyItems(storeID) == 0)
-        expectCode(.storeClosed) { try t.store.counts() }
+        #expect(throws: TokenStoreError.storeClosed) { try t.store.counts() }
         // Destroying what is already gone succeeds.
         try TokenStore.destroyStore(path: t.path, appID: testAppID, confirm: .yesDestroyEverything)
     }
@@ -265,7 +265,7 @@ struct KeyManagementTests {
         #expect(before.count == 3)
 
         try PrivateKeyring.clearItems(storeID: storeID)
-        expectCode(.dataKeyMissing) { try t.reopen() }
+        #expect(throws: TokenStoreError.dataKeyMissing) { try t.reopen() }
 
         let report = try TokenStore.resetStore(path: t.path, appID: testAppID, confirm: .yesDiscardSealedData)
         #expect(report.itemsDestroyed == 2)
@@ -326,10 +326,10 @@ struct KeyManagementTests {
     func oneRotationAtATime() throws {
         let t = try TestStore()
         defer { try? PrivateKeyring.clearItems(storeID: t.store.storeIdentifier) }
-        expectCode(.invalidInput) { try t.store.rotateDataKey(batchSize: 0) }
+        #expect(throws: TokenStoreError.invalidInput) { try t.store.rotateDataKey(batchSize: 0) }
         do {
             let held = try #require(try RotationLock.acquire(storePath: t.path))
-            expectCode(.databaseBusy) { try t.store.rotateDataKey() }
+            #expect(throws: TokenStoreError.databaseBusy) { try t.store.rotateDataKey() }
             #expect(try RotationLock.acquire(storePath: t.path) == nil, "a second lock in the same process is refused too")
             withExtendedLifetime(held) {}
         }
@@ -396,7 +396,7 @@ struct PassphraseKeyProviderTests {
 
         let before = try fileBytes(storeDir)
         for wrong in ["correct horse batterY", "x"] {
-            expectCode(.wrongPassphrase) { try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, wrong)) }
+            #expect(throws: TokenStoreError.wrongPassphrase) { try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, wrong)) }
         }
         #expect(try fileBytes(storeDir) == before, "a wrong passphrase changed a file")
     }
@@ -415,7 +415,7 @@ struct PassphraseKeyProviderTests {
         func attempt(_ bytes: [UInt8]) throws {
             try Data(bytes).write(to: URL(fileURLWithPath: file))
             _ = chmod(file, 0o600)
-            expectCode(.integrityCheckFailed) { try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, "pw")) }
+            #expect(throws: TokenStoreError.integrityCheckFailed) { try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, "pw")) }
         }
         var bytes = [UInt8](original)
         // Every region, checksum left stale.
@@ -461,12 +461,12 @@ struct PassphraseKeyProviderTests {
         store.close()
         let file = try keyFile(dir.appending("store").path)
         _ = chmod(file, 0o640)
-        expectCode(.unsafeFileLayout) { try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, "pw")) }
+        #expect(throws: TokenStoreError.unsafeFileLayout) { try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, "pw")) }
         _ = chmod(file, 0o600)
         let moved = dir.appending("elsewhere.key").path
         try FileManager.default.moveItem(atPath: file, toPath: moved)
         try FileManager.default.createSymbolicLink(atPath: file, withDestinationPath: moved)
-        expectCode(.unsafeFileLayout) { try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, "pw")) }
+        #expect(throws: TokenStoreError.unsafeFileLayout) { try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, "pw")) }
     }
 }
 

@@ -107,7 +107,7 @@ struct MigrationTests {
         let raw = try Database(path: plain, readOnly: true)
         #expect(try raw.scalarText("PRAGMA journal_mode") == "delete")
         #expect(!FileManager.default.fileExists(atPath: directory.appending("missing.sqlite").path))
-        expectCode(.ioError) { try TokenStore.inspect(path: directory.appending("missing.sqlite").path) }
+        #expect(throws: TokenStoreError.ioError) { try TokenStore.inspect(path: directory.appending("missing.sqlite").path) }
         #expect(!FileManager.default.fileExists(atPath: directory.appending("missing.sqlite").path), "inspect created a file")
     }
 

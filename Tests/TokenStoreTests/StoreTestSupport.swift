@@ -41,20 +41,6 @@ func key(_ account: String, _ kind: ItemKind = .refreshToken, service: String = 
 
 func secret(_ text: String) -> SecretBytes { SecretBytes(utf8: text) }
 
-/// Asserts that `body` throws a TokenStoreError with `code`.
-func expectCode<T>(
-    _ code: TokenStoreError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> T
-) {
-    do {
-        _ = try body()
-        Issue.record("expected \(code), got success", sourceLocation: sourceLocation)
-    } catch let error as TokenStoreError {
-        #expect(error.code == code, "got \(error)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
-    }
-}
-
 extension Data {
     func contains(_ text: String) -> Bool { range(of: Data(text.utf8)) != nil }
 }

@@ -8,58 +8,76 @@ import TokenStore
 /// the delay the server asked for, the scopes granted and declined, and the underlying
 /// cause. No token, request body or response body is ever held verbatim in the text.
 ///
-/// Match on the code with `~=` (the static constants below name the codes; a bare
-/// `AuthSessionError.Code.x` in a `catch` would be read as an enum-case pattern and cannot
-/// match an `Error`):
+/// Match with the static errors below, which compare by code only (details and cause are
+/// ignored). A store failure arrives as ``storage`` with the `TokenStoreError` in ``cause``;
+/// `catch TokenStoreError.keyringLocked` matches it too. Codes are not an enum: a `switch`
+/// needs a `default:`.
 ///
 /// ```swift
 /// do { _ = try await client.refresh(token, scopes: ["openid"]) }
 /// catch AuthSessionError.interactionRequired { /* sign the user in again */ }
 /// catch AuthSessionError.notConnectedToInternet { /* try again when online */ }
-/// catch let error as AuthSessionError { switch error.code { … } }
+/// catch TokenStoreError.keyringLocked { /* ask the user to unlock */ }
+/// catch let error as AuthSessionError where error.isTransient { /* try again later */ }
+/// // In tests: #expect(throws: AuthSessionError.invalidGrant) { try await … }
 /// ```
-public struct AuthSessionError: Error, Sendable, CustomStringConvertible {
-    /// Stable error codes. Apps switch on these; the raw values never change.
-    public enum Code: String, Sendable, CaseIterable {
+public struct AuthSessionError: CodedError {
+    /// A stable error code. Not an enum: a later version may add codes, so a `switch` over
+    /// codes needs a `default:`. The raw values never change (`tokenctl --json` prints them).
+    public struct Code: ErrorCode {
+        /// The raw value, e.g. `"interactionRequired"`.
+        public let rawValue: String
+
+        /// Makes a code from its raw value.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
         /// The user must sign in again: no refresh token is stored, or the server answered
         /// `invalid_grant` to a refresh (expired, revoked or reused token).
-        case interactionRequired
+        public static let interactionRequired = Code(rawValue: "interactionRequired")
         /// The server granted fewer scopes than asked. ``AuthSessionError/grantedScopes`` and
         /// ``AuthSessionError/declinedScopes`` say which.
-        case serverDeclinedScopes
+        public static let serverDeclinedScopes = Code(rawValue: "serverDeclinedScopes")
         /// The host could not be reached: no network, DNS failure, connection refused,
         /// reset or lost. Retry when the network is back.
-        case notConnectedToInternet
+        public static let notConnectedToInternet = Code(rawValue: "notConnectedToInternet")
         /// The request or the answer did not complete in time (client timeout or HTTP 408).
-        case timedOut
+        public static let timedOut = Code(rawValue: "timedOut")
         /// The server answered 429. ``AuthSessionError/retryAfter`` says when to try again,
         /// when the server said so.
-        case rateLimited
+        public static let rateLimited = Code(rawValue: "rateLimited")
         /// The server answered 5xx.
-        case serverError
+        public static let serverError = Code(rawValue: "serverError")
         /// The server rejected the client's credentials (`invalid_client`,
         /// `unauthorized_client`): a configuration error.
-        case invalidClient
+        public static let invalidClient = Code(rawValue: "invalidClient")
         /// The server rejected the request as malformed (`invalid_request`, unsupported grant
         /// type, a redirect, or another 4xx): a configuration or programming error.
-        case invalidRequest
+        public static let invalidRequest = Code(rawValue: "invalidRequest")
         /// The revocation endpoint does not support revoking this kind of token.
-        case unsupportedTokenType
+        public static let unsupportedTokenType = Code(rawValue: "unsupportedTokenType")
         /// The server answered `invalid_grant` to an authorization-code exchange: the Apple
         /// authorization code is wrong, expired or already used. Nothing was stored.
-        case invalidGrant
+        public static let invalidGrant = Code(rawValue: "invalidGrant")
         /// The answer was not what the protocol promises (not JSON, a missing field, a
         /// redirect, an unknown status). Only a short sanitized excerpt is kept.
-        case unexpectedResponse
+        public static let unexpectedResponse = Code(rawValue: "unexpectedResponse")
         /// The TLS handshake failed or the server's certificate was refused.
-        case tlsFailure
+        public static let tlsFailure = Code(rawValue: "tlsFailure")
         /// The operation was cancelled (task cancellation).
-        case cancelled
+        public static let cancelled = Code(rawValue: "cancelled")
         /// The configuration is refused before any request: plain `http://` to a host that is
         /// not loopback, a URL without a host, an empty client id.
-        case insecureConfiguration
+        public static let insecureConfiguration = Code(rawValue: "insecureConfiguration")
         /// A local storage error; ``AuthSessionError/cause`` holds the `TokenStoreError`.
-        case storage
+        public static let storage = Code(rawValue: "storage")
+
+        /// Every code this version defines, in a stable order. A later version may add more.
+        public static let allCases: [Code] = [
+            .interactionRequired, .serverDeclinedScopes, .notConnectedToInternet, .timedOut,
+            .rateLimited, .serverError, .invalidClient, .invalidRequest, .unsupportedTokenType,
+            .invalidGrant, .unexpectedResponse, .tlsFailure, .cancelled, .insecureConfiguration,
+            .storage,
+        ]
     }
 
     /// The underlying cause of an error, kept for diagnosis. Holds no secret.
@@ -86,24 +104,24 @@ public struct AuthSessionError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, for a developer. Never contains a token or a body verbatim.
     public let message: String
     /// The HTTP status of the answer, when there was one.
-    public var httpStatus: Int?
+    public let httpStatus: Int?
     /// The OAuth `error` field of the answer (sanitized), when there was one.
-    public var oauthError: String?
+    public let oauthError: String?
     /// The OAuth `error_description` (sanitized: printable ASCII, at most 120 characters,
     /// token-like runs redacted), when there was one.
-    public var oauthErrorDescription: String?
+    public let oauthErrorDescription: String?
     /// How long the server asked to wait before the next attempt (`Retry-After` or
     /// `X-RateLimit-Reset`), already capped by the ``RetryPolicy``.
-    public var retryAfter: Duration?
+    public internal(set) var retryAfter: Duration?
     /// For ``Code/serverDeclinedScopes``: the scopes the server granted.
-    public var grantedScopes: [String]?
+    public let grantedScopes: [String]?
     /// For ``Code/serverDeclinedScopes``: the requested scopes the server did not grant.
-    public var declinedScopes: [String]?
+    public let declinedScopes: [String]?
     /// For ``Code/serverDeclinedScopes`` from a silent renewal: the access token for the
     /// granted scopes (also stored in the cache), so the app can go on with those.
-    public var grantedAccessToken: AccessToken?
+    public internal(set) var grantedAccessToken: AccessToken?
     /// The underlying cause, when there is one.
-    public var cause: Cause?
+    public let cause: Cause?
 
     /// Makes an error. `oauthError` and `oauthErrorDescription` are sanitized here.
     public init(
@@ -142,15 +160,14 @@ public struct AuthSessionError: Error, Sendable, CustomStringConvertible {
         switch code {
         case .notConnectedToInternet, .timedOut, .rateLimited, .serverError, .tlsFailure, .cancelled:
             return true
-        case .interactionRequired, .serverDeclinedScopes, .invalidClient, .invalidRequest,
-            .unsupportedTokenType, .invalidGrant, .unexpectedResponse, .insecureConfiguration, .storage:
+        default:
             return false
         }
     }
 
     /// `AuthSessionError.<code>: message (HTTP 400, invalid_request: "…") …` — never a token.
     public var description: String {
-        var text = "AuthSessionError.\(code.rawValue): \(message)"
+        var text = descriptionHead
         var details: [String] = []
         if let httpStatus { details.append("HTTP \(httpStatus)") }
         if let oauthError {
@@ -174,43 +191,52 @@ public struct AuthSessionError: Error, Sendable, CustomStringConvertible {
 }
 
 extension AuthSessionError {
-    /// Pattern for ``Code/interactionRequired``: `catch AuthSessionError.interactionRequired`.
-    public static let interactionRequired = Code.interactionRequired
-    /// Pattern for ``Code/serverDeclinedScopes``.
-    public static let serverDeclinedScopes = Code.serverDeclinedScopes
-    /// Pattern for ``Code/notConnectedToInternet``.
-    public static let notConnectedToInternet = Code.notConnectedToInternet
-    /// Pattern for ``Code/timedOut``.
-    public static let timedOut = Code.timedOut
-    /// Pattern for ``Code/rateLimited``.
-    public static let rateLimited = Code.rateLimited
-    /// Pattern for ``Code/serverError``.
-    public static let serverError = Code.serverError
-    /// Pattern for ``Code/invalidClient``.
-    public static let invalidClient = Code.invalidClient
-    /// Pattern for ``Code/invalidRequest``.
-    public static let invalidRequest = Code.invalidRequest
-    /// Pattern for ``Code/unsupportedTokenType``.
-    public static let unsupportedTokenType = Code.unsupportedTokenType
-    /// Pattern for ``Code/invalidGrant``.
-    public static let invalidGrant = Code.invalidGrant
-    /// Pattern for ``Code/unexpectedResponse``.
-    public static let unexpectedResponse = Code.unexpectedResponse
-    /// Pattern for ``Code/tlsFailure``.
-    public static let tlsFailure = Code.tlsFailure
-    /// Pattern for ``Code/cancelled``.
-    public static let cancelled = Code.cancelled
-    /// Pattern for ``Code/insecureConfiguration``.
-    public static let insecureConfiguration = Code.insecureConfiguration
-    /// Pattern for ``Code/storage``.
-    public static let storage = Code.storage
-}
+    /// `catch AuthSessionError.rateLimited`: matches a thrown ``AuthSessionError`` with the code of `pattern`.
+    public static func ~= (pattern: AuthSessionError, error: any Error) -> Bool { matches(pattern, error) }
 
-extension AuthSessionError.Code {
-    /// `catch AuthSessionError.rateLimited` support: matches a thrown ``AuthSessionError`` by code.
-    public static func ~= (code: Self, error: any Error) -> Bool {
-        (error as? AuthSessionError)?.code == code
+    /// The `TokenStoreError` of a ``Code/storage`` error, so that `catch TokenStoreError.…` matches it.
+    package var underlyingError: (any Error)? {
+        if case .storage(let error)? = cause { return error }
+        return nil
     }
+
+    // One error per code: a pattern for `catch`, `switch` and `#expect(throws:)`, equal to
+    // every error with that code.
+
+    /// Matches ``Code/interactionRequired``.
+    public static let interactionRequired = Self(.interactionRequired, "The user must sign in again.")
+    /// Matches ``Code/serverDeclinedScopes``.
+    public static let serverDeclinedScopes = Self(
+        .serverDeclinedScopes, "The server granted fewer scopes than requested.")
+    /// Matches ``Code/notConnectedToInternet``.
+    public static let notConnectedToInternet = Self(.notConnectedToInternet, "The host could not be reached.")
+    /// Matches ``Code/timedOut``.
+    public static let timedOut = Self(.timedOut, "The request did not complete in time.")
+    /// Matches ``Code/rateLimited``.
+    public static let rateLimited = Self(.rateLimited, "The server is rate limiting.")
+    /// Matches ``Code/serverError``.
+    public static let serverError = Self(.serverError, "The server failed.")
+    /// Matches ``Code/invalidClient``.
+    public static let invalidClient = Self(.invalidClient, "The server rejected the client's credentials.")
+    /// Matches ``Code/invalidRequest``.
+    public static let invalidRequest = Self(.invalidRequest, "The server rejected the request as malformed.")
+    /// Matches ``Code/unsupportedTokenType``.
+    public static let unsupportedTokenType = Self(
+        .unsupportedTokenType, "The server cannot revoke this kind of token.")
+    /// Matches ``Code/invalidGrant``.
+    public static let invalidGrant = Self(.invalidGrant, "The server rejected the authorization code.")
+    /// Matches ``Code/unexpectedResponse``.
+    public static let unexpectedResponse = Self(
+        .unexpectedResponse, "The answer was not what the protocol promises.")
+    /// Matches ``Code/tlsFailure``.
+    public static let tlsFailure = Self(.tlsFailure, "The TLS handshake failed.")
+    /// Matches ``Code/cancelled``.
+    public static let cancelled = Self(.cancelled, "The operation was cancelled.")
+    /// Matches ``Code/insecureConfiguration``.
+    public static let insecureConfiguration = Self(
+        .insecureConfiguration, "The configuration is refused as insecure.")
+    /// Matches ``Code/storage``.
+    public static let storage = Self(.storage, "The token store failed.")
 }
 
 /// Turns server-supplied text into something safe to show: printable ASCII only, runs that

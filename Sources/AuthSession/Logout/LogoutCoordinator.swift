@@ -151,7 +151,7 @@ public actor LogoutCoordinator {
             var outcomes: [LogoutOutcome] = []
             for entry in entries {
                 if let code = entry.failureCode {
-                    outcomes.append(.revocationFailed(AuthSessionError.Code(rawValue: code) ?? .invalidRequest))
+                    outcomes.append(.revocationFailed(AuthSessionError.Code(known: code) ?? .invalidRequest))
                 } else if entry.attempts > 0 && entry.nextAttemptAt > Date() {
                     outcomes.append(.revocationPending)
                 } else {

@@ -4,48 +4,72 @@
 /// holds a secret, an account name or a user id, an optional hint saying what to do, and
 /// the underlying cause (SQLite extended result code, GLib error, errno) when there is one.
 ///
-/// Match on the code with the static patterns (`~=` by code):
+/// Match with the static errors below, which compare by code only (message, hint and cause
+/// are ignored). `catch TokenStoreError.keyringLocked` also matches a store error that reaches
+/// the app wrapped by the session layer (`AuthSessionError.storage`), so write it before
+/// `catch AuthSessionError.storage`. Codes are not an enum: a `switch` needs a `default:`.
 ///
 /// ```swift
 /// do { _ = try store.refreshToken(account: "me") }
 /// catch TokenStoreError.keyringLocked { /* ask the user to unlock */ }
-/// catch let error as TokenStoreError { switch error.code { … } }
+/// catch let error as TokenStoreError {
+///     switch error.code {
+///     case .databaseBusy: /* try again */
+///     default: /* report error.description */
+///     }
+/// }
+/// // In tests: #expect(throws: TokenStoreError.keyringLocked) { try store.refreshToken(account: "me") }
 /// ```
-public struct TokenStoreError: Error, Sendable, CustomStringConvertible {
-    /// Stable error codes. Apps switch on these; the raw values never change.
-    public enum Code: String, Sendable, CaseIterable {
+public struct TokenStoreError: CodedError {
+    /// A stable error code. Not an enum: a later version may add codes, so a `switch` over
+    /// codes needs a `default:`. The raw values never change (`tokenctl --json` prints them).
+    public struct Code: ErrorCode {
+        /// The raw value, e.g. `"keyringLocked"`.
+        public let rawValue: String
+
+        /// Makes a code from its raw value.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
         /// No Secret Service answered on the session bus. The message says how to start one.
-        case secretServiceUnavailable
+        public static let secretServiceUnavailable = Code(rawValue: "secretServiceUnavailable")
         /// The keyring holding the data key is locked: the user must unlock it (interaction required).
-        case keyringLocked
+        public static let keyringLocked = Code(rawValue: "keyringLocked")
         /// The store holds sealed rows but its data key is gone from the key provider.
-        case dataKeyMissing
+        public static let dataKeyMissing = Code(rawValue: "dataKeyMissing")
         /// The key provider returned a key that does not open this store (wrong length or wrong key).
-        case dataKeyCorrupt
+        public static let dataKeyCorrupt = Code(rawValue: "dataKeyCorrupt")
         /// A sealed row failed authentication: it was tampered with or moved. No plaintext is returned.
-        case integrityCheckFailed
+        public static let integrityCheckFailed = Code(rawValue: "integrityCheckFailed")
         /// The database file is not a valid store (malformed, not a database, truncated).
-        case databaseCorrupt
+        public static let databaseCorrupt = Code(rawValue: "databaseCorrupt")
         /// The database stayed locked by another connection after bounded retries.
-        case databaseBusy
+        public static let databaseBusy = Code(rawValue: "databaseBusy")
         /// The database was written by a newer version of this library.
-        case schemaTooNew
+        public static let schemaTooNew = Code(rawValue: "schemaTooNew")
         /// A migration failed and was rolled back whole, or an applied migration was changed.
-        case migrationFailed
+        public static let migrationFailed = Code(rawValue: "migrationFailed")
         /// The store path or its directory is unsafe (symlink, hard link, group/world writable, other owner).
-        case unsafeFileLayout
+        public static let unsafeFileLayout = Code(rawValue: "unsafeFileLayout")
         /// An argument was rejected (empty, too long, not allowed). Nothing was written.
-        case invalidInput
+        public static let invalidInput = Code(rawValue: "invalidInput")
         /// A file-system or unexpected SQLite error.
-        case ioError
+        public static let ioError = Code(rawValue: "ioError")
         /// The store was closed.
-        case storeClosed
+        public static let storeClosed = Code(rawValue: "storeClosed")
         /// A key-provider call did not answer within its time bound.
-        case timedOut
+        public static let timedOut = Code(rawValue: "timedOut")
         /// The operation was cancelled.
-        case cancelled
+        public static let cancelled = Code(rawValue: "cancelled")
         /// The passphrase given to a ``PassphraseKeyProvider`` does not open the wrapped key.
-        case wrongPassphrase
+        public static let wrongPassphrase = Code(rawValue: "wrongPassphrase")
+
+        /// Every code this version defines, in a stable order. A later version may add more.
+        public static let allCases: [Code] = [
+            .secretServiceUnavailable, .keyringLocked, .dataKeyMissing, .dataKeyCorrupt,
+            .integrityCheckFailed, .databaseCorrupt, .databaseBusy, .schemaTooNew, .migrationFailed,
+            .unsafeFileLayout, .invalidInput, .ioError, .storeClosed, .timedOut, .cancelled,
+            .wrongPassphrase,
+        ]
     }
 
     /// The underlying cause of an error, kept for diagnosis. Holds no secret.
@@ -59,6 +83,7 @@ public struct TokenStoreError: Error, Sendable, CustomStringConvertible {
         /// Any other cause, already described without secrets.
         case other(String)
 
+        /// A one-line description without secrets.
         public var description: String {
             switch self {
             case .sqlite(let code, let message): return "SQLite error \(code): \(message)"
@@ -69,15 +94,18 @@ public struct TokenStoreError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The stable code.
     public let code: Code
     /// What went wrong, for a developer. Never contains a secret or an identifier.
     public let message: String
     /// What to do about it, when there is something to do.
     public let hint: String?
+    /// The underlying cause, when there is one.
     public let cause: Cause?
     /// For ``Code/schemaTooNew``: the version found in the file and the newest this code knows.
     public let schemaVersions: (found: Int, supported: Int)?
 
+    /// Makes an error. `message` and `hint` must hold no secret, account name or user id.
     public init(
         _ code: Code, _ message: String, hint: String? = nil, cause: Cause? = nil,
         schemaVersions: (found: Int, supported: Int)? = nil
@@ -89,8 +117,9 @@ public struct TokenStoreError: Error, Sendable, CustomStringConvertible {
         self.schemaVersions = schemaVersions
     }
 
+    /// `TokenStoreError.<code>: message (cause) Hint: …`, never a secret or an identifier.
     public var description: String {
-        var text = "TokenStoreError.\(code.rawValue): \(message)"
+        var text = descriptionHead
         if let cause { text += " (\(cause))" }
         if let hint { text += " Hint: \(hint)" }
         return text
@@ -98,37 +127,51 @@ public struct TokenStoreError: Error, Sendable, CustomStringConvertible {
 }
 
 extension TokenStoreError {
-    /// Pattern for ``Code/secretServiceUnavailable``: `catch TokenStoreError.secretServiceUnavailable`.
-    public static let secretServiceUnavailable = Code.secretServiceUnavailable
-    /// Pattern for ``Code/keyringLocked``.
-    public static let keyringLocked = Code.keyringLocked
-    /// Pattern for ``Code/dataKeyMissing``.
-    public static let dataKeyMissing = Code.dataKeyMissing
-    /// Pattern for ``Code/dataKeyCorrupt``.
-    public static let dataKeyCorrupt = Code.dataKeyCorrupt
-    /// Pattern for ``Code/integrityCheckFailed``.
-    public static let integrityCheckFailed = Code.integrityCheckFailed
-    /// Pattern for ``Code/databaseCorrupt``.
-    public static let databaseCorrupt = Code.databaseCorrupt
-    /// Pattern for ``Code/databaseBusy``.
-    public static let databaseBusy = Code.databaseBusy
-    /// Pattern for ``Code/schemaTooNew``.
-    public static let schemaTooNew = Code.schemaTooNew
-    /// Pattern for ``Code/migrationFailed``.
-    public static let migrationFailed = Code.migrationFailed
-    /// Pattern for ``Code/unsafeFileLayout``.
-    public static let unsafeFileLayout = Code.unsafeFileLayout
-    /// Pattern for ``Code/invalidInput``.
-    public static let invalidInput = Code.invalidInput
-    /// Pattern for ``Code/ioError``.
-    public static let ioError = Code.ioError
-}
+    /// `catch TokenStoreError.keyringLocked`: matches a thrown ``TokenStoreError`` with the code
+    /// of `pattern`, also when it is the cause of an `AuthSessionError.storage`.
+    public static func ~= (pattern: TokenStoreError, error: any Error) -> Bool { matches(pattern, error) }
 
-extension TokenStoreError.Code {
-    /// `catch TokenStoreError.keyringLocked` support: matches a thrown ``TokenStoreError`` by code.
-    public static func ~= (code: Self, error: any Error) -> Bool {
-        (error as? TokenStoreError)?.code == code
-    }
+    // One error per code: a pattern for `catch`, `switch` and `#expect(throws:)`, equal to
+    // every error with that code.
+
+    /// Matches ``Code/secretServiceUnavailable``.
+    public static let secretServiceUnavailable = Self(
+        .secretServiceUnavailable, "No Secret Service answered on the session bus.", hint: secretServiceHint)
+    /// Matches ``Code/keyringLocked``.
+    public static let keyringLocked = Self(
+        .keyringLocked, "The keyring holding the data key is locked.", hint: unlockHint)
+    /// Matches ``Code/dataKeyMissing``.
+    public static let dataKeyMissing = Self(
+        .dataKeyMissing, "The store's data key is missing from the key provider.")
+    /// Matches ``Code/dataKeyCorrupt``.
+    public static let dataKeyCorrupt = Self(.dataKeyCorrupt, "The data key does not open this store.")
+    /// Matches ``Code/integrityCheckFailed``.
+    public static let integrityCheckFailed = Self(
+        .integrityCheckFailed, "A sealed row failed authentication.")
+    /// Matches ``Code/databaseCorrupt``.
+    public static let databaseCorrupt = Self(.databaseCorrupt, "The database file is not a valid store.")
+    /// Matches ``Code/databaseBusy``.
+    public static let databaseBusy = Self(.databaseBusy, "The database stayed locked by another connection.")
+    /// Matches ``Code/schemaTooNew``.
+    public static let schemaTooNew = Self(
+        .schemaTooNew, "The database was written by a newer version of this library.")
+    /// Matches ``Code/migrationFailed``.
+    public static let migrationFailed = Self(.migrationFailed, "A migration failed and was rolled back.")
+    /// Matches ``Code/unsafeFileLayout``.
+    public static let unsafeFileLayout = Self(.unsafeFileLayout, "The store path or its directory is unsafe.")
+    /// Matches ``Code/invalidInput``.
+    public static let invalidInput = Self(.invalidInput, "An argument was rejected.")
+    /// Matches ``Code/ioError``.
+    public static let ioError = Self(.ioError, "A file-system or unexpected SQLite error.")
+    /// Matches ``Code/storeClosed``.
+    public static let storeClosed = Self(.storeClosed, "The store was closed.")
+    /// Matches ``Code/timedOut``.
+    public static let timedOut = Self(.timedOut, "A key-provider call did not answer in time.")
+    /// Matches ``Code/cancelled``.
+    public static let cancelled = Self(.cancelled, "The operation was cancelled.")
+    /// Matches ``Code/wrongPassphrase``.
+    public static let wrongPassphrase = Self(
+        .wrongPassphrase, "The passphrase does not open the wrapped key.")
 }
 
 extension TokenStoreError {

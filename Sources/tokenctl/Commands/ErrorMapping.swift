@@ -36,6 +36,8 @@ enum ErrorMapping {
             return .noPermission
         case .ioError, .storeClosed, .cancelled:
             return .failure
+        default:  // a code added after this table
+            return .failure
         }
     }
 
@@ -47,6 +49,8 @@ enum ErrorMapping {
             return .tempFailure
         case .interactionRequired, .serverDeclinedScopes, .invalidClient, .invalidRequest, .unsupportedTokenType,
             .invalidGrant, .unexpectedResponse, .cancelled, .insecureConfiguration, .storage:
+            return .failure
+        default:  // a code added after this table
             return .failure
         }
     }

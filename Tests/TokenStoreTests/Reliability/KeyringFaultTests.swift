@@ -89,7 +89,7 @@ struct KeyringFaultTests {
         regenerations += max(childRegenerations, 0)
         rowsLost += max(childRowsLost, 0)
 
-        let typed = faults.values.filter { TokenStoreError.Code(rawValue: $0) != nil }.count
+        let typed = faults.values.filter { TokenStoreError.Code(known: $0) != nil }.count
         Reliability.metric("keyring_faults", [
             "fault_kinds": faults.count, "typed_errors": typed,
             "silent_key_regenerations": regenerations, "rows_lost": rowsLost,
@@ -214,7 +214,7 @@ struct KeyringFaultTests {
             reopenOutcome = error.code.rawValue
         }
         report.record("killed-reopen", reopenOutcome)
-        report.record("killed-reopen-typed", reopenOutcome == "opened" || TokenStoreError.Code(rawValue: reopenOutcome) != nil ? "ok" : "untyped")
+        report.record("killed-reopen-typed", reopenOutcome == "opened" || TokenStoreError.Code(known: reopenOutcome) != nil ? "ok" : "untyped")
         try restartDaemon(report)
         report.step("killed-after-restart") { try readsBack(t.reopen()) }
         try checkNoNewKey(planted: 1)

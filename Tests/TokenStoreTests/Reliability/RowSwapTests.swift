@@ -205,6 +205,6 @@ func verifyOutcome(_ store: TokenStore) -> String {
     outcomeCode {
         let report = try store.verify()
         guard let bad = report.badRows.first else { return }
-        throw TokenStoreError(TokenStoreError.Code(rawValue: String(bad.reason.prefix { $0 != ":" })) ?? .ioError, "verify")
+        throw TokenStoreError(TokenStoreError.Code(known: String(bad.reason.prefix { $0 != ":" })) ?? .ioError, "verify")
     }
 }

@@ -60,7 +60,7 @@ struct TamperBitsTests {
                 outcomeCode {
                     let report = try s.verify()
                     guard let bad = report.badRows.first else { return }
-                    throw TokenStoreError(TokenStoreError.Code(rawValue: String(bad.reason.prefix { $0 != ":" })) ?? .ioError, "verify")
+                    throw TokenStoreError(TokenStoreError.Code(known: String(bad.reason.prefix { $0 != ":" })) ?? .ioError, "verify")
                 }
             }, rowKeyReadsAbsent: false))
 
