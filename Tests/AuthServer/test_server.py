@@ -518,7 +518,7 @@ def reset_clears_everything():
     s = stats()
     assert all(v == 0 for v in s.values()), s
     assert ctl("GET", "config") == {"rotate_refresh_tokens": True, "access_token_ttl": 3600,
-                                    "refresh_token_ttl": None}
+                                    "refresh_token_ttl": None, "declined_scopes": []}
     assert introspect(j["refresh_token"]) ["kind"] is None
     assert revoke("x").status == 200
 
