@@ -2,22 +2,47 @@
 """A real OAuth 2.0 authorization server for TokenStore's tests and demo.
 
 Built on Flask + Authlib (authlib.integrations.flask_oauth2.AuthorizationServer,
-Authlib's RefreshTokenGrant and RevocationEndpoint, plus a custom grant for Auth0's
-native Apple token exchange). In-memory stores behind one lock, threaded, bound to
-127.0.0.1 only.
+Authlib's AuthorizationCodeGrant with a PKCE extension, RefreshTokenGrant and
+RevocationEndpoint, plus a custom grant for Auth0's native Apple token exchange).
+In-memory stores behind one lock, threaded, bound to 127.0.0.1 only.
 
-Endpoints
-  POST /oauth/token   grant_type=refresh_token (rotation + reuse detection) and
+It behaves like an Auth0 tenant whose only connection is Sign in with Apple
+(`connection=apple`), for the browser sign-in of RFC 8252 (loopback redirect + PKCE):
+
+  GET  /authorize            response_type=code, client_id, redirect_uri (exact match
+                             against the client's registered list, port included; a
+                             mismatch is an error PAGE, never a redirect), scope, state,
+                             nonce, code_challenge + code_challenge_method=S256 (required
+                             for the public client), optional audience, connection, max_age,
+                             prompt, and the test-only login_hint (an Apple user id).
+                             connection=apple: 302 to the emulated Apple page below. No
+                             connection: a login page whose one form goes on with
+                             connection=apple (it does not submit itself). prompt=none is
+                             answered error=login_required (no browser session here).
+  GET  /appleid/auth/authorize  the emulated Apple: an auto-submitting form_post page that
+                             POSTs code, state and (first sign-in only) the `user` JSON to
+  POST /login/callback       which 302s to the app's redirect_uri with code and state.
+  GET  /.well-known/jwks.json, /.well-known/openid-configuration
+  POST /oauth/token   grant_type=authorization_code (+ code_verifier; the code is single
+                      use and bound to client_id and redirect_uri), grant_type=refresh_token
+                      (rotation + reuse detection) and
                       grant_type=urn:ietf:params:oauth:grant-type:token-exchange with
                       subject_token_type=http://auth0.com/oauth/token-type/apple-authz-code
   POST /oauth/revoke  RFC 7009
+
+ID tokens: RS256 with the server's RSA key (kept in the state file), `kid` in the header;
+iss "http://127.0.0.1:PORT/", sub "apple|<Apple id>", aud client_id (or [client_id,
+audience] with azp), iat, exp (+36000 s, Auth0's default), auth_time, sid, nonce when one
+was sent; name, given_name, family_name (scope profile) and email, email_verified (scope
+email) only on the user's first sign-in, as Apple sends them only once.
 Test-only control paths (JSON in, JSON out), under /__test/:
   GET  /__test/health                     {"ok": true, "port": n}
   POST /__test/faults   {path,count,status,headers,body,json,content_type,delay,drop,
                          redirect,slow_body,phase}        queue a fault (several in order)
   GET  /__test/faults                     the queued faults
   DELETE /__test/faults                   clear them
-  POST /__test/apple/code {"sub": id}     {"code": "..."} single-use Apple code
+  POST /__test/apple/code {"sub": id, "name"?, "email"?, "first_sign_in"?}
+                                          {"code": "..."} single-use Apple code
   POST /__test/introspect {"token": t}    {"active","kind","family_revoked","reason",...}
   GET  /__test/stats                      counters
   POST /__test/config {"rotate_refresh_tokens": b, "access_token_ttl": s,
@@ -26,6 +51,27 @@ Test-only control paths (JSON in, JSON out), under /__test/:
   POST /__test/reset                      defaults, empty stores, zero stats, no faults
   POST /__test/revoke {"token": t} | {"sub": id}   revoke server-side (no client auth),
                                           like an admin or Apple revoking the grant
+Browser sign-in (OIDC) control, under /__test/oidc (each "next" switch is used once):
+  GET  /__test/oidc                       clients' redirect URIs, armed switches, Apple
+                                          users, issuer, kid, the switch names
+  POST /__test/oidc/redirect_uris {"client_id"?, "redirect_uris": [...],
+                                   "any_loopback_port"?: b}   replace a client's list
+  POST /__test/oidc/next_user {"apple_id", "name"?, "email"?, "first_sign_in"?: b}
+                                          who signs in at the next Apple page
+  POST /__test/oidc/next_id_token {"fault": NAME, "value"?: s}   the next sign-in's ID
+                                          token is bad in this way (ID_TOKEN_FAULTS)
+  POST /__test/oidc/next_redirect {"fault": NAME, "error_description"?: s}   the next
+                                          sign-in's redirect is bad (REDIRECT_FAULTS)
+  DELETE /__test/oidc/next                disarm next_user, next_id_token, next_redirect
+  POST /__test/oidc/rotate_key {"keep_old"?: b}   a new signing key (the old one stays
+                                          in the JWKS unless keep_old is false)
+The Apple user of a browser sign-in: /authorize's login_hint if given, else next_user
+(then cleared), else DEFAULT_APPLE_USER. A user's first sign-in is the first one since the
+server met them (or since first_sign_in=true); the native exchange shares that record.
+next_id_token is taken by the next sign-in of either kind: a browser one when
+/login/callback issues its code, a native Apple exchange at /oauth/token. next_redirect
+is taken by the next emulated Apple page. /__test/reset clears all of it (back to the
+default redirect URIs) but keeps the signing key.
 
 Rotation off: the presented refresh token stays valid and the token answer carries NO
 refresh_token (what Auth0 does for a non-rotating client).
@@ -34,6 +80,9 @@ Reuse detection: presenting a refresh token that was already rotated revokes its
 family (every refresh token and access token descended from the same sign-in) and
 answers 400 invalid_grant. So if N callers present the same refresh token at once,
 exactly one wins; each of the others is a reuse and the family ends up revoked.
+
+A used authorization code presented again is refused (invalid_grant) and the tokens
+issued from it are revoked (RFC 6749 4.1.2), family reason "code_reuse".
 
 Token values are never logged: the request log line shows method, path and status.
 """
@@ -44,6 +93,7 @@ import argparse
 import base64
 import hashlib
 import hmac
+import html
 import json
 import os
 import secrets
@@ -53,6 +103,7 @@ import struct
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 
 os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")  # plain HTTP on loopback only
@@ -61,6 +112,8 @@ from flask import Flask, Response, g, jsonify, request  # noqa: E402
 from werkzeug.serving import WSGIRequestHandler, make_server  # noqa: E402
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer  # noqa: E402
+from authlib.common.urls import add_params_to_uri  # noqa: E402
+from authlib.oauth2.base import OAuth2Error, invalid_error_characters  # noqa: E402
 from authlib.oauth2.rfc6749 import grants  # noqa: E402
 from authlib.oauth2.rfc6749.errors import (  # noqa: E402
     InvalidGrantError,
@@ -69,12 +122,50 @@ from authlib.oauth2.rfc6749.errors import (  # noqa: E402
 )
 from authlib.oauth2.rfc6749.grants.base import BaseGrant, TokenEndpointMixin  # noqa: E402
 from authlib.oauth2.rfc7009 import RevocationEndpoint  # noqa: E402
+from authlib.oauth2.rfc7636 import CodeChallenge  # noqa: E402
+from authlib.oidc.core.errors import LoginRequiredError  # noqa: E402
+from joserfc import jwt as jose_jwt  # noqa: E402
+from joserfc.jwk import RSAKey  # noqa: E402
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 APPLE_CODE_TYPE = "http://auth0.com/oauth/token-type/apple-authz-code"
 ALLOWED_SCOPES = ["openid", "profile", "email", "offline_access", "read:items", "write:items"]
 DEFAULT_EXCHANGE_SCOPE = "openid"
-ID_TOKEN_KEY = b"tokenstore-test-id-token-key"  # HS256; tests need not verify it
+AUTHORIZATION_CODE = "authorization_code"
+# Loopback callbacks registered for every client by default (Auth0 matches exactly, port
+# included, so an app must register each port it may listen on).
+DEFAULT_CALLBACK_PORTS = [53180, 53181, 53182, 53183]
+DEFAULT_REDIRECT_URIS = [f"http://127.0.0.1:{p}/callback" for p in DEFAULT_CALLBACK_PORTS]
+# Who signs in at the emulated Apple page when the test chose nobody.
+DEFAULT_APPLE_USER = {"apple_id": "000792.d71059495fa24644b94e4a644e2e3b4a.0638",
+                      "name": "Jane Appleseed", "email": "jane.appleseed@privaterelay.appleid.com"}
+APPLE_SERVICES_ID = "com.example.tokenstore.signin"  # the emulated Apple "client_id"
+ID_TOKEN_TTL = 36000  # Auth0's default ID token lifetime
+AUTHORIZATION_CODE_TTL = 600
+TRANSACTION_TTL = 600  # from /authorize to /login/callback
+DEFAULT_DENIED_DESCRIPTION = "The user cancelled the sign-in at Apple (user_cancelled_authorize)."
+# The bad ID tokens a test can ask for (POST /__test/oidc/next_id_token {"fault": name}).
+ID_TOKEN_FAULTS = {
+    "wrong_aud": "aud is another client (value, default 'another-client')",
+    "wrong_iss": "iss is value, default the issuer WITHOUT its trailing slash",
+    "expired": "exp one hour ago (iat two hours ago)",
+    "bad_signature": "RS256 with the right kid, one signature bit flipped",
+    "unknown_kid": "signed with the real key, kid not in the JWKS (value, default random)",
+    "missing_kid": "signed with the real key, no kid in the header",
+    "alg_none": "alg none, empty signature",
+    "alg_hs256": "HS256 keyed with the public key's PEM (the key-confusion attack)",
+    "wrong_nonce": "nonce is value (default random), even when none was sent",
+    "missing_nonce": "no nonce claim although one was sent",
+    "missing_sub": "no sub claim",
+    "missing_azp": "aud [client_id, audience] (audience default https://api.example.com/) without azp",
+    "old_auth_time": "auth_time one day ago (fails a max_age check)",
+}
+# The bad redirects a test can ask for (POST /__test/oidc/next_redirect {"fault": name}).
+REDIRECT_FAULTS = {
+    "wrong_state": "the redirect carries a state the app never sent (and a valid code)",
+    "access_denied": "the user cancels at Apple: error=access_denied&error_description=...&state=...",
+    "no_redirect": "/login/callback answers a page and never redirects: the app's callback is never called",
+}
 # declined_scopes: scopes a refresh answer leaves out although the grant holds them (a policy
 # change at the server), to exercise the client's "server declined scopes" path.
 DEFAULT_CONFIG = {"rotate_refresh_tokens": True, "access_token_ttl": 3600, "refresh_token_ttl": None,
@@ -89,6 +180,8 @@ STAT_NAMES = [
     "reuse_presentations",  # rotated refresh tokens presented (each one is a reuse)
     "invalid_grants",  # token requests answered 400 invalid_grant
     "fault_hits",  # requests answered (or altered) by an injected fault
+    "authorizations",  # authorization codes issued to an app's redirect_uri
+    "code_grants",  # successful authorization_code grants
 ]
 
 # ----------------------------------------------------------------------------------------
@@ -97,14 +190,31 @@ STAT_NAMES = [
 LOCK = threading.RLock()
 
 
+def fresh_oidc():
+    return {
+        # client id -> {"redirect_uris": [...], "any_loopback_port": bool}
+        "clients": {cid: {"redirect_uris": list(DEFAULT_REDIRECT_URIS), "any_loopback_port": False}
+                    for cid in ("tokenstore-test", "tokenstore-confidential")},
+        "next_user": None,  # Apple id of the next sign-in at the Apple page
+        "next_id_token": None,  # {"fault": name, "value": s|None}
+        "next_redirect": None,  # {"fault": name, "error_description": s|None}
+    }
+
+
 def fresh_state():
     return {
         "config": dict(DEFAULT_CONFIG),
         "codes": {},  # apple code -> {"sub": ..., "used": bool}
         "tokens": {},  # token string -> record dict (see Token)
-        "families": {},  # family id -> {"revoked": bool, "reason": str|None, "sub": ...}
+        "families": {},  # family id -> {"revoked": bool, "reason": str|None, "sub": ...,
+        #                                "auth_time": n, "audience": s|None}
         "stats": {name: 0 for name in STAT_NAMES},
         "faults": [],
+        "auth_codes": {},  # our authorization code -> record (see AuthCode)
+        "transactions": {},  # state sent to Apple -> the validated /authorize request
+        "apple_users": {},  # Apple id -> {"name", "email", "authorized": bool}
+        "oidc": fresh_oidc(),
+        "keys": None,  # {"signing": {"kid", "pem"}, "retired": [public JWK, ...]}; kept by reset
     }
 
 
@@ -162,8 +272,13 @@ class Client:
     def get_allowed_scope(self, scope):
         return " ".join(s for s in (scope or "").split() if s in ALLOWED_SCOPES)
 
+    def is_public(self):
+        return self.auth_method == "none"
+
     def check_redirect_uri(self, redirect_uri):
-        return False
+        conf = STATE["oidc"]["clients"].get(self.client_id) or {}
+        return redirect_uri_matches(redirect_uri, conf.get("redirect_uris") or [],
+                                    bool(conf.get("any_loopback_port")))
 
     def check_client_secret(self, client_secret):
         if self.client_secret is None:
@@ -176,10 +291,37 @@ class Client:
         return method in ("client_secret_post", "client_secret_basic")
 
     def check_response_type(self, response_type):
-        return False
+        return response_type == "code"
 
     def check_grant_type(self, grant_type):
-        return grant_type in ("refresh_token", TOKEN_EXCHANGE)
+        return grant_type in ("refresh_token", TOKEN_EXCHANGE, AUTHORIZATION_CODE)
+
+
+LOOPBACK_HOSTS = ("127.0.0.1", "[::1]")
+
+
+def redirect_uri_matches(uri, registered, any_loopback_port):
+    """Exact string match, as Auth0 does (port included). With any_loopback_port, a
+    loopback http URI also matches a registered one that differs only in its port
+    (RFC 8252 7.3)."""
+    if uri in registered:
+        return True
+    if not any_loopback_port:
+        return False
+
+    def without_port(u):
+        try:
+            parts = urllib.parse.urlsplit(u)
+            parts.port  # noqa: B018  (raises on a bad port)
+        except ValueError:
+            return None
+        host = parts.netloc.rsplit(":", 1)[0] if not parts.netloc.endswith("]") else parts.netloc
+        if parts.scheme != "http" or host not in LOOPBACK_HOSTS:
+            return None
+        return (host, parts.path, parts.query, parts.fragment)
+
+    mine = without_port(uri)
+    return mine is not None and any(without_port(r) == mine for r in registered)
 
 
 CLIENTS = {
@@ -255,23 +397,169 @@ def b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def make_id_token(sub, client_id, ttl):
+# ---- signing keys and ID tokens -------------------------------------------------------------
+
+ISSUER = None  # "http://127.0.0.1:PORT/", set by main() from the bound address
+_KEY_CACHE = {}  # kid -> RSAKey (importing a PEM each time would be slow)
+
+
+def issuer():
+    return ISSUER or request.host_url
+
+
+def new_signing_key():
+    key = RSAKey.generate_key(2048, parameters={"alg": "RS256", "use": "sig"}, auto_kid=True)
+    _KEY_CACHE[key.kid] = key
+    return {"kid": key.kid, "pem": key.as_pem(private=True).decode()}
+
+
+def ensure_keys():
+    """The RSA signing key, made once and kept in STATE (so in the state file)."""
+    if not STATE.get("keys"):
+        STATE["keys"] = {"signing": new_signing_key(), "retired": []}
+        return True
+    return False
+
+
+def signing_key():
+    rec = STATE["keys"]["signing"]
+    key = _KEY_CACHE.get(rec["kid"])
+    if key is None:
+        key = RSAKey.import_key(rec["pem"], parameters={"kid": rec["kid"], "alg": "RS256", "use": "sig"})
+        _KEY_CACHE[rec["kid"]] = key
+    return key
+
+
+def public_jwk(key):
+    jwk = key.as_dict(private=False)
+    jwk.update({"kid": key.kid, "alg": "RS256", "use": "sig"})
+    return jwk
+
+
+def jwks():
+    return {"keys": [public_jwk(signing_key())] + list(STATE["keys"].get("retired") or [])}
+
+
+def _jws_compact(header, claims, sign):
+    signing_input = (b64url(json.dumps(header, separators=(",", ":")).encode()) + "."
+                     + b64url(json.dumps(claims, separators=(",", ":")).encode()))
+    return signing_input + "." + sign(signing_input.encode())
+
+
+def make_id_token(sub, client_id, *, audience=None, nonce=None, auth_time=None, profile=None,
+                  fault=None):
+    """An Auth0-like ID token for the Apple user `sub`. `fault` ({"fault": name, "value": s})
+    makes it bad in one of the ID_TOKEN_FAULTS ways."""
     now = int(time.time())
-    header = {"alg": "HS256", "typ": "JWT"}
-    payload = {
-        "iss": request.host_url,
-        "sub": sub,
-        "aud": client_id,
+    kind = (fault or {}).get("fault")
+    value = (fault or {}).get("value")
+    claims = {
+        "iss": issuer(),
+        "sub": "apple|" + sub,
+        "aud": [client_id, audience] if audience else client_id,
         "iat": now,
-        "exp": now + int(ttl),
+        "exp": now + ID_TOKEN_TTL,
+        "auth_time": int(auth_time if auth_time is not None else now),
+        "sid": secrets.token_urlsafe(16),
     }
-    signing_input = b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(payload).encode())
-    sig = hmac.new(ID_TOKEN_KEY, signing_input.encode(), hashlib.sha256).digest()
-    return signing_input + "." + b64url(sig)
+    if audience:
+        claims["azp"] = client_id
+    if nonce:
+        claims["nonce"] = nonce
+    if profile:
+        claims.update(profile)
+    key = signing_key()
+    header = {"alg": "RS256", "typ": "JWT", "kid": key.kid}
+
+    if kind == "wrong_aud":
+        other = value or "another-client"
+        claims["aud"] = [other, audience] if audience else other
+    elif kind == "wrong_iss":
+        claims["iss"] = value or issuer().rstrip("/")
+    elif kind == "expired":
+        claims["iat"] = now - 7200
+        claims["exp"] = now - 3600
+        claims["auth_time"] = min(claims["auth_time"], now - 7200)
+    elif kind == "unknown_kid":
+        header["kid"] = value or "unknown-" + secrets.token_hex(8)
+    elif kind == "missing_kid":
+        del header["kid"]
+    elif kind == "wrong_nonce":
+        claims["nonce"] = value or secrets.token_urlsafe(32)
+    elif kind == "missing_nonce":
+        claims.pop("nonce", None)
+    elif kind == "missing_sub":
+        del claims["sub"]
+    elif kind == "missing_azp":
+        claims["aud"] = [client_id, audience or value or "https://api.example.com/"]
+        claims.pop("azp", None)
+    elif kind == "old_auth_time":
+        claims["auth_time"] = now - 86400
+
+    if kind == "alg_none":
+        return _jws_compact({"alg": "none", "typ": "JWT", "kid": key.kid}, claims, lambda _: "")
+    if kind == "alg_hs256":
+        secret = key.as_pem(private=False)
+        return _jws_compact({"alg": "HS256", "typ": "JWT", "kid": key.kid}, claims,
+                            lambda data: b64url(hmac.new(secret, data, hashlib.sha256).digest()))
+    token = jose_jwt.encode(header, claims, key, algorithms=["RS256"])
+    if kind == "bad_signature":
+        head, payload, sig = token.split(".")
+        raw = bytearray(base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4)))
+        raw[len(raw) // 2] ^= 0x01
+        token = f"{head}.{payload}.{b64url(bytes(raw))}"
+    return token
+
+
+def take_switch(name):
+    """Pops the armed one-shot switch STATE["oidc"][name] (None when nothing is armed)."""
+    value = STATE["oidc"].get(name)
+    STATE["oidc"][name] = None
+    return value
+
+
+def apple_user(apple_id):
+    """The registry entry of an Apple user (made on first mention)."""
+    users = STATE["apple_users"]
+    if apple_id not in users:
+        if apple_id == DEFAULT_APPLE_USER["apple_id"]:
+            name, email = DEFAULT_APPLE_USER["name"], DEFAULT_APPLE_USER["email"]
+        else:
+            name = "Test User"
+            email = hashlib.sha256(apple_id.encode()).hexdigest()[:10] + "@privaterelay.appleid.com"
+        users[apple_id] = {"name": name, "email": email, "authorized": False}
+    return users[apple_id]
+
+
+def update_apple_user(apple_id, body):
+    entry = apple_user(apple_id)
+    for field in ("name", "email"):
+        if field in body:
+            entry[field] = body[field]
+    if body.get("first_sign_in") is not None:
+        entry["authorized"] = not body["first_sign_in"]
+    return entry
+
+
+def profile_claims(name, email, scope):
+    """The profile claims an ID token carries on a first sign-in, as the scope allows."""
+    scopes = (scope or "").split()
+    out = {}
+    if name and "profile" in scopes:
+        out["name"] = name
+        given, _, family = name.partition(" ")
+        out["given_name"] = given
+        if family:
+            out["family_name"] = family
+    if email and "email" in scopes:
+        out["email"] = email
+        out["email_verified"] = True
+    return out
 
 
 def generate_bearer_token(grant_type, client, user=None, scope=None, expires_in=None,
                           include_refresh_token=True):
+    """Access (and refresh) token; each grant adds its own id_token."""
     ttl = STATE["config"]["access_token_ttl"]
     token = {
         "access_token": secrets.token_urlsafe(32),
@@ -281,9 +569,14 @@ def generate_bearer_token(grant_type, client, user=None, scope=None, expires_in=
     }
     if include_refresh_token:
         token["refresh_token"] = secrets.token_urlsafe(36)
-    if user and "openid" in (scope or "").split():
-        token["id_token"] = make_id_token(user, client.get_client_id(), ttl)
     return token
+
+
+def new_family(sub, auth_time, audience=None):
+    family = uuid.uuid4().hex
+    STATE["families"][family] = {"revoked": False, "reason": None, "sub": sub,
+                                 "auth_time": int(auth_time), "audience": audience}
+    return family
 
 
 def store_token_answer(token, client, sub, family, family_scope):
@@ -333,10 +626,16 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         scope = self.request.payload.scope or refresh_token.get_scope()
         declined = set(STATE["config"].get("declined_scopes") or [])
         scope = " ".join(s for s in scope.split() if s not in declined)
-        return self.generate_token(
+        token = self.generate_token(
             user=user, scope=scope,
             include_refresh_token=bool(STATE["config"]["rotate_refresh_tokens"]),
         )
+        if "openid" in scope.split():
+            fam = STATE["families"].get(refresh_token.rec["family"]) or {}
+            token["id_token"] = make_id_token(
+                user, self.request.client.get_client_id(), audience=fam.get("audience"),
+                auth_time=fam.get("auth_time"))
+        return token
 
     def save_token(self, token):
         rt = self.request.refresh_token
@@ -371,18 +670,160 @@ class AppleTokenExchangeGrant(BaseGrant, TokenEndpointMixin):
             raise InvalidGrantError("Invalid or already used authorization code.")
         entry["used"] = True  # single use, even if the rest of the request fails
         self.request.user = entry["sub"]
+        profile = form.get("user_profile")
+        self.request.user_profile = None
+        if profile:
+            try:
+                parsed = json.loads(profile)
+                if not isinstance(parsed, dict):
+                    raise ValueError
+            except ValueError:
+                raise InvalidRequestError("'user_profile' must be a JSON object.") from None
+            self.request.user_profile = parsed
 
     def create_token_response(self):
         requested = (self.request.payload.scope or DEFAULT_EXCHANGE_SCOPE).split()
         granted = [s for s in dict.fromkeys(requested) if s in ALLOWED_SCOPES]
         scope = " ".join(granted)
         client = self.request.client
-        token = self.generate_token(user=self.request.user, scope=scope,
+        sub = self.request.user
+        token = self.generate_token(user=sub, scope=scope,
                                     include_refresh_token="offline_access" in granted)
-        family = uuid.uuid4().hex
-        STATE["families"][family] = {"revoked": False, "reason": None, "sub": self.request.user}
-        store_token_answer(token, client, self.request.user, family, scope)
+        now = time.time()
+        family = new_family(sub, now)
+        store_token_answer(token, client, sub, family, scope)
+        user = apple_user(sub)
+        first = not user["authorized"]
+        user["authorized"] = True
+        fault = take_switch("next_id_token")
+        if "openid" in granted:
+            profile = None
+            if first:  # Apple gives the app the name once; the app passes it as user_profile
+                name = user["name"]
+                given = ((self.request.user_profile or {}).get("name") or {})
+                if isinstance(given, dict) and (given.get("firstName") or given.get("lastName")):
+                    name = " ".join(p for p in (given.get("firstName"), given.get("lastName")) if p)
+                profile = profile_claims(name, user["email"], scope)
+            token["id_token"] = make_id_token(sub, client.get_client_id(), auth_time=now,
+                                              profile=profile, fault=fault)
         bump("exchange_grants")
+        return 200, token, self.TOKEN_RESPONSE_HEADER
+
+
+class AuthCode:
+    """A view over a record in STATE["auth_codes"]. Record keys: client_id, redirect_uri,
+    scope, nonce, code_challenge, code_challenge_method, audience, max_age, sub, profile,
+    auth_time, id_token_fault, issued_at, expires_at, used, family."""
+
+    def __init__(self, value, rec):
+        self.value = value
+        self.rec = rec
+
+    def get_redirect_uri(self):
+        return self.rec["redirect_uri"]
+
+    def get_scope(self):
+        return self.rec["scope"]
+
+
+class PKCE(CodeChallenge):
+    """RFC 7636 with S256 only; the public client MUST send a code_challenge at /authorize
+    (Authlib's own check only requires the verifier at the token endpoint)."""
+
+    SUPPORTED_CODE_CHALLENGE_METHOD = ["S256"]
+
+    def validate_code_challenge(self, grant, redirect_uri):
+        request = grant.request
+        challenge = request.payload.data.get("code_challenge")
+        method = request.payload.data.get("code_challenge_method")
+        if request.client.is_public() and not challenge:
+            raise InvalidRequestError("Missing 'code_challenge': PKCE is required for this client.")
+        if challenge and method != "S256":
+            raise InvalidRequestError("'code_challenge_method' must be S256.")
+        super().validate_code_challenge(grant, redirect_uri)
+
+    def get_authorization_code_challenge(self, authorization_code):
+        return authorization_code.rec.get("code_challenge")
+
+    def get_authorization_code_challenge_method(self, authorization_code):
+        return authorization_code.rec.get("code_challenge_method")
+
+
+class Auth0AuthorizeChecks:
+    """The rest of what /authorize checks once client and redirect_uri are known (errors go
+    back to the redirect_uri): connection, prompt, max_age, response_mode, nonce."""
+
+    def __call__(self, grant):
+        grant.register_hook("after_validate_authorization_request_payload", self.validate)
+
+    def validate(self, grant, redirect_uri):
+        data = grant.request.payload.data
+        connection = data.get("connection")
+        if connection not in (None, "", "apple"):
+            raise InvalidRequestError("the connection is not enabled for this client")
+        if data.get("response_mode") not in (None, "", "query"):
+            raise InvalidRequestError("only response_mode=query is supported")
+        prompts = (data.get("prompt") or "").split()
+        if "none" in prompts:
+            # No browser session can exist here (and Auth0 rejects prompt=none for
+            # non-verifiable callback URIs such as loopback ones).
+            raise LoginRequiredError()
+        max_age = data.get("max_age")
+        if max_age is not None and not (max_age.isdigit() and len(max_age) < 10):
+            raise InvalidRequestError("'max_age' must be a non-negative integer")
+        nonce = data.get("nonce")
+        if nonce is not None and not nonce:
+            raise InvalidRequestError("'nonce' is empty")
+
+
+class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
+    """RFC 6749 4.1 with PKCE; codes come from /login/callback (see login_callback)."""
+
+    TOKEN_ENDPOINT_AUTH_METHODS = TOKEN_AUTH_METHODS
+
+    def validate_requested_scope(self):
+        pass  # unknown scopes are dropped (Client.get_allowed_scope), as Auth0 ignores them
+
+    def query_authorization_code(self, code, client):
+        rec = STATE["auth_codes"].get(code or "")
+        if rec is None or rec["client_id"] != client.get_client_id():
+            return None
+        if rec["used"]:
+            # RFC 6749 4.1.2: deny, and revoke the tokens issued from this code.
+            if rec.get("family"):
+                revoke_family(rec["family"], "code_reuse")
+            return None
+        rec["used"] = True  # single use, even if the rest of the request fails
+        if time.time() >= rec["expires_at"]:
+            return None
+        return AuthCode(code, rec)
+
+    def authenticate_user(self, authorization_code):
+        return authorization_code.rec["sub"]
+
+    def delete_authorization_code(self, authorization_code):
+        pass  # marked used in query_authorization_code
+
+    def save_authorization_code(self, code, request):  # pragma: no cover
+        raise NotImplementedError("codes are issued by /login/callback")
+
+    def create_token_response(self):
+        client = self.request.client
+        rec = self.request.authorization_code.rec
+        sub = rec["sub"]
+        self.request.user = sub
+        scope = rec["scope"]
+        granted = scope.split()
+        token = self.generate_token(user=sub, scope=scope,
+                                    include_refresh_token="offline_access" in granted)
+        family = new_family(sub, rec["auth_time"], rec.get("audience"))
+        rec["family"] = family
+        store_token_answer(token, client, sub, family, scope)
+        if "openid" in granted:
+            token["id_token"] = make_id_token(
+                sub, client.get_client_id(), audience=rec.get("audience"), nonce=rec.get("nonce"),
+                auth_time=rec["auth_time"], profile=rec.get("profile"), fault=rec.get("id_token_fault"))
+        bump("code_grants")
         return 200, token, self.TOKEN_RESPONSE_HEADER
 
 
@@ -417,6 +858,7 @@ app.config["OAUTH2_SCOPES_SUPPORTED"] = ALLOWED_SCOPES
 authorization = Server(app, query_client=lambda cid: CLIENTS.get(cid), save_token=lambda t, r: None)
 authorization.register_token_generator("default", generate_bearer_token)
 authorization.register_grant(RefreshTokenGrant)
+authorization.register_grant(AuthorizationCodeGrant, [PKCE(required=True), Auth0AuthorizeChecks()])
 authorization.register_grant(AppleTokenExchangeGrant)
 authorization.register_endpoint(Revocation)
 
@@ -437,6 +879,210 @@ def revoke_endpoint():
         if resp.status_code == 200:
             bump("revocations")
         return resp
+
+
+# ---- browser sign-in: /authorize -> emulated Apple -> /login/callback -> the app ----------
+
+
+def page(status, title, body_html, extra_head=""):
+    doc = ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+           f"<title>{html.escape(title)}</title>{extra_head}</head>\n<body>\n{body_html}\n</body></html>\n")
+    return Response(doc, status=status, content_type="text/html; charset=utf-8",
+                    headers={"Cache-Control": "no-store"})
+
+
+def error_page(error, description, status=400, title="Oops!, something went wrong"):
+    """Auth0 shows a page (no redirect) when it cannot trust the redirect_uri."""
+    return page(status, title,
+                f"<h1>{html.escape(title)}</h1>\n<p id=\"error\">{html.escape(error)}</p>\n"
+                f"<p id=\"error_description\">{html.escape(description)}</p>")
+
+
+def form_page(title, action, method, fields, auto_submit, button="Continue"):
+    inputs = "\n".join(
+        f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">' for k, v in fields)
+    button_html = f'<button type="submit">{html.escape(button)}</button>'
+    if auto_submit:
+        button_html = f"<noscript>{button_html}</noscript>"
+    script = "\n<script>document.forms[0].submit();</script>" if auto_submit else ""
+    return page(200, title,
+                f"<h1>{html.escape(title)}</h1>\n"
+                f'<form method="{method}" action="{html.escape(action)}">\n{inputs}\n{button_html}\n</form>'
+                + script)
+
+
+def redirect_to(uri, params):
+    return Response("", status=302, headers={"Location": add_params_to_uri(uri, params),
+                                             "Cache-Control": "no-store"})
+
+
+def prune(table, now):
+    for key in [k for k, v in table.items() if v["expires_at"] <= now]:
+        del table[key]
+
+
+@app.get("/authorize")
+def authorize_endpoint():
+    with LOCK:
+        args = request.args
+        client = CLIENTS.get(args.get("client_id") or "")
+        if client is None:
+            return error_page("invalid_request", f"Unknown client: {args.get('client_id') or ''}")
+        redirect_uri = args.get("redirect_uri")
+        if not redirect_uri:
+            return error_page("invalid_request", "Missing required parameter: redirect_uri")
+        if not client.check_redirect_uri(redirect_uri):
+            return error_page(
+                "invalid_request",
+                f"The provided redirect_uri is not in the list of allowed callback URLs: {redirect_uri}",
+                title="Callback URL mismatch")
+        try:
+            grant = authorization.get_consent_grant(end_user=None)
+        except OAuth2Error as error:
+            if error.redirect_uri:  # client and redirect_uri are trusted: tell the app
+                return authorization.handle_response(*error())
+            return error_page(error.error, error.get_error_description() or error.error)
+        data = grant.request.payload.data
+        if not data.get("connection"):
+            # Universal Login with one enabled connection: the user has to press the button.
+            fields = [(k, v) for k, v in args.items(multi=True) if k != "connection"]
+            fields.append(("connection", "apple"))
+            return form_page("Log in to TokenStore (test)", "/authorize", "get", fields,
+                             auto_submit=False, button="Continue with Apple")
+        now = time.time()
+        prune(STATE["transactions"], now)
+        tx = secrets.token_urlsafe(24)
+        STATE["transactions"][tx] = {
+            "client_id": client.get_client_id(), "redirect_uri": redirect_uri,
+            "scope": grant.request.scope or "", "state": data.get("state"),
+            "nonce": data.get("nonce"), "code_challenge": data.get("code_challenge"),
+            "code_challenge_method": data.get("code_challenge_method"),
+            "audience": data.get("audience") or None, "max_age": data.get("max_age"),
+            "login_hint": (data.get("login_hint") or "").removeprefix("apple|") or None, "redirect_fault": None,
+            "expires_at": now + TRANSACTION_TTL,
+        }
+        apple = urllib.parse.urlencode({
+            "client_id": APPLE_SERVICES_ID, "redirect_uri": issuer() + "login/callback",
+            "response_type": "code", "response_mode": "form_post", "scope": "name email",
+            "state": tx})
+        return Response("", status=302, headers={"Location": f"/appleid/auth/authorize?{apple}",
+                                                 "Cache-Control": "no-store"})
+
+
+@app.get("/appleid/auth/authorize")
+def apple_authorize():
+    """The emulated Apple: signs in the chosen user at once and form_posts the result to
+    Auth0's /login/callback, with the `user` JSON only on the user's first authorization."""
+    with LOCK:
+        tx_id = request.args.get("state") or ""
+        tx = STATE["transactions"].get(tx_id)
+        if tx is None or tx["expires_at"] <= time.time():
+            return error_page("invalid_request", "Unknown or expired sign-in transaction.")
+        if tx.get("apple_done"):
+            return error_page("invalid_request", "This sign-in transaction was already used.")
+        tx["apple_done"] = True
+        fault = take_switch("next_redirect")
+        tx["redirect_fault"] = fault
+        fields = [("state", tx_id)]
+        if fault and fault["fault"] == "access_denied":
+            fields.append(("error", "user_cancelled_authorize"))
+        else:
+            apple_id = tx.get("login_hint") or take_switch("next_user") or DEFAULT_APPLE_USER["apple_id"]
+            user = apple_user(apple_id)
+            code = "c" + secrets.token_hex(16) + ".0." + secrets.token_hex(4)
+            STATE["codes"][code] = {"sub": apple_id, "used": False}
+            fields.append(("code", code))
+            if not user["authorized"]:
+                given, _, family = (user["name"] or "").partition(" ")
+                fields.append(("user", json.dumps(
+                    {"name": {"firstName": given, "lastName": family}, "email": user["email"]})))
+            user["authorized"] = True
+        return form_page("Sign in with Apple (test)", issuer() + "login/callback", "post", fields,
+                         auto_submit=True)
+
+
+@app.post("/login/callback")
+def login_callback():
+    with LOCK:
+        form = request.form
+        tx = STATE["transactions"].pop(form.get("state") or "", None)
+        if tx is None or tx["expires_at"] <= time.time():
+            return error_page("invalid_request", "Invalid state")
+        fault = tx.get("redirect_fault") or {}
+        kind = fault.get("fault")
+        state = tx.get("state")
+        if kind == "wrong_state":
+            state = "wrong-" + secrets.token_urlsafe(24)
+
+        def to_app(params):
+            if state:
+                params.append(("state", state))
+            return redirect_to(tx["redirect_uri"], params)
+
+        entry = STATE["codes"].get(form.get("code") or "")
+        valid = entry is not None and not entry["used"]
+        if entry is not None:
+            entry["used"] = True  # Auth0 redeemed it at Apple: single use
+        if kind == "no_redirect":
+            return page(200, "Signing in", "<p>Signing in with Apple did not finish.</p>")
+        if form.get("error"):
+            return to_app([("error", "access_denied"),
+                           ("error_description", fault.get("error_description") or DEFAULT_DENIED_DESCRIPTION)])
+        if not valid:
+            return to_app([("error", "invalid_request"),
+                           ("error_description", "Invalid authorization code from Apple.")])
+        profile = None
+        if form.get("user"):  # only on the user's first authorization at Apple
+            try:
+                posted = json.loads(form["user"])
+                name = " ".join(p for p in ((posted.get("name") or {}).get("firstName"),
+                                            (posted.get("name") or {}).get("lastName")) if p)
+                profile = profile_claims(name, posted.get("email"), tx["scope"])
+            except (ValueError, AttributeError):
+                profile = None
+        now = time.time()
+        prune(STATE["auth_codes"], now)
+        code = secrets.token_urlsafe(32)
+        STATE["auth_codes"][code] = {
+            "client_id": tx["client_id"], "redirect_uri": tx["redirect_uri"], "scope": tx["scope"],
+            "nonce": tx.get("nonce"), "code_challenge": tx.get("code_challenge"),
+            "code_challenge_method": tx.get("code_challenge_method"), "audience": tx.get("audience"),
+            "max_age": tx.get("max_age"), "sub": entry["sub"], "profile": profile,
+            "auth_time": int(now), "id_token_fault": take_switch("next_id_token"),
+            "issued_at": now, "expires_at": now + AUTHORIZATION_CODE_TTL, "used": False,
+            "family": None,
+        }
+        bump("authorizations")
+        return to_app([("code", code)])
+
+
+@app.get("/.well-known/jwks.json")
+def jwks_endpoint():
+    with LOCK:
+        return jsonify(jwks())
+
+
+@app.get("/.well-known/openid-configuration")
+def openid_configuration():
+    base = issuer()
+    return jsonify({
+        "issuer": base,
+        "authorization_endpoint": base + "authorize",
+        "token_endpoint": base + "oauth/token",
+        "revocation_endpoint": base + "oauth/revoke",
+        "jwks_uri": base + ".well-known/jwks.json",
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "grant_types_supported": [AUTHORIZATION_CODE, "refresh_token", TOKEN_EXCHANGE],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["RS256"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": TOKEN_AUTH_METHODS,
+        "scopes_supported": ALLOWED_SCOPES,
+        "claims_supported": ["aud", "auth_time", "azp", "email", "email_verified", "exp",
+                             "family_name", "given_name", "iat", "iss", "name", "nonce", "sid", "sub"],
+        "request_parameter_supported": False,
+    })
 
 
 # ---- faults ------------------------------------------------------------------------------
@@ -622,8 +1268,13 @@ def apple_code():
     sub = body.get("sub")
     if not isinstance(sub, str) or not sub:
         return bad("'sub' (the Apple user id) is required")
+    problem = check_user_fields(body)
+    if problem:
+        return bad(problem)
     code = "c" + secrets.token_hex(16) + ".0." + secrets.token_hex(4)
     with LOCK:
+        if any(k in body for k in ("name", "email", "first_sign_in")):
+            update_apple_user(sub, body)
         STATE["codes"][code] = {"sub": sub, "used": False}
     return jsonify({"code": code})
 
@@ -688,11 +1339,131 @@ def config():
 
 @app.post("/__test/reset")
 def reset():
-    global STATE
     with LOCK:
+        keys = STATE.get("keys")  # the signing key is the server's identity: it stays
         STATE.clear()
         STATE.update(fresh_state())
+        STATE["keys"] = keys
     return jsonify({"ok": True})
+
+
+def oidc_view():
+    return {
+        "issuer": issuer(),
+        "kid": STATE["keys"]["signing"]["kid"],
+        "clients": STATE["oidc"]["clients"],
+        "next_user": STATE["oidc"]["next_user"],
+        "next_id_token": STATE["oidc"]["next_id_token"],
+        "next_redirect": STATE["oidc"]["next_redirect"],
+        "apple_users": STATE["apple_users"],
+        "id_token_faults": ID_TOKEN_FAULTS,
+        "redirect_faults": REDIRECT_FAULTS,
+        "default_redirect_uris": DEFAULT_REDIRECT_URIS,
+        "default_apple_user": DEFAULT_APPLE_USER,
+    }
+
+
+@app.get("/__test/oidc")
+def oidc_state():
+    with LOCK:
+        return jsonify(oidc_view())
+
+
+def check_user_fields(body):
+    for field in ("name", "email"):
+        if field in body and not isinstance(body[field], str):
+            return f"'{field}' must be a string"
+    if body.get("first_sign_in") not in (None, True, False):
+        return "'first_sign_in' must be true, false or null"
+    return None
+
+
+@app.post("/__test/oidc/redirect_uris")
+def oidc_redirect_uris():
+    body = request.get_json(force=True, silent=True) or {}
+    unknown = set(body) - {"client_id", "redirect_uris", "any_loopback_port"}
+    if unknown:
+        return bad(f"unknown keys: {sorted(unknown)}")
+    client_id = body.get("client_id", "tokenstore-test")
+    if client_id not in CLIENTS:
+        return bad(f"unknown client {client_id!r}")
+    uris = body.get("redirect_uris")
+    if not isinstance(uris, list) or not all(isinstance(u, str) and u for u in uris):
+        return bad("'redirect_uris' must be a list of non-empty strings")
+    if body.get("any_loopback_port") not in (None, True, False):
+        return bad("'any_loopback_port' must be a boolean")
+    with LOCK:
+        conf = STATE["oidc"]["clients"].setdefault(client_id, {})
+        conf["redirect_uris"] = list(uris)
+        conf["any_loopback_port"] = bool(body.get("any_loopback_port", False))
+        return jsonify(oidc_view())
+
+
+@app.post("/__test/oidc/next_user")
+def oidc_next_user():
+    body = request.get_json(force=True, silent=True) or {}
+    unknown = set(body) - {"apple_id", "name", "email", "first_sign_in"}
+    if unknown:
+        return bad(f"unknown keys: {sorted(unknown)}")
+    apple_id = body.get("apple_id")
+    if not isinstance(apple_id, str) or not apple_id or "|" in apple_id:
+        return bad("'apple_id' (an Apple user id, without 'apple|') is required")
+    problem = check_user_fields(body)
+    if problem:
+        return bad(problem)
+    with LOCK:
+        update_apple_user(apple_id, body)
+        STATE["oidc"]["next_user"] = apple_id
+        return jsonify(oidc_view())
+
+
+@app.post("/__test/oidc/next_id_token")
+def oidc_next_id_token():
+    body = request.get_json(force=True, silent=True) or {}
+    unknown = set(body) - {"fault", "value"}
+    if unknown:
+        return bad(f"unknown keys: {sorted(unknown)}")
+    if body.get("fault") not in ID_TOKEN_FAULTS:
+        return bad(f"'fault' must be one of {sorted(ID_TOKEN_FAULTS)}")
+    if body.get("value") is not None and not isinstance(body["value"], str):
+        return bad("'value' must be a string")
+    with LOCK:
+        STATE["oidc"]["next_id_token"] = {"fault": body["fault"], "value": body.get("value")}
+        return jsonify(oidc_view())
+
+
+@app.post("/__test/oidc/next_redirect")
+def oidc_next_redirect():
+    body = request.get_json(force=True, silent=True) or {}
+    unknown = set(body) - {"fault", "error_description"}
+    if unknown:
+        return bad(f"unknown keys: {sorted(unknown)}")
+    if body.get("fault") not in REDIRECT_FAULTS:
+        return bad(f"'fault' must be one of {sorted(REDIRECT_FAULTS)}")
+    desc = body.get("error_description")
+    if desc is not None and (not isinstance(desc, str) or not desc or invalid_error_characters(desc)):
+        return bad("'error_description' must be a non-empty string of RFC 6749 error characters")
+    with LOCK:
+        STATE["oidc"]["next_redirect"] = {"fault": body["fault"], "error_description": desc}
+        return jsonify(oidc_view())
+
+
+@app.delete("/__test/oidc/next")
+def oidc_disarm():
+    with LOCK:
+        for name in ("next_user", "next_id_token", "next_redirect"):
+            STATE["oidc"][name] = None
+        return jsonify(oidc_view())
+
+
+@app.post("/__test/oidc/rotate_key")
+def oidc_rotate_key():
+    body = request.get_json(force=True, silent=True) or {}
+    with LOCK:
+        old = public_jwk(signing_key())
+        retired = [] if body.get("keep_old") is False else [old] + list(STATE["keys"].get("retired") or [])
+        STATE["keys"] = {"signing": new_signing_key(), "retired": retired}
+        return jsonify(jwks())
 
 
 @app.post("/__test/revoke")
@@ -737,7 +1508,7 @@ LOG_REQUESTS = True
 
 
 def main(argv=None):
-    global STATE_FILE, LOG_REQUESTS
+    global STATE_FILE, LOG_REQUESTS, ISSUER
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0, help="0 = any free port")
@@ -752,6 +1523,8 @@ def main(argv=None):
     STATE_FILE = args.state_file
     LOG_REQUESTS = not args.quiet
     load_state()
+    if ensure_keys():
+        save_state()  # a new signing key is on disk at once, not only after a graceful stop
 
     import logging
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
@@ -774,6 +1547,8 @@ def main(argv=None):
 
     srv.shutdown_request = shutdown_request
     port = srv.socket.getsockname()[1]
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    ISSUER = f"http://{host}:{port}/"
 
     def stop(signum, frame):
         raise KeyboardInterrupt

@@ -22,6 +22,19 @@ import FoundationNetworking
 /// - Revoking a refresh token at `/oauth/revoke` revokes its whole family.
 /// - `stopTemporarily()` + `restart()` really stops the process and starts a new one on the
 ///   same port; tokens, codes, config and stats survive (a state file written on SIGTERM).
+///
+/// Browser sign-in (RFC 8252 loopback + PKCE) as Auth0 with `connection=apple` does it:
+/// `GET /authorize` (exact redirect-URI match, port included; a mismatch is an error page,
+/// not a redirect; `code_challenge` S256 required for the public client) → 302 to an
+/// emulated Apple page that auto-submits a `form_post` to `/login/callback` → 302 to the
+/// app's redirect URI with `code` and `state` → `POST /oauth/token`
+/// `grant_type=authorization_code` with `code_verifier` (a code is single use; presenting it
+/// again revokes its tokens, reason "code_reuse"). ID tokens are RS256 with a `kid` from
+/// `/.well-known/jwks.json`; `iss` is `issuer` (trailing slash), `sub` "apple|<Apple id>",
+/// and name/email come only on a user's first sign-in. Tests choose the Apple user
+/// (`setNextAppleUser`), the registered callbacks (`registerRedirectURIs`) and make the
+/// next sign-in go wrong (`armBadIDToken`, `armBadRedirect`). `userAgentScript` is a
+/// scripted, loopback-only browser for `$BROWSER`.
 public final class AuthorizationServer: @unchecked Sendable {  // mutable state is guarded by `lock`
     // MARK: Fixed facts of the server
 
@@ -33,6 +46,26 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
     public static let appleAuthorizationCodeTokenType = "http://auth0.com/oauth/token-type/apple-authz-code"
     public static let tokenPath = "/oauth/token"
     public static let revokePath = "/oauth/revoke"
+    public static let authorizePath = "/authorize"
+    public static let jwksPath = "/.well-known/jwks.json"
+    public static let openIDConfigurationPath = "/.well-known/openid-configuration"
+    /// Loopback callback ports every client has registered by default, each exactly as
+    /// `http://127.0.0.1:PORT/callback` (see `defaultRedirectURIs`).
+    public static let defaultCallbackPorts = [53180, 53181, 53182, 53183]
+    public static let defaultRedirectURIs = defaultCallbackPorts.map { "http://127.0.0.1:\($0)/callback" }
+    /// Who signs in at the emulated Apple page when a test chose nobody.
+    public static let defaultAppleUserID = "000792.d71059495fa24644b94e4a644e2e3b4a.0638"
+    public static let defaultAppleUserName = "Jane Appleseed"
+    public static let defaultAppleUserEmail = "jane.appleseed@privaterelay.appleid.com"
+    /// Tests/AuthServer/useragent.py, a scripted browser usable as `$BROWSER`: it follows the
+    /// sign-in to the app's loopback callback and refuses any host but 127.0.0.1, localhost
+    /// and ::1. Exit 0 when it ended at a page (the callback, or e.g. an error page), 1 on a
+    /// transport error, 2 when it refused a host. Environment: `TOKENSTORE_USERAGENT_LOG`
+    /// (a file: one line a request, no query strings, then "END ..."),
+    /// `TOKENSTORE_USERAGENT_DETACH=1` (return at once, browse in the background).
+    public static var userAgentScript: URL {
+        repositoryRoot.appendingPathComponent("Tests/AuthServer/useragent.py")
+    }
 
     public enum Failure: Error, CustomStringConvertible {
         case pythonMissing(path: String)
@@ -105,6 +138,11 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
     public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
     public var tokenURL: URL { baseURL.appendingPathComponent("oauth/token") }
     public var revokeURL: URL { baseURL.appendingPathComponent("oauth/revoke") }
+    public var authorizeURL: URL { baseURL.appendingPathComponent("authorize") }
+    public var jwksURL: URL { URL(string: baseURL.absoluteString + Self.jwksPath)! }
+    public var openIDConfigurationURL: URL { URL(string: baseURL.absoluteString + Self.openIDConfigurationPath)! }
+    /// The ID tokens' `iss`: "http://127.0.0.1:PORT/", trailing slash included (as Auth0's).
+    public var issuer: String { baseURL.absoluteString + "/" }
     public var isRunning: Bool { lock.withLock { process?.isRunning ?? false } }
 
     // MARK: Life cycle
@@ -315,7 +353,7 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
         public var kind: String?
         public var familyRevoked: Bool
         /// nil when active; else "rotated", "revoked", "reuse" (family revoked by reuse
-        /// detection) or "expired".
+        /// detection), "code_reuse" (its authorization code was presented again) or "expired".
         public var reason: String?
         public var subject: String?
         public var scope: String?
@@ -347,6 +385,10 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
         public var reusePresentations: Int
         public var invalidGrants: Int
         public var faultHits: Int
+        /// Authorization codes issued to an app's redirect URI (browser sign-ins).
+        public var authorizations: Int
+        /// Successful authorization_code grants.
+        public var codeGrants: Int
         public var activeRefreshTokens: Int
         public var families: Int
         public var revokedFamilies: Int
@@ -361,7 +403,8 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
             refreshGrants: n("refresh_grants"), exchangeGrants: n("exchange_grants"),
             revocations: n("revocations"), reuseDetections: n("reuse_detections"),
             reusePresentations: n("reuse_presentations"), invalidGrants: n("invalid_grants"),
-            faultHits: n("fault_hits"), activeRefreshTokens: n("active_refresh_tokens"),
+            faultHits: n("fault_hits"), authorizations: n("authorizations"), codeGrants: n("code_grants"),
+            activeRefreshTokens: n("active_refresh_tokens"),
             families: n("families"), revokedFamilies: n("revoked_families"), pendingFaults: n("pending_faults"))
     }
 
@@ -396,6 +439,128 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
     public func revokeGrants(forAppleUserID appleUserID: String) throws -> Int {
         let j = try control("POST", "revoke", ["sub": appleUserID])
         return (j["revoked_families"] as? NSNumber)?.intValue ?? 0
+    }
+
+    // MARK: Browser sign-in (OIDC)
+
+    /// Ways the next sign-in's ID token is bad (each armed switch is used once, by the next
+    /// browser sign-in's code or the next native Apple exchange). What each breaks is what
+    /// an Auth0.swift-like validator must reject.
+    public enum BadIDToken: String, Sendable, CaseIterable {
+        /// `aud` is another client (`value`, default "another-client").
+        case wrongAudience = "wrong_aud"
+        /// `iss` is `value`, default the issuer without its trailing slash.
+        case wrongIssuer = "wrong_iss"
+        /// `exp` one hour ago.
+        case expired
+        /// RS256 with the right `kid`, one signature bit flipped.
+        case badSignature = "bad_signature"
+        /// Signed with the real key; the header's `kid` (`value`, default random) is not in the JWKS.
+        case unknownKeyID = "unknown_kid"
+        /// Signed with the real key; no `kid` in the header.
+        case missingKeyID = "missing_kid"
+        /// `alg: none`, empty signature.
+        case algorithmNone = "alg_none"
+        /// HS256 keyed with the public key's PEM (the key-confusion attack).
+        case algorithmHS256 = "alg_hs256"
+        /// `nonce` is `value` (default random), even when the app sent none.
+        case wrongNonce = "wrong_nonce"
+        /// No `nonce` although the app sent one.
+        case missingNonce = "missing_nonce"
+        /// No `sub`.
+        case missingSubject = "missing_sub"
+        /// `aud` [client_id, audience] without `azp`.
+        case missingAuthorizedParty = "missing_azp"
+        /// `auth_time` one day ago (fails a `max_age` check).
+        case oldAuthTime = "old_auth_time"
+    }
+
+    /// Ways the next browser sign-in's redirect to the app goes wrong (used once).
+    public enum BadRedirect: Sendable, Equatable {
+        /// The redirect carries a `state` the app never sent (and a valid code).
+        case wrongState
+        /// The user cancels at Apple: `error=access_denied`, `error_description` (default
+        /// "The user cancelled the sign-in at Apple (user_cancelled_authorize)."), the app's `state`.
+        case accessDenied(description: String? = nil)
+        /// `/login/callback` answers a page and never redirects: the callback never comes.
+        case noRedirect
+    }
+
+    /// The Apple user of the next browser sign-in (unless `/authorize` has a test-only
+    /// `login_hint`), then back to `defaultAppleUserID`. `name`/`email` are remembered for
+    /// this Apple id; they reach the ID token only on the user's first sign-in.
+    /// `firstSignIn: true` makes the next sign-in a first one again (the user revoked the app
+    /// at Apple); `false` marks the user as seen.
+    public func setNextAppleUser(
+        _ appleUserID: String, name: String? = nil, email: String? = nil, firstSignIn: Bool? = nil
+    ) throws {
+        var body: [String: Any] = ["apple_id": appleUserID]
+        if let name { body["name"] = name }
+        if let email { body["email"] = email }
+        if let firstSignIn { body["first_sign_in"] = firstSignIn }
+        _ = try control("POST", "oidc/next_user", body)
+    }
+
+    /// Replaces the callback URLs registered for `clientID`; matching is exact (port
+    /// included) unless `anyLoopbackPort` (RFC 8252 7.3: a loopback URI may differ in port).
+    /// `reset()` restores `defaultRedirectURIs`.
+    public func registerRedirectURIs(
+        _ redirectURIs: [String], clientID: String = AuthorizationServer.publicClientID,
+        anyLoopbackPort: Bool = false
+    ) throws {
+        _ = try control(
+            "POST", "oidc/redirect_uris",
+            ["client_id": clientID, "redirect_uris": redirectURIs, "any_loopback_port": anyLoopbackPort])
+    }
+
+    /// The next sign-in's ID token is bad in this way. `value` overrides the wrong
+    /// audience, issuer, key id or nonce.
+    public func armBadIDToken(_ kind: BadIDToken, value: String? = nil) throws {
+        var body: [String: Any] = ["fault": kind.rawValue]
+        if let value { body["value"] = value }
+        _ = try control("POST", "oidc/next_id_token", body)
+    }
+
+    /// The next browser sign-in's redirect to the app goes wrong in this way.
+    public func armBadRedirect(_ kind: BadRedirect) throws {
+        var body: [String: Any]
+        switch kind {
+        case .wrongState: body = ["fault": "wrong_state"]
+        case .accessDenied(let description):
+            body = ["fault": "access_denied"]
+            if let description { body["error_description"] = description }
+        case .noRedirect: body = ["fault": "no_redirect"]
+        }
+        _ = try control("POST", "oidc/next_redirect", body)
+    }
+
+    /// Disarms `setNextAppleUser`, `armBadIDToken` and `armBadRedirect`.
+    public func disarmSignInSwitches() throws {
+        _ = try control("DELETE", "oidc/next", nil)
+    }
+
+    /// Signs with a new RSA key from now on; the old public key stays in the JWKS unless
+    /// `keepOld` is false. Returns the new key id.
+    @discardableResult
+    public func rotateSigningKey(keepOld: Bool = true) throws -> String {
+        _ = try control("POST", "oidc/rotate_key", ["keep_old": keepOld])
+        return try signingKeyID()
+    }
+
+    /// The `kid` of the key that signs ID tokens now (kept across restarts and `reset()`).
+    public func signingKeyID() throws -> String {
+        let j = try control("GET", "oidc", nil)
+        guard let kid = j["kid"] as? String else {
+            throw Failure.controlFailed(path: "/__test/oidc", status: 200, body: "no kid")
+        }
+        return kid
+    }
+
+    /// `/authorize?…` with `parameters` form-encoded (e.g. response_type, client_id,
+    /// redirect_uri, scope, state, nonce, code_challenge, code_challenge_method, connection,
+    /// audience, max_age, prompt, login_hint).
+    public func authorizationRequestURL(_ parameters: [String: String]) -> URL {
+        URL(string: authorizeURL.absoluteString + "?" + String(decoding: Self.formEncode(parameters), as: UTF8.self))!
     }
 
     // MARK: Convenience: a signed-in user
