@@ -17,6 +17,8 @@ build: deps
 # session bus) and the real authorization server on loopback.
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	# The test authorization server's own checks (OIDC provider, scripted user agent).
+	scripts/authserver selftest
 	# The fuzz seed corpus replayed through the decoders (the same code libFuzzer drives).
 	$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-fuzz
 	TOKENSTORE_REQUIRE_KEYRING=1 SWIFT=$(SWIFT) scripts/with-keyring scripts/run-tests $(SWIFT_FLAGS)

@@ -4,7 +4,7 @@ import Foundation
 /// Secret bytes (a token, a key, a user id) held in guarded memory that is wiped when the
 /// value goes away.
 ///
-/// The bytes live in guarded memory (``GuardedMemory``: `sodium_malloc` memory, locked, out
+/// The bytes live in guarded memory (`sodium_malloc` memory, locked, out
 /// of core dumps, wiped on free).
 /// `description` and `debugDescription` show only the length and a short fingerprint, so a
 /// stray `print` or log line never reveals the secret. Equality is constant-time.

@@ -65,6 +65,7 @@ public struct PassphraseKeyProvider: KeyProvider {
 
     /// A provider keeping its files in `directory` (made with mode 0700 if missing).
     /// - Parameters:
+    ///   - directory: where the wrapped-key files live.
     ///   - passphrase: supplied by the app (read from a terminal or a file descriptor); kept in
     ///     guarded memory.
     ///   - limits: Argon2id cost for newly wrapped keys; ``Limits/moderate`` by default.

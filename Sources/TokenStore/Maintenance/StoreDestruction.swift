@@ -11,7 +11,7 @@ public enum StoreDestructionConfirmation: Sendable {
 
 extension TokenStore {
     /// Deletes the store: its data keys from the key provider, then the database and its
-    /// -wal, -shm and lock files (``FileLayout``). The store object is closed first; later calls throw
+    /// -wal, -shm and lock files. The store object is closed first; later calls throw
     /// `storeClosed`.
     ///
     /// Keys go first: a crash in between leaves a database whose key is missing (destroy it

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What ``TokenStore/verify()`` found.
+/// What ``TokenStore/verify(progress:)`` found.
 public struct VerificationReport: Sendable {
     /// One row that did not open, named by table and a short row id (a hash prefix, never an identifier).
     public struct BadRow: Sendable, Equatable {
