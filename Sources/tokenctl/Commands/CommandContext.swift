@@ -67,7 +67,7 @@ struct CommandContext {
     /// Call it once per command: the passphrase is read from the descriptor to its end.
     func keyProvider(storePath: String) throws -> any KeyProvider {
         if let fd = global.passphraseFileDescriptor {
-            return PassphraseKeyProvider(storePath: storePath, passphrase: try KeyCommands.readPassphrase(fileDescriptor: fd))
+            return PassphraseKeyProvider(storePath: storePath, passphrase: try SecretInput.passphrase(fileDescriptor: fd))
         }
         return SecretServiceKeyProvider()
     }

@@ -1,8 +1,7 @@
 import Foundation
 import TokenStore
 
-/// `unlock`, `rotate-key`, `reset`, `destroy`: managing the data key (issue 8), and reading
-/// the passphrase for `--passphrase-fd`.
+/// `unlock`, `rotate-key`, `reset`, `destroy`: managing the data key (issue 8).
 enum KeyCommands {
     /// How long `unlock` waits for the user at the desktop's prompt.
     static let unlockTimeout: Duration = .seconds(120)
@@ -81,35 +80,5 @@ enum KeyCommands {
         guard context.command.hasFlag("yes") else {
             throw UsageError(kind: .missingOption(option: "--yes"), commandName: context.command.name)
         }
-    }
-
-    // MARK: --passphrase-fd
-
-    /// The passphrase read from the open file descriptor `fd` to its end, minus one trailing
-    /// newline; the read buffer is wiped.
-    /// - Throws: `CommandFailure` (64) for a descriptor that cannot be read or an empty passphrase.
-    static func readPassphrase(fileDescriptor fd: Int32) throws -> SecretBytes {
-        let limit = 64 * 1024
-        var buffer = [UInt8](repeating: 0, count: limit + 1)
-        defer { buffer.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
-        var count = 0
-        while count < buffer.count {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 {
-                throw CommandFailure(
-                    .usage, "cannot read the passphrase from file descriptor \(fd) (errno \(errno))",
-                    hint: "open it for the command, e.g. 'tokenctl --passphrase-fd 3 status 3<passphrase-file'")
-            }
-            if n == 0 { break }
-            count += n
-        }
-        guard count <= limit else { throw CommandFailure(.usage, "the passphrase is longer than \(limit) bytes") }
-        if count > 0, buffer[count - 1] == 0x0A {
-            count -= 1
-            if count > 0, buffer[count - 1] == 0x0D { count -= 1 }
-        }
-        guard count > 0 else { throw CommandFailure(.usage, "the passphrase read from file descriptor \(fd) is empty") }
-        return SecretBytes(buffer[0..<count])
     }
 }

@@ -207,7 +207,7 @@ enum StoreCommands {
         if context.console.standardInputIsTerminal {
             context.console.writeError("tokenctl: reading the secret from stdin; end it with Ctrl-D\n")
         }
-        let secret = try readSecretFromStandardInput()
+        let secret = try SecretInput.standardInput()
         let store = try context.openStore(create: true)
         try store.set(secret, for: key, attributes: ItemAttributes(label: context.command.value("label")))
         let document: JSONValue = [
@@ -217,37 +217,6 @@ enum StoreCommands {
         ]
         context.emit(document) { "Stored \(key.kind.rawValue) (\(secret.count) bytes, fingerprint \(secret.fingerprint)).\n" }
         return .ok
-    }
-
-    /// The whole of stdin minus one trailing newline (`\n` or `\r\n`), wiped from the read buffer.
-    /// - Throws: `CommandFailure` (65) for an empty or oversize secret.
-    static func readSecretFromStandardInput() throws -> SecretBytes {
-        let limit = StoreLimits.maxSecretBytes + 2
-        var buffer = [UInt8](repeating: 0, count: limit + 1)
-        defer { buffer.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
-        var count = 0
-        while count < buffer.count {
-            let n = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress! + count, $0.count - count) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 {
-                throw CommandFailure(.failure, "reading the secret from stdin failed (errno \(errno))")
-            }
-            if n == 0 { break }
-            count += n
-        }
-        if count > StoreLimits.maxSecretBytes + 1 || (count == StoreLimits.maxSecretBytes + 1 && buffer[count - 1] != 0x0A) {
-            throw CommandFailure(.dataError, "the secret read from stdin is larger than \(StoreLimits.maxSecretBytes) bytes")
-        }
-        if count > 0, buffer[count - 1] == 0x0A {
-            count -= 1
-            if count > 0, buffer[count - 1] == 0x0D { count -= 1 }
-        }
-        guard count > 0 else {
-            throw CommandFailure(
-                .dataError, "the secret read from stdin is empty",
-                hint: "pipe the secret in: printf '%s' \"$SECRET\" | tokenctl put --account A --kind K")
-        }
-        return SecretBytes(buffer[0..<count])
     }
 
     // MARK: delete
