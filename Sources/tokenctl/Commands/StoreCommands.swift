@@ -169,10 +169,11 @@ enum StoreCommands {
             "expiresAt": Format.date(item.attributes.expiresAt), "scopes": Format.strings(item.attributes.scopes),
             "fingerprint": .string(item.secret.fingerprint), "byteCount": .int(item.secret.count),
         ]
-        let text = item.secret.stringValue()
+        var text: String?
         if reveal {
             RevealWarning.emitIfNeeded(on: context.console)
             // The secret becomes a String only here, at the edge, because the user asked for it.
+            text = item.secret.stringValue()
             document["secret"] = Format.optional(text)
             document["secretBase64"] = .string(Data(item.secret.copyBytes()).base64EncodedString())
         }
