@@ -1,8 +1,7 @@
 /// Every tokenctl command with its options and help texts: the single source for parsing,
 /// help screens and usage errors.
 ///
-/// Commands from issue 5 (inspect, drive the logout) and issue 8 (key management). Names and
-/// meanings are a public interface: tests outside the repository call them.
+/// Names and meanings are a public interface: tests outside the repository call them.
 enum CommandTable {
     /// Printed by `tokenctl --version`.
     static let version = "0.1.0"

@@ -1,7 +1,7 @@
 import Foundation
 import TokenStore
 
-/// `unlock`, `rotate-key`, `reset`, `destroy`: managing the data key (issue 8).
+/// `unlock`, `rotate-key`, `reset`, `destroy`: managing the data key.
 enum KeyCommands {
     /// How long `unlock` waits for the user at the desktop's prompt.
     static let unlockTimeout: Duration = .seconds(120)
