@@ -1,3 +1,5 @@
+import TokenStore
+
 /// Every tokenctl command with its options and help texts: the single source for parsing,
 /// help screens and usage errors.
 ///
@@ -7,7 +9,7 @@ enum CommandTable {
     static let version = "0.1.0"
 
     /// The values `--kind` accepts, as typed on the command line.
-    static let itemKinds = ["refresh-token", "apple-user-id", "access-token", "generic"]
+    static let itemKinds = ItemKind.allCases.map(\.rawValue)
 
     /// The environment variables that supply `--domain` and `--client-id`.
     static let domainVariable = "TOKENCTL_DOMAIN"
