@@ -1,21 +1,78 @@
 /// The arguments given to one command after parsing and validation.
 ///
-/// Option values are keyed by long name without dashes (`"account"`), with environment
-/// defaults already applied. Values may be identifiers or secrets typed by mistake, so
-/// `description` names the options given but never shows a value.
+/// A command reads them through the declarations of its own spec, so that an option's name
+/// is written once, in its `OptionSpec`:
+/// ```swift
+/// static let account = OptionSpec.value("account", "account", required: true, "The account.")
+/// let account = try parsed.requiredValue(Self.account)
+/// ```
+/// Environment defaults are already applied. Values may be identifiers or secrets typed by
+/// mistake, so `description` names the options given but never shows a value.
 struct ParsedCommand: Sendable, Equatable {
     /// The command's name as in the table, e.g. `"get"`.
     let name: String
-    /// Every value given per option, in command-line order.
+    /// Every value given per option, keyed by long name without dashes, in command-line order.
     let values: [String: [String]]
     /// The flags given, by long name.
     let flags: Set<String>
     /// Positional arguments in order.
     let positionals: [String]
+    /// The positional arguments given, keyed by the name in the spec.
+    let arguments: [String: String]
+    /// The names of the options and arguments the command's spec declares.
+    let declared: Set<String>
+
+    init(spec: CommandSpec, values: [String: [String]], flags: Set<String>, positionals: [String]) {
+        self.name = spec.name
+        self.values = values
+        self.flags = flags
+        self.positionals = positionals
+        self.arguments = Dictionary(uniqueKeysWithValues: zip(spec.positionals.map(\.name), positionals))
+        self.declared = Set(spec.options.map(\.name) + spec.positionals.map(\.name))
+    }
+
+    // MARK: Reading through the spec
 
     /// The value of a non-repeatable option, or `nil` when it was not given.
-    ///
-    /// Example: `parsed.value("account")`.
+    func value(_ option: OptionSpec) -> String? { values[declaredName(option.name)]?.last }
+
+    /// The value of an option the spec marks required (the parser has checked it is there).
+    /// - Throws: `UsageError` naming the option when it is missing after all.
+    func requiredValue(_ option: OptionSpec) throws(UsageError) -> String {
+        guard let value = value(option) else {
+            throw UsageError(kind: .missingOption(option: option.synopsis), commandName: name)
+        }
+        return value
+    }
+
+    /// All values of a repeatable option, in the order given; empty when none.
+    func values(_ option: OptionSpec) -> [String] { values[declaredName(option.name)] ?? [] }
+
+    /// Whether the flag was given.
+    func isSet(_ flag: OptionSpec) -> Bool { flags.contains(declaredName(flag.name)) }
+
+    /// The value of a positional argument, or `nil` when it was not given.
+    func argument(_ argument: PositionalSpec) -> String? { arguments[declaredName(argument.name)] }
+
+    /// The value of a positional argument the spec marks required.
+    /// - Throws: `UsageError` naming the argument when it is missing after all.
+    func requiredArgument(_ argument: PositionalSpec) throws(UsageError) -> String {
+        guard let value = self.argument(argument) else {
+            throw UsageError(kind: .missingArgument(argument: "<\(argument.name)>"), commandName: name)
+        }
+        return value
+    }
+
+    /// `name`, checked in debug builds to be declared by this command: reading an option of
+    /// another command is a programming error, not a missing value.
+    private func declaredName(_ name: String) -> String {
+        assert(declared.contains(name), "'\(self.name)' does not declare '\(name)'")
+        return name
+    }
+
+    // MARK: Reading by name
+
+    /// The value of a non-repeatable option, or `nil` when it was not given.
     func value(_ option: String) -> String? { values[option]?.last }
 
     /// All values of a repeatable option, in the order given; empty when none.
