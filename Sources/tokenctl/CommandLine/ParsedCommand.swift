@@ -12,29 +12,24 @@ struct ParsedCommand: Sendable, Equatable {
     /// The command's name as in the table, e.g. `"get"`.
     let name: String
     /// Every value given per option, keyed by long name without dashes, in command-line order.
-    let values: [String: [String]]
+    private let valuesByOption: [String: [String]]
     /// The flags given, by long name.
-    let flags: Set<String>
-    /// Positional arguments in order.
-    let positionals: [String]
-    /// The positional arguments given, keyed by the name in the spec.
-    let arguments: [String: String]
+    private let flagsGiven: Set<String>
+    /// The positional arguments given, keyed by their name in the spec.
+    private let argumentsByName: [String: String]
     /// The names of the options and arguments the command's spec declares.
-    let declared: Set<String>
+    private let declared: Set<String>
 
     init(spec: CommandSpec, values: [String: [String]], flags: Set<String>, positionals: [String]) {
         self.name = spec.name
-        self.values = values
-        self.flags = flags
-        self.positionals = positionals
-        self.arguments = Dictionary(uniqueKeysWithValues: zip(spec.positionals.map(\.name), positionals))
+        self.valuesByOption = values
+        self.flagsGiven = flags
+        self.argumentsByName = Dictionary(uniqueKeysWithValues: zip(spec.positionals.map(\.name), positionals))
         self.declared = Set(spec.options.map(\.name) + spec.positionals.map(\.name))
     }
 
-    // MARK: Reading through the spec
-
     /// The value of a non-repeatable option, or `nil` when it was not given.
-    func value(_ option: OptionSpec) -> String? { values[declaredName(option.name)]?.last }
+    func value(_ option: OptionSpec) -> String? { valuesByOption[declaredName(option.name)]?.last }
 
     /// The value of an option the spec marks required (the parser has checked it is there).
     /// - Throws: `UsageError` naming the option when it is missing after all.
@@ -46,13 +41,19 @@ struct ParsedCommand: Sendable, Equatable {
     }
 
     /// All values of a repeatable option, in the order given; empty when none.
-    func values(_ option: OptionSpec) -> [String] { values[declaredName(option.name)] ?? [] }
+    func values(_ option: OptionSpec) -> [String] { valuesByOption[declaredName(option.name)] ?? [] }
 
     /// Whether the flag was given.
-    func isSet(_ flag: OptionSpec) -> Bool { flags.contains(declaredName(flag.name)) }
+    func isSet(_ flag: OptionSpec) -> Bool { flagsGiven.contains(declaredName(flag.name)) }
+
+    /// Checks a flag the spec marks required, such as the `--yes` of a destructive command.
+    /// - Throws: `UsageError` naming the flag when it was not given.
+    func requireFlag(_ flag: OptionSpec) throws(UsageError) {
+        guard isSet(flag) else { throw UsageError(kind: .missingOption(option: flag.synopsis), commandName: name) }
+    }
 
     /// The value of a positional argument, or `nil` when it was not given.
-    func argument(_ argument: PositionalSpec) -> String? { arguments[declaredName(argument.name)] }
+    func argument(_ argument: PositionalSpec) -> String? { argumentsByName[declaredName(argument.name)] }
 
     /// The value of a positional argument the spec marks required.
     /// - Throws: `UsageError` naming the argument when it is missing after all.
@@ -69,29 +70,13 @@ struct ParsedCommand: Sendable, Equatable {
         assert(declared.contains(name), "'\(self.name)' does not declare '\(name)'")
         return name
     }
-
-    // MARK: Reading by name
-
-    /// The value of a non-repeatable option, or `nil` when it was not given.
-    func value(_ option: String) -> String? { values[option]?.last }
-
-    /// All values of a repeatable option, in the order given; empty when none.
-    func allValues(_ option: String) -> [String] { values[option] ?? [] }
-
-    /// Whether a flag such as `"reveal"` was given.
-    func hasFlag(_ flag: String) -> Bool { flags.contains(flag) }
-
-    /// The positional argument at `index`, or `nil` when absent.
-    func positional(_ index: Int) -> String? {
-        positionals.indices.contains(index) ? positionals[index] : nil
-    }
 }
 
 extension ParsedCommand: CustomStringConvertible, CustomDebugStringConvertible {
     /// The command and the names of the options given; values are never shown.
     var description: String {
-        let options = (values.keys.map { "--\($0)=<redacted>" } + flags.map { "--\($0)" }).sorted()
-        let arguments = Array(repeating: "<redacted>", count: positionals.count)
+        let options = (valuesByOption.keys.map { "--\($0)=<redacted>" } + flagsGiven.map { "--\($0)" }).sorted()
+        let arguments = Array(repeating: "<redacted>", count: argumentsByName.count)
         return ([name] + options + arguments).joined(separator: " ")
     }
 
