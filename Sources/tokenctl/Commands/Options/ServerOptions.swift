@@ -30,6 +30,16 @@ struct ServerOptions: Sendable {
         }
     }
 
+    /// Opens the store (creating it when `createStore` is true and it does not exist yet) and a
+    /// session on it with this server.
+    /// - Throws: `CommandFailure` when the store is missing; `TokenStoreError` from the open.
+    func openSession(
+        _ context: CommandContext, createStore: Bool = false
+    ) throws -> (store: TokenStore, session: TokenSession) {
+        let store = try context.openStore(create: createStore)
+        return (store, TokenSession(store: store, configuration: configuration))
+    }
+
     /// The scopes given with `--scope` (each value may hold several, space-separated), or
     /// `defaults` when none is given.
     static func scopes(_ parsed: ParsedCommand, default defaults: [String]) -> [String] {

@@ -32,8 +32,7 @@ struct LoginCommand: TokenctlCommand {
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let store = try context.openStore(create: true)
-        let session = TokenSession(store: store, configuration: server.configuration)
+        let session = try server.openSession(context, createStore: true).session
         let result = try waitFor {
             try await session.signInWithApple(
                 authorizationCode: authorizationCode, appleUserID: appleUserID, account: account, scopes: scopes)

@@ -22,8 +22,7 @@ struct LogoutCommand: TokenctlCommand {
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let store = try context.openStore()
-        let session = TokenSession(store: store, configuration: server.configuration)
+        let (store, session) = try server.openSession(context)
         let outcome = try waitFor { try await session.logout(account: account) }
         let pending = try store.pendingRevocations().filter { $0.service == ItemKey.defaultService && $0.account == account }.count
 

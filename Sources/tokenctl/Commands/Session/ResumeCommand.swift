@@ -15,8 +15,7 @@ struct ResumeCommand: TokenctlCommand {
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let store = try context.openStore()
-        let session = TokenSession(store: store, configuration: server.configuration)
+        let (store, session) = try server.openSession(context)
         // A person asked for it now: every entry not refused for good is tried, due or not.
         let report = try waitFor { try await session.logoutCoordinator.resumePendingRevocations(now: .distantFuture) }
         let remaining = try store.pendingRevocations().count

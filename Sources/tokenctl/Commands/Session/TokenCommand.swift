@@ -25,8 +25,7 @@ struct TokenCommand: TokenctlCommand {
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let store = try context.openStore()
-        let session = TokenSession(store: store, configuration: server.configuration)
+        let session = try server.openSession(context).session
         let token = try waitFor { try await session.acquireTokenSilently(account: account, scopes: scopes) }
         var document: [String: JSONValue] = [
             "account": .string(account), "expiresAt": .string(Format.date(token.expiresAt)),
