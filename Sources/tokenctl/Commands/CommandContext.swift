@@ -59,6 +59,19 @@ struct CommandContext {
         return try TokenStore(path: location.path, appID: location.appID, keyProvider: provider)
     }
 
+    /// Opens the existing store and runs a long `task` on it, showing `progressLabel: done/total`
+    /// on stderr meanwhile (see `ProgressReporter`); `task` hands the progress callback to the store.
+    /// - Throws: what `openStore()` and `task` throw.
+    func withOpenStore<T>(
+        progressLabel: String, _ task: (TokenStore, _ progress: @escaping (Int, Int) -> Void) throws -> T
+    ) throws -> T {
+        let store = try openStore()
+        let progress = ProgressReporter(label: progressLabel, console: console, quiet: global.quiet)
+        let result = try task(store) { done, total in progress.update(done: done, total: total) }
+        progress.finish()
+        return result
+    }
+
     /// The key provider the global options ask for: the Secret Service, or with
     /// `--passphrase-fd N` the passphrase provider keeping its wrapped key next to the database.
     /// Call it once per command: the passphrase is read from the descriptor to its end.

@@ -13,10 +13,9 @@ struct RotateKeyCommand: TokenctlCommand {
     init(parsed: ParsedCommand) {}
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let store = try context.openStore()
-        let progress = ProgressReporter(label: "rotate-key", console: context.console, quiet: context.global.quiet)
-        let report = try store.rotateDataKey { done, total in progress.update(done: done, total: total) }
-        progress.finish()
+        let report = try context.withOpenStore(progressLabel: Self.spec.name) { store, progress in
+            try store.rotateDataKey(progress: progress)
+        }
         let document: JSONValue = [
             "previousKeyID": .string(report.previousKeyIdentifier), "newKeyID": .string(report.newKeyIdentifier),
             "rowsResealed": .int(report.rowsResealed), "batches": .int(report.batches), "resumed": .bool(report.resumed),

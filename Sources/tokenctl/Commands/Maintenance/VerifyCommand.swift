@@ -14,10 +14,9 @@ struct VerifyCommand: TokenctlCommand {
     init(parsed: ParsedCommand) {}
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let store = try context.openStore()
-        let progress = ProgressReporter(label: "verify", console: context.console, quiet: context.global.quiet)
-        let report = try store.verify { done, total in progress.update(done: done, total: total) }
-        progress.finish()
+        let report = try context.withOpenStore(progressLabel: Self.spec.name) { store, progress in
+            try store.verify(progress: progress)
+        }
         let document: JSONValue = [
             "healthy": .bool(report.isHealthy),
             "integrityCheck": Format.strings(report.integrityCheck),
