@@ -3,8 +3,19 @@ import TokenStore
 /// `<user-id>`: the user whose credential state `state` and `history` show.
 private let userIDArgument = PositionalSpec("user-id", "The Apple user identifier.")
 
+/// A command whose one argument is the user id.
+protocol UserIDCommand: TokenctlCommand {
+    init(userID: String)
+}
+
+extension UserIDCommand {
+    init(parsed: ParsedCommand) throws {
+        self.init(userID: try parsed.requiredArgument(userIDArgument))
+    }
+}
+
 /// `tokenctl state`: a user's credential state (authorized, revoked or notFound).
-struct StateCommand: TokenctlCommand {
+struct StateCommand: UserIDCommand {
     static let spec = CommandSpec(
         "state",
         abstract: "Show a user's credential state: authorized, revoked or notFound.",
@@ -12,10 +23,6 @@ struct StateCommand: TokenctlCommand {
         positionals: [userIDArgument])
 
     let userID: String
-
-    init(parsed: ParsedCommand) throws {
-        userID = try parsed.requiredArgument(userIDArgument)
-    }
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let store = try context.openStore()
@@ -26,17 +33,13 @@ struct StateCommand: TokenctlCommand {
 }
 
 /// `tokenctl history`: a user's credential state transitions.
-struct HistoryCommand: TokenctlCommand {
+struct HistoryCommand: UserIDCommand {
     static let spec = CommandSpec(
         "history",
         abstract: "Show a user's credential state transitions, with time and reason.",
         positionals: [userIDArgument])
 
     let userID: String
-
-    init(parsed: ParsedCommand) throws {
-        userID = try parsed.requiredArgument(userIDArgument)
-    }
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let store = try context.openStore()
