@@ -23,13 +23,7 @@ struct GetCommand: TokenctlCommand {
         guard let item = try store.item(for: key) else {
             throw CommandFailure(.failure, "no item with this account, kind and service", hint: "'tokenctl list' shows the items")
         }
-        var document: [String: JSONValue] = [
-            "service": .string(item.key.service), "account": .string(item.key.account),
-            "kind": .string(item.key.kind.rawValue), "label": Format.optional(item.attributes.label),
-            "createdAt": .string(Format.date(item.createdAt)), "updatedAt": .string(Format.date(item.updatedAt)),
-            "expiresAt": Format.date(item.attributes.expiresAt), "scopes": Format.strings(item.attributes.scopes),
-            "fingerprint": .string(item.secret.fingerprint), "byteCount": .int(item.secret.count),
-        ]
+        var document = ItemDocument.fields(of: item)
         var text: String?
         if reveal {
             RevealWarning.emitIfNeeded(on: context.console)

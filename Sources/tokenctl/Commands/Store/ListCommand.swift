@@ -13,7 +13,7 @@ struct ListCommand: TokenctlCommand {
         var items: [ItemInfo] = []
         try store.forEachItem { items.append($0) }
         items.sort { ($0.key.service, $0.key.account, $0.key.kind.rawValue) < ($1.key.service, $1.key.account, $1.key.kind.rawValue) }
-        context.emit(["count": .int(items.count), "items": .array(items.map(json))]) {
+        context.emit(["count": .int(items.count), "items": .array(items.map { .object(ItemDocument.fields(of: $0)) })]) {
             var table = TextTable(header: ["SERVICE", "ACCOUNT", "KIND", "CREATED", "UPDATED", "FINGERPRINT", "BYTES"])
             table.alignments = [.left, .left, .left, .left, .left, .left, .right]
             for item in items {
@@ -25,15 +25,5 @@ struct ListCommand: TokenctlCommand {
             return items.isEmpty ? "No items.\n" : table.rendered()
         }
         return .ok
-    }
-
-    private func json(_ item: ItemInfo) -> JSONValue {
-        [
-            "service": .string(item.key.service), "account": .string(item.key.account),
-            "kind": .string(item.key.kind.rawValue), "label": Format.optional(item.attributes.label),
-            "createdAt": .string(Format.date(item.createdAt)), "updatedAt": .string(Format.date(item.updatedAt)),
-            "expiresAt": Format.date(item.attributes.expiresAt), "scopes": Format.strings(item.attributes.scopes),
-            "fingerprint": .string(item.fingerprint), "byteCount": .int(item.byteCount),
-        ]
     }
 }
