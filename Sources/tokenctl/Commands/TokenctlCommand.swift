@@ -2,13 +2,17 @@
 /// properties, and what it does. The shape of swift-argument-parser's `ParsableCommand`:
 ///
 /// ```swift
-/// struct StateCommand: TokenctlCommand {
-///     static let userID = PositionalSpec("user-id", "The Apple user identifier.")
-///     static let spec = CommandSpec("state", abstract: "Show a user's credential state.", positionals: [userID])
+/// struct PutCommand: TokenctlCommand {
+///     static let label = OptionSpec.value("label", "label", "A label for people.")
+///     static let spec = CommandSpec("put", abstract: "Store a secret.", options: ItemOptions.specs + [label])
 ///
-///     let userID: String
+///     let key: ItemKey
+///     let label: String?
 ///
-///     init(parsed: ParsedCommand) throws { userID = try parsed.requiredArgument(Self.userID) }
+///     init(parsed: ParsedCommand) throws {
+///         key = try ItemOptions(parsed).key
+///         label = parsed.value(Self.label)
+///     }
 ///
 ///     func run(_ context: CommandContext) throws -> ExitCode { … }
 /// }

@@ -1,7 +1,8 @@
 import AuthSession
 import TokenStore
 
-/// `tokenctl token`: an access token got silently; the token itself only with `--reveal`.
+/// `tokenctl token`: gets an access token silently and prints its expiry and scopes; the token
+/// itself only with `--reveal`.
 struct TokenCommand: TokenctlCommand {
     static let reveal = OptionSpec.flag(
         "reveal", "Also print the access token. Warns on stderr when stdout is a terminal.")
