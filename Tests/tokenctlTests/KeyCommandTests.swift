@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// rotate-key, reset --yes, destroy --yes and --passphrase-fd through the binary (issue 8).
+/// rotate-key, reset --yes, destroy --yes and --passphrase-fd through the binary.
 @Suite("tokenctl key commands", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeyCommandTests {
     @Test("rotate-key: a new key id, every item still opens, verify is clean; JSON keys")

@@ -18,30 +18,32 @@ struct GlobalOptions: Sendable, Equatable {
     /// `--passphrase-fd N`: read the store passphrase from this open file descriptor.
     var passphraseFileDescriptor: Int32?
 
+    static let store = OptionSpec.value("store", "path", "The store database file to open.")
+    static let appID = OptionSpec.value(
+        "app-id", "id", "Open the default store of this application instead of --store.")
+    static let json = OptionSpec.flag("json", "Print one JSON document with stable, sorted keys instead of text.")
+    static let quiet = OptionSpec.flag(
+        "quiet", "Print no progress and no informational lines; errors are still printed.")
+    static let passphraseFileDescriptor = OptionSpec.value(
+        "passphrase-fd", "fd", rule: .nonNegativeInteger,
+        "Read the store passphrase from this open file descriptor (passphrase key provider).")
+
     /// The declarations of the global options, shown under GLOBAL OPTIONS in every command's help.
-    static let specs: [OptionSpec] = [
-        .value("store", "path", "The store database file to open."),
-        .value("app-id", "id", "Open the default store of this application instead of --store."),
-        .flag("json", "Print one JSON document with stable, sorted keys instead of text."),
-        .flag("quiet", "Print no progress and no informational lines; errors are still printed."),
-        .value(
-            "passphrase-fd", "fd", rule: .nonNegativeInteger,
-            "Read the store passphrase from this open file descriptor (passphrase key provider)."),
-    ]
+    static let specs = [store, appID, json, quiet, passphraseFileDescriptor]
 
     /// The global options that may not be combined.
-    static let mutuallyExclusive: [[String]] = [["store", "app-id"]]
+    static let mutuallyExclusive = [[store.name, appID.name]]
 
     /// Reads the global options out of the root command's parsed values.
     init(_ root: ParsedCommand) {
-        if let path = root.value("store") {
+        if let path = root.value(Self.store) {
             storeLocation = .path(path)
-        } else if let appID = root.value("app-id") {
+        } else if let appID = root.value(Self.appID) {
             storeLocation = .appID(appID)
         }
-        json = root.hasFlag("json")
-        quiet = root.hasFlag("quiet")
-        passphraseFileDescriptor = root.value("passphrase-fd").flatMap { Int32($0) }
+        json = root.isSet(Self.json)
+        quiet = root.isSet(Self.quiet)
+        passphraseFileDescriptor = root.value(Self.passphraseFileDescriptor).flatMap { Int32($0) }
     }
 
     init() {}

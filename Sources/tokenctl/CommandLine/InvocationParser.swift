@@ -69,10 +69,9 @@ struct InvocationParser: Sendable {
         }
 
         let parsed = ParsedCommand(
-            name: command.name, values: commandValues.values, flags: commandValues.flags,
+            spec: command, values: commandValues.values, flags: commandValues.flags,
             positionals: scan.positionals.map(\.value))
-        let global = ParsedCommand(
-            name: root.name, values: rootValues.values, flags: rootValues.flags, positionals: [])
+        let global = ParsedCommand(spec: root, values: rootValues.values, flags: rootValues.flags, positionals: [])
         return .command(CommandInvocation(command: parsed, global: GlobalOptions(global)))
     }
 

@@ -1,7 +1,8 @@
 /// One named option of a command: a flag (`--reveal`) or an option taking a value (`--account <account>`).
 ///
-/// Long names are kebab-case and written without the leading dashes. The table in
-/// `CommandTable` builds these with the `flag(...)` and `value(...)` factories.
+/// Long names are kebab-case and written without the leading dashes. A command declares each
+/// option once, as a constant built with the `flag(...)` or `value(...)` factory, lists it in
+/// its spec and reads its value through the same constant (`parsed.value(Self.label)`).
 struct OptionSpec: Sendable {
     /// Whether the option stands alone or takes a value.
     enum Arity: Sendable, Equatable {

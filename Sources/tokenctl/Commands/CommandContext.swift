@@ -1,22 +1,19 @@
-import AuthSession
 import Foundation
 import TokenStore
 
-/// What every command needs: the parsed invocation, the console, the environment, and the
-/// way to the store. Opening is lazy and explicit, so a command that only inspects never
-/// creates a store or a key by accident.
+/// What every command needs besides its own arguments: the global options, the console, the
+/// environment, and the way to the store. Opening is lazy and explicit, so a command that
+/// only inspects never creates a store or a key by accident.
 struct CommandContext {
     /// The variable that names the store when neither `--store` nor `--app-id` is given.
     static let storeVariable = "TOKENCTL_STORE"
     /// The app id used for stores named by `--store PATH`: it only labels the keyring item.
     static let defaultAppID = "tokenctl"
 
-    let invocation: CommandInvocation
+    let global: GlobalOptions
     let console: Console
     let environment: [String: String]
 
-    var command: ParsedCommand { invocation.command }
-    var global: GlobalOptions { invocation.global }
     var json: Bool { global.json }
 
     // MARK: The store
@@ -62,33 +59,27 @@ struct CommandContext {
         return try TokenStore(path: location.path, appID: location.appID, keyProvider: provider)
     }
 
+    /// Opens the existing store and runs a long `task` on it, showing `progressLabel: done/total`
+    /// on stderr meanwhile (see `ProgressReporter`); `task` hands the progress callback to the store.
+    /// - Throws: what `openStore()` and `task` throw.
+    func withOpenStore<T>(
+        progressLabel: String, _ task: (TokenStore, _ progress: @escaping (Int, Int) -> Void) throws -> T
+    ) throws -> T {
+        let store = try openStore()
+        let progress = ProgressReporter(label: progressLabel, console: console, quiet: global.quiet)
+        let result = try task(store) { done, total in progress.update(done: done, total: total) }
+        progress.finish()
+        return result
+    }
+
     /// The key provider the global options ask for: the Secret Service, or with
     /// `--passphrase-fd N` the passphrase provider keeping its wrapped key next to the database.
     /// Call it once per command: the passphrase is read from the descriptor to its end.
     func keyProvider(storePath: String) throws -> any KeyProvider {
         if let fd = global.passphraseFileDescriptor {
-            return PassphraseKeyProvider(storePath: storePath, passphrase: try KeyCommands.readPassphrase(fileDescriptor: fd))
+            return PassphraseKeyProvider(storePath: storePath, passphrase: try SecretInput.passphrase(fileDescriptor: fd))
         }
         return SecretServiceKeyProvider()
-    }
-
-    // MARK: The authorization server
-
-    /// The server configuration from `--domain` / `--client-id` (or their environment variables).
-    /// - Throws: `UsageError` for a URL the session layer refuses (plain http to a remote host…).
-    func serverConfiguration() throws -> AuthorizationServerConfiguration {
-        guard let domain = command.value("domain"), let clientID = command.value("client-id") else {
-            throw UsageError(kind: .missingOption(option: "--domain <url>"), commandName: command.name)
-        }
-        do {
-            return try AuthorizationServerConfiguration(domain: domain, clientID: clientID)
-        } catch let error as AuthSessionError where error.code == .insecureConfiguration {
-            throw UsageError(
-                kind: .invalidValue(
-                    option: "--domain <url>", environmentVariable: nil,
-                    expectation: "https, or plain http only to a loopback host (\(error.message))"),
-                commandName: command.name)
-        }
     }
 
     // MARK: Output
@@ -102,59 +93,5 @@ struct CommandContext {
     func note(_ text: String) {
         guard !global.quiet, !json else { return }
         console.writeError("tokenctl: \(text)\n")
-    }
-}
-
-// MARK: - Formatting helpers shared by the commands
-
-enum Format {
-    /// `2025-01-02T10:00:00Z`: UTC, whole seconds.
-    static func date(_ date: Date) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02dZ", c.year ?? 0, c.month ?? 0, c.day ?? 0, c.hour ?? 0,
-            c.minute ?? 0, c.second ?? 0)
-    }
-
-    static func date(_ date: Date?) -> JSONValue { date.map { .string(Self.date($0)) } ?? .null }
-
-    /// `0600`, or `-` for a missing file.
-    static func mode(_ mode: Int?) -> String {
-        guard let mode else { return "-" }
-        let octal = String(mode, radix: 8)
-        return String(repeating: "0", count: max(0, 4 - octal.count)) + octal
-    }
-
-    static func optional(_ text: String?) -> JSONValue { text.map { .string($0) } ?? .null }
-
-    static func strings(_ values: [String]) -> JSONValue { .array(values.map { .string($0) }) }
-}
-
-// MARK: - Running async session calls from the synchronous command
-
-/// Runs `body` on the concurrency pool and blocks the calling (main) thread until it ends.
-/// The main thread is not part of the cooperative pool, so waiting here cannot starve it.
-func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let box = ResultBox<T>()
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        do { box.set(.success(try await body())) } catch { box.set(.failure(error)) }
-        done.signal()
-    }
-    done.wait()
-    return try box.get()
-}
-
-private final class ResultBox<T: Sendable>: @unchecked Sendable {  // written once before the semaphore is signalled
-    private let lock = NSLock()
-    private var result: Result<T, any Error>?
-
-    func set(_ value: Result<T, any Error>) { lock.withLock { result = value } }
-
-    func get() throws -> T {
-        guard let result = lock.withLock({ result }) else { fatalError("waitFor: no result after the task ended") }
-        return try result.get()
     }
 }

@@ -14,9 +14,13 @@ import Foundation
 /// - Throws: `CommandFailure`, `UsageError`, or an error whose description holds no secret.
 func run(_ invocation: CommandInvocation, console: Console) throws -> ExitCode {
     let context = CommandContext(
-        invocation: invocation, console: console, environment: ProcessInfo.processInfo.environment)
+        global: invocation.global, console: console, environment: ProcessInfo.processInfo.environment)
     do {
-        return try dispatch(context)
+        // The parser only hands over commands of the table, so the lookup cannot miss.
+        guard let type = CommandTable.command(named: invocation.command.name) else {
+            throw CommandFailure(.failure, "'\(invocation.command.name)' has no implementation")
+        }
+        return try type.init(parsed: invocation.command).run(context)
     } catch let error as UsageError {
         throw error
     } catch let error as CommandFailure {
@@ -24,31 +28,5 @@ func run(_ invocation: CommandInvocation, console: Console) throws -> ExitCode {
     } catch {
         if let failure = ErrorMapping.failure(for: error) { throw failure }
         throw error
-    }
-}
-
-private func dispatch(_ context: CommandContext) throws -> ExitCode {
-    switch context.command.name {
-    case "status": return try StoreCommands.status(context)
-    case "list": return try StoreCommands.list(context)
-    case "get": return try StoreCommands.get(context)
-    case "put": return try StoreCommands.put(context)
-    case "delete": return try StoreCommands.delete(context)
-    case "state": return try StoreCommands.state(context)
-    case "history": return try StoreCommands.history(context)
-    case "pending": return try StoreCommands.pending(context)
-    case "verify": return try MaintenanceCommands.verify(context)
-    case "migrate": return try MaintenanceCommands.migrate(context)
-    case "login": return try SessionCommands.login(context)
-    case "token": return try SessionCommands.token(context)
-    case "logout": return try SessionCommands.logout(context)
-    case "resume": return try SessionCommands.resume(context)
-    case "rotate-key": return try KeyCommands.rotateKey(context)
-    case "unlock": return try KeyCommands.unlock(context)
-    case "reset": return try KeyCommands.reset(context)
-    case "destroy": return try KeyCommands.destroy(context)
-    default:
-        // The parser only hands over commands from the table; a new entry needs a case here.
-        throw CommandFailure(.failure, "'\(context.command.name)' has no implementation")
     }
 }

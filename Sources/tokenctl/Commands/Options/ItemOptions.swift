@@ -1,0 +1,29 @@
+import TokenStore
+
+/// `--account`, `--kind`, `--service`: the item a command works on. Shared by the item
+/// commands, as swift-argument-parser shares an `@OptionGroup`.
+struct ItemOptions: Sendable {
+    static let account = OptionSpec.value(
+        "account", "account", required: true, "The account the item belongs to.")
+    static let kind = OptionSpec.value(
+        "kind", "kind", required: true, rule: .oneOf(CommandTable.itemKinds), "The kind of item.")
+    static let service = OptionSpec.value(
+        "service", "service", "The service the item belongs to, when the store holds several.")
+
+    /// The group's options, in the order the help shows them.
+    static let specs = [account, kind, service]
+
+    let key: ItemKey
+
+    /// - Throws: `UsageError` for a missing account or kind, or a kind that is not an `ItemKind`.
+    init(_ parsed: ParsedCommand) throws(UsageError) {
+        let account = try parsed.requiredValue(Self.account)
+        guard let kind = ItemKind(rawValue: try parsed.requiredValue(Self.kind)) else {
+            throw UsageError(
+                kind: .invalidValue(
+                    option: Self.kind.synopsis, environmentVariable: nil, expectation: Self.kind.rule.expectation),
+                commandName: parsed.name)
+        }
+        key = ItemKey(service: parsed.value(Self.service) ?? ItemKey.defaultService, account: account, kind: kind)
+    }
+}

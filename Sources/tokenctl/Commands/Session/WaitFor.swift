@@ -1,0 +1,26 @@
+import Foundation
+
+/// Runs `body` on the concurrency pool and blocks the calling (main) thread until it ends.
+/// The main thread is not part of the cooperative pool, so waiting here cannot starve it.
+func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { box.set(.success(try await body())) } catch { box.set(.failure(error)) }
+        done.signal()
+    }
+    done.wait()
+    return try box.get()
+}
+
+private final class ResultBox<T: Sendable>: @unchecked Sendable {  // written once before the semaphore is signalled
+    private let lock = NSLock()
+    private var result: Result<T, any Error>?
+
+    func set(_ value: Result<T, any Error>) { lock.withLock { result = value } }
+
+    func get() throws -> T {
+        guard let result = lock.withLock({ result }) else { fatalError("waitFor: no result after the task ended") }
+        return try result.get()
+    }
+}

@@ -1,0 +1,42 @@
+import TokenStore
+
+/// `tokenctl put`: stores a secret read from stdin, never from an argument. The only item
+/// command that creates the store.
+struct PutCommand: TokenctlCommand {
+    static let label = OptionSpec.value("label", "label", "A label for people; not secret, not unique.")
+
+    static let spec = CommandSpec(
+        "put",
+        abstract: "Store a secret read from stdin.",
+        discussion: """
+            The secret is read from stdin, never from an argument, so that it stays out of the \
+            shell history and the process list. A trailing newline is removed.
+
+              printf '%s' "$TOKEN" | tokenctl put --account alice --kind generic
+            """,
+        options: ItemOptions.specs + [label])
+
+    let key: ItemKey
+    let label: String?
+
+    init(parsed: ParsedCommand) throws {
+        key = try ItemOptions(parsed).key
+        label = parsed.value(Self.label)
+    }
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        if context.console.standardInputIsTerminal {
+            context.console.writeError("tokenctl: reading the secret from stdin; end it with Ctrl-D\n")
+        }
+        let secret = try SecretInput.standardInput()
+        let store = try context.openStore(create: true)
+        try store.set(secret, for: key, attributes: ItemAttributes(label: label))
+        let document: JSONValue = [
+            "stored": true, "service": .string(key.service), "account": .string(key.account),
+            "kind": .string(key.kind.rawValue), "fingerprint": .string(secret.fingerprint),
+            "byteCount": .int(secret.count),
+        ]
+        context.emit(document) { "Stored \(key.kind.rawValue) (\(secret.count) bytes, fingerprint \(secret.fingerprint)).\n" }
+        return .ok
+    }
+}

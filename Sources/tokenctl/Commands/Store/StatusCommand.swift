@@ -1,0 +1,132 @@
+import TokenStore
+
+/// `tokenctl status`: the store path, schema version, key provider and key state, and counts.
+struct StatusCommand: TokenctlCommand {
+    static let spec = CommandSpec(
+        "status",
+        abstract: "Show the store path, schema version, key provider and key state, and counts.",
+        discussion: """
+            Prints the store path, the schema version, the key provider and the state of the \
+            data key (present, locked or missing), the item and account counts, the pending \
+            revocations and the file modes. When the data key is missing or locked, says in \
+            plain words what happened and the way forward.
+            """)
+
+    /// The key state `status` reports, with the plain-words explanation.
+    enum KeyState: String {
+        case present, locked, missing, none, unavailable, error
+    }
+
+    init(parsed: ParsedCommand) {}
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let location = try context.requireExistingStore()
+        let provider = try context.keyProvider(storePath: location.path)
+        let inspection = try TokenStore.inspect(path: location.path)
+
+        let keyState: KeyState
+        var keyError: String?
+        if let reference = inspection.activeKeyReference(appID: location.appID) {
+            do {
+                switch try provider.availability(of: reference) {
+                case .present: keyState = .present
+                case .locked: keyState = .locked
+                case .missing: keyState = .missing
+                }
+            } catch let error as TokenStoreError where error.code == .secretServiceUnavailable {
+                keyState = .unavailable
+                keyError = error.code.rawValue
+            } catch let error as TokenStoreError {
+                keyState = .error
+                keyError = "\(error.code.rawValue): \(error.message)"
+            }
+        } else {
+            keyState = .none
+        }
+        let explanation = explain(keyState, inspection: inspection, error: keyError)
+
+        let counts = inspection.counts
+        let modes = inspection.fileModes
+        let document: JSONValue = [
+            "path": .string(location.path),
+            "schemaVersion": .int(inspection.schemaVersion),
+            "supportedSchemaVersion": .int(inspection.supportedSchemaVersion),
+            "pendingMigrations": .array(inspection.pendingMigrations.map(Format.migration)),
+            "storeID": Format.optional(inspection.storeIdentifier),
+            "keyID": Format.optional(inspection.activeKeyIdentifier),
+            "keyProvider": .string(provider.name),
+            "keyState": .string(keyState.rawValue),
+            "keyStateExplanation": .string(explanation),
+            "counts": [
+                "items": .int(counts.items), "accounts": .int(counts.accounts),
+                "pendingRevocations": .int(counts.pendingRevocations),
+                "failedRevocations": .int(inspection.failedRevocations),
+                "credentialStates": .int(counts.credentialStates),
+                "historyEntries": .int(inspection.historyEntries),
+            ],
+            "fileModes": [
+                "directory": Format.optional(modes.directory.map { Format.mode($0) }),
+                "database": Format.optional(modes.database.map { Format.mode($0) }),
+                "wal": Format.optional(modes.wal.map { Format.mode($0) }),
+                "shm": Format.optional(modes.shm.map { Format.mode($0) }),
+            ],
+        ]
+        context.emit(document) {
+            var table = TextTable(header: nil)
+            table.append(["store", location.path])
+            let pending = inspection.pendingMigrations.map { String($0.version) }
+            table.append([
+                "schema version",
+                "\(inspection.schemaVersion) (this tokenctl knows \(inspection.supportedSchemaVersion); "
+                    + (pending.isEmpty ? "nothing pending)" : "pending: \(pending.joined(separator: ", ")))"),
+            ])
+            table.append(["store id", inspection.storeIdentifier ?? "-"])
+            table.append(["key provider", provider.name])
+            table.append(["key id", inspection.activeKeyIdentifier ?? "-"])
+            table.append(["key state", keyState.rawValue])
+            table.append(["items", String(counts.items)])
+            table.append(["accounts", String(counts.accounts)])
+            table.append([
+                "pending revocations",
+                "\(counts.pendingRevocations)"
+                    + (inspection.failedRevocations > 0 ? " (\(inspection.failedRevocations) refused by the server)" : ""),
+            ])
+            table.append(["credential states", String(counts.credentialStates)])
+            table.append(["history entries", String(inspection.historyEntries)])
+            table.append([
+                "file modes",
+                "dir \(Format.mode(modes.directory))  db \(Format.mode(modes.database))  "
+                    + "wal \(Format.mode(modes.wal))  shm \(Format.mode(modes.shm))",
+            ])
+            return table.rendered() + "\n" + explanation + "\n"
+        }
+        return .ok
+    }
+
+    /// What the key state means for the user, and the way forward, in plain words.
+    private func explain(_ state: KeyState, inspection: StoreInspection, error: String?) -> String {
+        let sealed = inspection.counts.items + inspection.counts.pendingRevocations + inspection.counts.credentialStates
+        switch state {
+        case .present:
+            return "The data key is in the Secret Service and can be read: the store opens normally."
+        case .locked:
+            return "The keyring holding the data key is locked, so nothing in the store can be read or written "
+                + "until it is unlocked. Nothing is lost. Unlock it with 'tokenctl unlock' (shows the desktop's "
+                + "unlock prompt) or by logging in to the desktop session."
+        case .missing:
+            return "The data key is missing from the Secret Service: the \(sealed) sealed row(s) of this store "
+                + "cannot be opened by anyone. Either restore the keyring that held the key (for example the "
+                + "~/.local/share/keyrings folder from a backup), or start over with 'tokenctl reset --yes', which "
+                + "deletes the stored secrets and keeps the credential-state history (every user becomes revoked, "
+                + "reason keyLost)."
+        case .none:
+            return "The store has no data key yet: the first command that writes to it (put, login) makes one."
+        case .unavailable:
+            return "No Secret Service answered on the session bus, so the data key cannot be checked or used. "
+                + "Start one, e.g. 'gnome-keyring-daemon --start --components=secrets', with "
+                + "DBUS_SESSION_BUS_ADDRESS naming the session bus."
+        case .error:
+            return "The Secret Service could not tell whether the data key is there (\(error ?? "unknown error"))."
+        }
+    }
+}

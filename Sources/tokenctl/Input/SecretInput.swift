@@ -1,0 +1,82 @@
+import Foundation
+import TokenStore
+
+/// The secrets tokenctl reads from a file descriptor rather than from an argument: the
+/// secret `put` stores (stdin) and the store passphrase (`--passphrase-fd N`). Each is read
+/// to the end, loses one trailing newline (`\n` or `\r\n`), and the read buffer is wiped.
+enum SecretInput {
+    /// The whole of stdin minus one trailing newline.
+    /// - Throws: `CommandFailure` (65) for an empty or oversize secret, (1) when stdin cannot be read.
+    static func standardInput() throws -> SecretBytes {
+        let maximum = StoreLimits.maxSecretBytes
+        return try readToEnd(STDIN_FILENO, capacity: maximum + 3) { code in
+            CommandFailure(.failure, "reading the secret from stdin failed (errno \(code))")
+        } body: { bytes in
+            if bytes.count > maximum + 1 || (bytes.count == maximum + 1 && bytes.last != newline) {
+                throw CommandFailure(.dataError, "the secret read from stdin is larger than \(maximum) bytes")
+            }
+            let secret = withoutTrailingNewline(bytes)
+            guard !secret.isEmpty else {
+                throw CommandFailure(
+                    .dataError, "the secret read from stdin is empty",
+                    hint: "pipe the secret in: printf '%s' \"$SECRET\" | tokenctl put --account A --kind K")
+            }
+            return SecretBytes(secret)
+        }
+    }
+
+    /// The passphrase read from the open file descriptor `fd` to its end, minus one trailing newline.
+    /// - Throws: `CommandFailure` (64) for a descriptor that cannot be read or an empty or oversize passphrase.
+    static func passphrase(fileDescriptor fd: Int32) throws -> SecretBytes {
+        let limit = 64 * 1024
+        return try readToEnd(fd, capacity: limit + 1) { code in
+            CommandFailure(
+                .usage, "cannot read the passphrase from file descriptor \(fd) (errno \(code))",
+                hint: "open it for the command, e.g. 'tokenctl --passphrase-fd 3 status 3<passphrase-file'")
+        } body: { bytes in
+            guard bytes.count <= limit else { throw CommandFailure(.usage, "the passphrase is longer than \(limit) bytes") }
+            let passphrase = withoutTrailingNewline(bytes)
+            guard !passphrase.isEmpty else {
+                throw CommandFailure(.usage, "the passphrase read from file descriptor \(fd) is empty")
+            }
+            return SecretBytes(passphrase)
+        }
+    }
+
+    private static let newline: UInt8 = 0x0A
+    private static let carriageReturn: UInt8 = 0x0D
+
+    /// Reads `fd` until its end or until `capacity` bytes, retrying a read a signal interrupted,
+    /// and hands `body` the bytes read. The buffer is wiped and freed when this returns, so
+    /// `body` copies what it keeps.
+    /// - Throws: `readFailure(errno)` when a read fails; whatever `body` throws.
+    private static func readToEnd<T>(
+        _ fd: Int32, capacity: Int, readFailure: (Int32) -> CommandFailure,
+        body: (Slice<UnsafeBufferPointer<UInt8>>) throws -> T
+    ) throws -> T {
+        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: capacity)
+        buffer.initialize(repeating: 0)
+        defer {
+            explicit_bzero(buffer.baseAddress!, buffer.count)
+            buffer.deallocate()
+        }
+        var count = 0
+        while count < capacity {
+            let n = read(fd, buffer.baseAddress! + count, capacity - count)
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { throw readFailure(errno) }
+            if n == 0 { break }
+            count += n
+        }
+        return try body(UnsafeBufferPointer(buffer)[0..<count])
+    }
+
+    /// `bytes` without one final `\n` or `\r\n`.
+    private static func withoutTrailingNewline(
+        _ bytes: Slice<UnsafeBufferPointer<UInt8>>
+    ) -> Slice<UnsafeBufferPointer<UInt8>> {
+        guard bytes.last == newline else { return bytes }
+        let line = bytes.dropLast()
+        return line.last == carriageReturn ? line.dropLast() : line
+    }
+}
