@@ -12,7 +12,7 @@ extension TokenStore {
         try connection.write { db, envelope in
             try ItemRecord.upsert(db, key, secret: secret, attributes: attributes, envelope: envelope)
             if key.kind == .refreshToken {
-                try AccountMarks.clear(db, service: key.service, account: key.account, envelope: envelope)
+                try AccountMarks.clear(db, key.account, envelope: envelope)
             }
         }
     }
@@ -60,41 +60,38 @@ extension TokenStore {
     /// The accounts that have items, with the kinds each holds.
     public func accounts() throws -> [AccountInfo] {
         try connection.read { db, envelope in
-            var kinds: [AccountKey: Set<ItemKind>] = [:]
-            try ItemRecord.forEach(db, envelope: envelope) { item in
-                kinds[AccountKey(service: item.key.service, account: item.key.account), default: []].insert(item.key.kind)
-            }
+            var kinds: [AccountID: Set<ItemKind>] = [:]
+            try ItemRecord.forEach(db, envelope: envelope) { item in kinds[item.key.account, default: []].insert(item.key.kind) }
             return try kinds.map { account, kinds in
                 AccountInfo(
-                    service: account.service, account: account.account, kinds: kinds,
-                    isLoggingOut: try AccountMarks.isLoggingOut(
-                        db, service: account.service, account: account.account, envelope: envelope))
+                    account: account, kinds: kinds,
+                    isLoggingOut: try AccountMarks.isLoggingOut(db, account, envelope: envelope))
             }
-        }.sorted { ($0.service, $0.account) < ($1.service, $1.account) }
+        }.sorted { ($0.account.service, $0.account.name) < ($1.account.service, $1.account.name) }
     }
 
     /// The accounts whose stored Apple user id is `userID`.
-    public func accounts(forAppleUserID userID: String) throws -> [(service: String, account: String)] {
+    public func accounts(forAppleUserID userID: String) throws -> [AccountID] {
         try Self.validate(userID: userID)
         let wanted = SecretBytes(utf8: userID)
         return try connection.read { db, envelope in
-            var found: [(service: String, account: String)] = []
+            var found: [AccountID] = []
             try ItemRecord.forEach(db, kind: .appleUserID, envelope: envelope) { item in
-                if item.secret == wanted { found.append((item.key.service, item.key.account)) }
+                if item.secret == wanted { found.append(item.key.account) }
             }
             return found
         }
     }
 
     /// The account's refresh token, or `nil` when none is stored (or a logout has taken it).
-    public func refreshToken(account: String, service: String = ItemKey.defaultService) throws -> SecretBytes? {
-        try secret(for: ItemKey(service: service, account: account, kind: .refreshToken))
+    public func refreshToken(account: AccountID) throws -> SecretBytes? {
+        try secret(for: ItemKey(account: account, kind: .refreshToken))
     }
 
     /// The account's Apple user id, or `nil`.
     /// - Note: the id is returned as a `String`: it is an identifier, not a credential.
-    public func appleUserID(account: String, service: String = ItemKey.defaultService) throws -> String? {
-        try secret(for: ItemKey(service: service, account: account, kind: .appleUserID))?.stringValue()
+    public func appleUserID(account: AccountID) throws -> String? {
+        try secret(for: ItemKey(account: account, kind: .appleUserID))?.stringValue()
     }
 
     /// Counts of what the store holds, without opening anything.
@@ -122,10 +119,5 @@ extension TokenStore {
             try OutboxRecord.entries(
                 db, where: conditions.isEmpty ? "1" : conditions.joined(separator: " AND "), arguments, envelope: envelope)
         }
-    }
-
-    struct AccountKey: Hashable {
-        let service: String
-        let account: String
     }
 }

@@ -14,7 +14,7 @@ enum Profile {
         let path = arguments[4] + "/profile-\(size).sqlite"
         let appID = "dev.tokenstore.bench.profile"
         var store: TokenStore? = try TokenStore(path: path, appID: appID)
-        let keys = (0..<size).map { ItemKey(service: Workload.service, account: Workload.account($0), kind: .generic) }
+        let keys = (0..<size).map { ItemKey(account: AccountID(Workload.account($0), service: Workload.service), kind: .generic) }
         if try store!.counts().items < size {
             for index in 0..<size { try store!.set(SecretBytes(Workload.token(index)), for: keys[index]) }
         }

@@ -72,7 +72,7 @@ final class Runner {
 
     // MARK: TokenStore
 
-    func key(_ index: Int) -> ItemKey { ItemKey(service: Workload.service, account: Workload.account(index), kind: .generic) }
+    func key(_ index: Int) -> ItemKey { ItemKey(account: AccountID(Workload.account(index), service: Workload.service), kind: .generic) }
 
     func measureTokenStore(_ holder: inout TokenStore?, size: Int, from: Int) throws -> BackendFigures {
         var figures = BackendFigures()

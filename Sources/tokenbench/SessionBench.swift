@@ -44,7 +44,7 @@ struct SessionBench {
 
         // Sign in, then log out (revoke at the server, delete locally, record `revoked`).
         for iteration in 0..<(warmup + iterations) {
-            let account = "account-\(iteration)"
+            let account = AccountID("account-\(iteration)")
             let code = try await appleCode(control, sub: "apple-\(iteration)")
             var start = monotonicNanos()
             try await session.signInWithApple(
@@ -64,7 +64,7 @@ struct SessionBench {
         // The revocation request alone (POST /oauth/revoke on a fresh refresh token), to tell the
         // network and server share of a logout from the store's.
         for iteration in 0..<(warmup + iterations) {
-            let account = "revoke-\(iteration)"
+            let account = AccountID("revoke-\(iteration)")
             let code = try await appleCode(control, sub: "apple-revoke-\(iteration)")
             try await session.signInWithApple(
                 authorizationCode: SecretBytes(utf8: code), appleUserID: "apple-revoke-\(iteration)", account: account)
@@ -81,7 +81,7 @@ struct SessionBench {
         // show where a logout's time goes: (1) the outbox transaction, (2) the revocation,
         // (3) the completion transaction and the WAL checkpoint.
         for iteration in 0..<(warmup + iterations) {
-            let account = "steps-\(iteration)"
+            let account = AccountID("steps-\(iteration)")
             let code = try await appleCode(control, sub: "apple-steps-\(iteration)")
             try await session.signInWithApple(
                 authorizationCode: SecretBytes(utf8: code), appleUserID: "apple-steps-\(iteration)", account: account)
@@ -107,7 +107,7 @@ struct SessionBench {
 
         // Silent renewal: a minimum TTL longer than the access token's lifetime (3,600 s)
         // forces a refresh (with rotation) every time.
-        let account = "renewing"
+        let account = AccountID("renewing")
         let code = try await appleCode(control, sub: "apple-renewing")
         try await session.signInWithApple(
             authorizationCode: SecretBytes(utf8: code), appleUserID: "apple-renewing", account: account)
@@ -132,7 +132,7 @@ struct SessionBench {
         // Logout of the last account of a store: the same, plus the key rotation that
         // crypto-erases what secure delete may have missed (a new key in the keyring).
         for iteration in 0..<(warmup + max(5, iterations / 4)) {
-            let account = "last-\(iteration)"
+            let account = AccountID("last-\(iteration)")
             let code = try await appleCode(control, sub: "apple-last-\(iteration)")
             try await session.signInWithApple(
                 authorizationCode: SecretBytes(utf8: code), appleUserID: "apple-last-\(iteration)", account: account)

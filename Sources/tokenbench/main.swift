@@ -47,7 +47,7 @@ func runChild(_ arguments: [String]) -> Never {
         case "open-once":
             guard arguments.count == 4, let index = Int(arguments[3]) else { usageError("open-once PATH APPID INDEX") }
             let store = try TokenStore(path: arguments[1], appID: arguments[2])
-            let key = ItemKey(service: Workload.service, account: Workload.account(index), kind: .generic)
+            let key = ItemKey(account: AccountID(Workload.account(index), service: Workload.service), kind: .generic)
             guard let secret = try store.secret(for: key), secret.count == Workload.tokenBytes else {
                 fail("open-once: the item is missing")
             }

@@ -31,7 +31,7 @@ func control(_ path: String, _ body: [String: Any]) async throws -> [String: Any
 let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("tokenstore-demo-\(getpid())")
 defer { try? FileManager.default.removeItem(at: directory) }  // a demo's scratch directory
 let storePath = directory.appendingPathComponent("store/tokens.sqlite").path
-let account = "demo@example.com"
+let account: AccountID = "demo@example.com"
 let appleUserID = "001234.\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()).0042"
 
 do {
@@ -66,7 +66,7 @@ do {
     var hits = 0
     for suffix in ["", "-wal", "-shm"] {
         guard let bytes = FileManager.default.contents(atPath: storePath + suffix) else { continue }
-        for needle in [token, appleUserID, account] where bytes.range(of: Data(needle.utf8)) != nil { hits += 1 }
+        for needle in [token, appleUserID, account.name] where bytes.range(of: Data(needle.utf8)) != nil { hits += 1 }
         show("tokens.sqlite\(suffix): \(bytes.count) bytes scanned")
     }
     show("refresh token, Apple user id, account name found: \(hits) times")

@@ -73,11 +73,11 @@ final class SessionFixture: @unchecked Sendable {  // immutable after init
     func signIn(_ account: String = "alice", appleUserID: String = "001122.apple.user", scopes: [String] = ["openid", "read:items", "write:items"]) async throws -> SignInResult {
         let code = try server.appleAuthorizationCode(for: appleUserID)
         return try await session.signInWithApple(
-            authorizationCode: SecretBytes(utf8: code), appleUserID: appleUserID, account: account, scopes: scopes)
+            authorizationCode: SecretBytes(utf8: code), appleUserID: appleUserID, account: AccountID(account), scopes: scopes)
     }
 
     func refreshToken(_ account: String = "alice") throws -> String? {
-        try store.refreshToken(account: account)?.stringValue()
+        try store.refreshToken(account: AccountID(account))?.stringValue()
     }
 }
 

@@ -97,7 +97,7 @@ struct SignInAndLogoutTests {
         let code = try f.server.appleAuthorizationCode(for: "user-names")
         for (account, user) in [("", "user-names"), ("alice", ""), (String(repeating: "a", count: 5_000), "user-names")] {
             do {
-                try await f.session.signInWithApple(authorizationCode: SecretBytes(utf8: code), appleUserID: user, account: account)
+                try await f.session.signInWithApple(authorizationCode: SecretBytes(utf8: code), appleUserID: user, account: AccountID(account))
                 Issue.record("accepted a bad name")
             } catch let error as AuthSessionError {
                 #expect(error.code == .storage && storeCode(of: error) == .invalidInput, "got \(error)")

@@ -144,13 +144,13 @@ final class StateMachineRun {
         case "signIn":
             let i = randomAccount()
             // Sign-in over a live session of the account is not part of the model (see RELIABILITY.md).
-            guard try store.refreshToken(account: Self.accounts[i]) == nil else { return }
+            guard try store.refreshToken(account: AccountID(Self.accounts[i])) == nil else { return }
             trace.append("signIn(\(i))")
             do {
                 // Offline, Apple's code is of no use: the exchange must fail and store nothing.
                 let code = serverUp ? try fixture.server.appleAuthorizationCode(for: Self.users[i]) : "offline-apple-code"
                 try await session.signInWithApple(
-                    authorizationCode: SecretBytes(utf8: code), appleUserID: Self.users[i], account: Self.accounts[i],
+                    authorizationCode: SecretBytes(utf8: code), appleUserID: Self.users[i], account: AccountID(Self.accounts[i]),
                     scopes: ["openid", "read:items"])
             } catch {
                 expectOffline(error, kind)
@@ -160,7 +160,7 @@ final class StateMachineRun {
             let ttl: Duration = Bool.random(using: &rng) ? .seconds(1) : .seconds(7200)
             trace.append("renew(\(account), \(ttl))")
             do {
-                _ = try await session.acquireTokenSilently(account: account, minimumTTL: ttl)
+                _ = try await session.acquireTokenSilently(account: AccountID(account), minimumTTL: ttl)
             } catch let error as AuthSessionError where error.code == .interactionRequired {
                 // No token, or the server refused it: the user must sign in.
             } catch {
@@ -169,7 +169,7 @@ final class StateMachineRun {
         case "logout":
             let account = Self.accounts[randomAccount()]
             do {
-                let outcome = try await session.logout(account: account)
+                let outcome = try await session.logout(account: AccountID(account))
                 trace.append("logout(\(account)) → \(outcome)")
             } catch { unexpected(kind, error) }
         case "appleRevoked":
@@ -180,8 +180,8 @@ final class StateMachineRun {
             }
         case "lookup":
             let account = Self.accounts[randomAccount()]
-            _ = try store.ledger.cachedAccessToken(account: account)
-            _ = try store.appleUserID(account: account)
+            _ = try store.ledger.cachedAccessToken(account: AccountID(account))
+            _ = try store.appleUserID(account: AccountID(account))
             _ = try store.pendingRevocations()
         case "serverToggle":
             if serverUp {
@@ -238,7 +238,7 @@ final class StateMachineRun {
         }
         try await restartProcess()
         if died, point == "renewal.afterServerAnswer" {
-            staleTokens[account] = try store.refreshToken(account: account)?.stringValue()
+            staleTokens[account] = try store.refreshToken(account: AccountID(account))?.stringValue()
         }
     }
 
@@ -275,12 +275,12 @@ final class StateMachineRun {
         var storedAccounts: Set<String> = []
         for (index, user) in Self.users.enumerated() {
             let state = try store.credentialState(forUserID: user)
-            let accounts = try store.accounts(forAppleUserID: user).map(\.account)
+            let accounts = try store.accounts(forAppleUserID: user).map(\.name)
             var stored = false
             var usable = false
             var staleHere = false
             for account in accounts {
-                guard let token = try store.refreshToken(account: account)?.stringValue() else { continue }
+                guard let token = try store.refreshToken(account: AccountID(account))?.stringValue() else { continue }
                 stored = true
                 storedAccounts.insert(account)
                 if serverUp {
@@ -308,7 +308,7 @@ final class StateMachineRun {
         }
         // Every stored refresh token belongs to an account with an Apple user id.
         for account in Self.accounts where !storedAccounts.contains(account) {
-            if try store.refreshToken(account: account) != nil {
+            if try store.refreshToken(account: AccountID(account)) != nil {
                 violation("\(account) holds a refresh token without a known user", kind)
             }
         }

@@ -76,30 +76,30 @@ private func crashLoop(storePath: String, seed: UInt64) throws {
         if roll < 35 {
             if roll % 2 == 0 {
                 say("BEGIN put \(account) \(value)")
-                try store.set(SecretBytes(utf8: value), for: ItemKey(account: account, kind: .refreshToken))
+                try store.set(SecretBytes(utf8: value), for: ItemKey(account: AccountID(account), kind: .refreshToken))
                 say("ACK put \(account) \(value)")
             } else {
                 // A sign-in over a live session also moves the replaced token to the outbox.
                 say("BEGIN signin \(account) \(value)")
                 try store.ledger.saveSignIn(
-                    account: account, refreshToken: SecretBytes(utf8: value), appleUserID: "user-\(account)", accessToken: access)
+                    account: AccountID(account), refreshToken: SecretBytes(utf8: value), appleUserID: "user-\(account)", accessToken: access)
                 say("ACK signin \(account) \(value)")
             }
         } else if roll < 75 {
-            guard let current = try store.refreshToken(account: account) else { continue }
+            guard let current = try store.refreshToken(account: AccountID(account)) else { continue }
             say("BEGIN rotate \(account) \(value)")
-            let result = try store.ledger.replaceRefreshToken(account: account, presented: current, with: SecretBytes(utf8: value), accessToken: access)
+            let result = try store.ledger.replaceRefreshToken(account: AccountID(account), presented: current, with: SecretBytes(utf8: value), accessToken: access)
             say("ACK rotate \(account) \(value) \(result == .stored ? "stored" : "superseded")")
         } else {
             say("BEGIN logout \(account)")
-            let preparation = try store.ledger.beginLogout(account: account)
+            let preparation = try store.ledger.beginLogout(account: AccountID(account))
             say("ACK logout \(account)")
             switch preparation {
             case .nothingStored:
                 break
             case .localOnly:
                 say("BEGIN local \(account)")
-                try store.ledger.finishLocalLogout(account: account)
+                try store.ledger.finishLocalLogout(account: AccountID(account))
                 say("ACK local \(account)")
             case .queued(let entries):
                 for entry in entries {
@@ -118,7 +118,7 @@ private func crashLoop(storePath: String, seed: UInt64) throws {
 private func multiprocessWorker(storePath: String, id: String, millis: Int) throws {
     var rng = SeededGenerator(seed: UInt64(abs(id.hashValue)) | 1)
     let store = try TokenStore(path: storePath, appID: reliabilityAppID)
-    let counterKey = ItemKey(account: "counter-\(id)", kind: .generic)
+    let counterKey = ItemKey(account: AccountID("counter-\(id)"), kind: .generic)
     let access = AccessTokenEntry(token: SecretBytes(utf8: "at-\(id)"), expiresAt: Date() + 3600, scopes: ["openid"])
     var own = 0, casStored = 0, casSuperseded = 0, logs = 0, reads = 0, busy = 0, errors = 0
     var latencies: [Int] = []
@@ -143,7 +143,7 @@ private func multiprocessWorker(storePath: String, id: String, millis: Int) thro
                     account: "shared", presented: presented, with: SecretBytes(utf8: String(value + 1)), accessToken: access)
                 if result == .stored { casStored += 1 } else { casSuperseded += 1 }
             } else if roll < 70 {
-                try store.set(SecretBytes(utf8: "log-\(id)-\(logs)"), for: ItemKey(account: "log-\(id)-\(logs)", kind: .generic))
+                try store.set(SecretBytes(utf8: "log-\(id)-\(logs)"), for: ItemKey(account: AccountID("log-\(id)-\(logs)"), kind: .generic))
                 logs += 1
             } else if roll < 95 {
                 _ = try store.ledger.cachedAccessToken(account: "shared")
@@ -187,13 +187,13 @@ private func openBatch(listFile: String) {
             }
             for i in 0..<malformedAccounts {
                 attempt {
-                    if let value = try store.secret(for: ItemKey(account: "mal-\(i)", kind: .generic)) {
+                    if let value = try store.secret(for: ItemKey(account: AccountID("mal-\(i)"), kind: .generic)) {
                         returned += 1
                         if value.copyBytes() != malformedSecret(i) { wrong += 1 }
                     }
                 }
                 attempt {
-                    if let value = try store.refreshToken(account: "mal-\(i)") {
+                    if let value = try store.refreshToken(account: AccountID("mal-\(i)")) {
                         returned += 1
                         if value.copyBytes() != malformedSecret(i) + [0x21] { wrong += 1 }
                     }
@@ -203,7 +203,7 @@ private func openBatch(listFile: String) {
             attempt {
                 for entry in try store.pendingRevocations() {
                     returned += 1
-                    guard let i = Int(entry.account.dropFirst(4)), entry.account.hasPrefix("out-"), i < malformedAccounts,
+                    guard let i = Int(entry.account.name.dropFirst(4)), entry.account.name.hasPrefix("out-"), i < malformedAccounts,
                           entry.refreshToken.copyBytes() == malformedSecret(i) + [0x3f] else { wrong += 1; continue }
                 }
             }
@@ -259,24 +259,24 @@ private func scanSession(storePath: String, url: String, logPath: String, accoun
         retryPolicy: policy, logger: logger)
     func record(_ error: any Error) { sink.write("ERROR \(error)"); sink.write("ERROR \(String(reflecting: error))") }
     func canaries() throws {
-        if let rt = try store.refreshToken(account: account)?.stringValue() { say("CANARY \(rt)") }
-        if let at = try store.ledger.cachedAccessToken(account: account)?.token.stringValue() { say("CANARY \(at)") }
+        if let rt = try store.refreshToken(account: AccountID(account))?.stringValue() { say("CANARY \(rt)") }
+        if let at = try store.ledger.cachedAccessToken(account: AccountID(account))?.token.stringValue() { say("CANARY \(at)") }
     }
     let signIn = try await session.signInWithApple(
-        authorizationCode: SecretBytes(utf8: code), appleUserID: userID, account: account, scopes: ["openid", "read:items"])
+        authorizationCode: SecretBytes(utf8: code), appleUserID: userID, account: AccountID(account), scopes: ["openid", "read:items"])
     say("CANARY \(signIn.accessToken.token.stringValue() ?? "")")
     if let idToken = signIn.idToken?.stringValue() { say("CANARY \(idToken)") }
     try canaries()
-    let renewed = try await session.acquireTokenSilently(account: account, minimumTTL: .seconds(1_000_000))
+    let renewed = try await session.acquireTokenSilently(account: AccountID(account), minimumTTL: .seconds(1_000_000))
     say("CANARY \(renewed.token.stringValue() ?? "")")
     try canaries()
-    _ = try await session.acquireTokenSilently(account: account)
+    _ = try await session.acquireTokenSilently(account: AccountID(account))
     do {  // the code was used: invalid_grant
-        _ = try await session.signInWithApple(authorizationCode: SecretBytes(utf8: code), appleUserID: userID, account: account)
+        _ = try await session.signInWithApple(authorizationCode: SecretBytes(utf8: code), appleUserID: userID, account: AccountID(account))
     } catch { record(error) }
-    sink.write("OUTCOME \(try await session.logout(account: account))")
-    do { _ = try await session.acquireTokenSilently(account: account) } catch { record(error) }
-    do { _ = try await session.logout(account: account) } catch { record(error) }
+    sink.write("OUTCOME \(try await session.logout(account: AccountID(account)))")
+    do { _ = try await session.acquireTokenSilently(account: AccountID(account)) } catch { record(error) }
+    do { _ = try await session.logout(account: AccountID(account)) } catch { record(error) }
     say("DONE")
 }
 

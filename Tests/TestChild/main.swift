@@ -40,7 +40,7 @@ do {
         let store = try TokenStore(path: storePath, appID: "dev.tokenstore.tests")
         for n in 0..<count {
             let account = "acct-\(rng.next() % 16)"
-            let key = ItemKey(account: account, kind: .refreshToken)
+            let key = ItemKey(account: AccountID(account), kind: .refreshToken)
             if rng.next() % 5 == 0 {
                 try store.delete(key)
                 say("ACK \(account) -")
@@ -63,7 +63,7 @@ do {
             retryPolicy: policy)
         switch mode {
         case "logout":
-            say("OUTCOME \(try await session.logout(account: args[3]))")
+            say("OUTCOME \(try await session.logout(account: AccountID(args[3])))")
         case "resume":
             say("REPORT \(try await session.logoutCoordinator.resumePendingRevocations())")
         default:
@@ -72,7 +72,7 @@ do {
                 for _ in 0..<callers {
                     group.addTask {
                         do {
-                            let token = try await session.acquireTokenSilently(account: args[3], minimumTTL: .seconds(5))
+                            let token = try await session.acquireTokenSilently(account: AccountID(args[3]), minimumTTL: .seconds(5))
                             return "TOKEN \(token.source.rawValue)"
                         } catch let error as AuthSessionError {
                             return "ERROR \(error.code.rawValue)"

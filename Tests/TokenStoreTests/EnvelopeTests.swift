@@ -12,9 +12,9 @@ struct EnvelopeTests {
         let user = "CANARYUSER\(UUID().uuidString)"
         let account = "CANARYACCOUNT\(UUID().uuidString)"
         try t.store.ledger.saveSignIn(
-            account: account, refreshToken: secret(token), appleUserID: user,
+            account: AccountID(account), refreshToken: secret(token), appleUserID: user,
             accessToken: AccessTokenEntry(token: secret(token + "AT"), expiresAt: Date() + 3600, scopes: ["openid"]))
-        _ = try t.store.ledger.beginLogout(account: account)
+        _ = try t.store.ledger.beginLogout(account: AccountID(account))
         let files = t.fileBytes()
         #expect(files.count >= 2, "db and -wal exist while the store is open")
         for (path, data) in files {
@@ -77,8 +77,8 @@ struct EnvelopeTests {
             try t.store.set(secret("the real one"), for: found)
             let lookup = t.store.connection.envelope.itemLookup(found)
             var fields = RecordFields()
-            fields.set(.service, sealedAs.service)
-            fields.set(.account, sealedAs.account)
+            fields.set(.service, sealedAs.account.service)
+            fields.set(.account, sealedAs.account.name)
             fields.set(.itemKind, [sealedAs.kind.code])
             fields.setSecret(secret("planted"))
             let planted = t.store.connection.envelope.seal(fields, kind: .item, rowKey: lookup)

@@ -36,24 +36,24 @@ private func seed(_ store: TokenStore, accounts: Int, loggingOut: Int, extraOutb
         }
         for n in 0..<extraOutbox {
             try OutboxRecord.insert(
-                db, service: ItemKey.defaultService, account: "gone-\(n)", appleUserID: "gone-user-\(n)",
+                db, AccountID("gone-\(n)"), appleUserID: "gone-user-\(n)",
                 token: secret("old-rt-\(n)"), reason: .userLogout, envelope: envelope)
         }
     }
-    for n in 0..<loggingOut { _ = try store.ledger.beginLogout(account: "acct-\(n)") }
+    for n in 0..<loggingOut { _ = try store.ledger.beginLogout(account: AccountID("acct-\(n)")) }
 }
 
 /// Checks every seeded account through the public API; returns the problems found.
 private func checkSeeded(_ store: TokenStore, accounts: Int, loggingOut: Int, extraOutbox: Int = 0) throws -> [String] {
     var problems: [String] = []
     for n in 0..<accounts {
-        let rt = try store.refreshToken(account: "acct-\(n)")?.stringValue()
+        let rt = try store.refreshToken(account: AccountID("acct-\(n)"))?.stringValue()
         if rt != (n < loggingOut ? nil : "rt-\(n)") { problems.append("refresh token of \(n)") }
-        if try store.appleUserID(account: "acct-\(n)") != "user-\(n)" { problems.append("user id of \(n)") }
+        if try store.appleUserID(account: AccountID("acct-\(n)")) != "user-\(n)" { problems.append("user id of \(n)") }
         if try store.credentialState(forUserID: "user-\(n)") != .authorized { problems.append("state of \(n)") }
         if try store.credentialStateHistory(forUserID: "user-\(n)").count != 1 { problems.append("history of \(n)") }
         let loggingOutNow = try store.connection.read { db, envelope in
-            try AccountMarks.isLoggingOut(db, service: ItemKey.defaultService, account: "acct-\(n)", envelope: envelope)
+            try AccountMarks.isLoggingOut(db, AccountID("acct-\(n)"), envelope: envelope)
         }
         if loggingOutNow != (n < loggingOut) { problems.append("logout mark of \(n)") }
     }

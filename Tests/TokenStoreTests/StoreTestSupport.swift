@@ -35,8 +35,8 @@ struct TestStore {
     func rawDatabase() throws -> Database { try Database(path: path) }
 }
 
-func key(_ account: String, _ kind: ItemKind = .refreshToken, service: String = ItemKey.defaultService) -> ItemKey {
-    ItemKey(service: service, account: account, kind: kind)
+func key(_ account: String, _ kind: ItemKind = .refreshToken, service: String = AccountID.defaultService) -> ItemKey {
+    ItemKey(account: AccountID(account, service: service), kind: kind)
 }
 
 func secret(_ text: String) -> SecretBytes { SecretBytes(utf8: text) }

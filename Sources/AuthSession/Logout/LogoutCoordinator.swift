@@ -38,10 +38,10 @@ public actor LogoutCoordinator {
     /// - Throws: ``AuthSessionError`` with code `storage` when the store fails (nothing is lost:
     ///   the steps already done are durable).
     public func logout(
-        account: String, service: String = ItemKey.defaultService, reason: CredentialStateReason = .userLogout
+        account: AccountID, reason: CredentialStateReason = .userLogout
     ) async throws -> LogoutOutcome {
-        let outcome = try await serializer.run(accountKey(service: service, account: account)) {
-            try await self.performLogout(account: account, service: service, reason: reason)
+        let outcome = try await serializer.run(account) {
+            try await self.performLogout(account: account, reason: reason)
         }
         await performOwedMaintenance()
         return outcome
@@ -57,7 +57,7 @@ public actor LogoutCoordinator {
                 report.notDue += 1
                 continue
             }
-            let outcome = try await serializer.run(accountKey(service: entry.service, account: entry.account)) {
+            let outcome = try await serializer.run(entry.account) {
                 try await self.attempt(entry, using: self.client)
             }
             report.count(outcome)
@@ -72,12 +72,12 @@ public actor LogoutCoordinator {
     /// failing server: a sign-in that replaced a live session, a renewal that lost to a logout.
     /// What is not revoked stays queued; other accounts' entries are left to
     /// ``resumePendingRevocations()``.
-    func revokeQueuedOnce(account: String, service: String, now: Date = Date()) async throws -> RevocationReport {
-        try await serializer.run(accountKey(service: service, account: account)) {
+    func revokeQueuedOnce(account: AccountID, now: Date = Date()) async throws -> RevocationReport {
+        try await serializer.run(account) {
             var report = RevocationReport()
             // Read inside the account's turn: a logout that ran meanwhile may have settled some.
             let entries = try self.storage { try self.store.pendingRevocations(includeFailed: false) }
-                .filter { $0.service == service && $0.account == account }
+                .filter { $0.account == account }
             let client = self.client.withoutRetries
             for entry in entries {
                 guard entry.nextAttemptAt <= now else {
@@ -96,8 +96,8 @@ public actor LogoutCoordinator {
     public func handleAppleCredentialRevoked(userID: String) async throws -> [LogoutOutcome] {
         let accounts = try storage { try self.store.accounts(forAppleUserID: userID) }
         var outcomes: [LogoutOutcome] = []
-        for (service, account) in accounts {
-            outcomes.append(try await logout(account: account, service: service, reason: .appleRevoked))
+        for account in accounts {
+            outcomes.append(try await logout(account: account, reason: .appleRevoked))
         }
         try storage {
             if try self.store.credentialState(forUserID: userID) != .revoked {
@@ -111,10 +111,10 @@ public actor LogoutCoordinator {
     /// - Warning: the refresh tokens may still be valid at the server.
     /// - Returns: how many entries were discarded.
     @discardableResult
-    public func discardPendingRevocations(account: String, service: String = ItemKey.defaultService) async throws -> Int {
-        let discarded = try await serializer.run(accountKey(service: service, account: account)) {
+    public func discardPendingRevocations(account: AccountID) async throws -> Int {
+        let discarded = try await serializer.run(account) {
             try self.storage {
-                let entries = try self.store.pendingRevocations().filter { $0.service == service && $0.account == account }
+                let entries = try self.store.pendingRevocations().filter { $0.account == account }
                 for entry in entries { try self.store.ledger.discardPendingRevocation(entry) }
                 return entries.count
             }
@@ -137,14 +137,14 @@ public actor LogoutCoordinator {
 
     // MARK: Steps
 
-    private func performLogout(account: String, service: String, reason: CredentialStateReason) async throws -> LogoutOutcome {
-        let preparation = try storage { try self.store.ledger.beginLogout(account: account, service: service, reason: reason) }
+    private func performLogout(account: AccountID, reason: CredentialStateReason) async throws -> LogoutOutcome {
+        let preparation = try storage { try self.store.ledger.beginLogout(account: account, reason: reason) }
         switch preparation {
         case .nothingStored:
             logger.info("logout: nothing stored", metadata: ["logout.outcome": "notFound"])
             return .notFound
         case .localOnly:
-            try storage { try self.store.ledger.finishLocalLogout(account: account, service: service, reason: reason) }
+            try storage { try self.store.ledger.finishLocalLogout(account: account, reason: reason) }
             logger.info("logout: no refresh token, local entries deleted", metadata: ["logout.outcome": "revoked"])
             return .revoked
         case .queued(let entries):

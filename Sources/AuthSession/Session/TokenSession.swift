@@ -59,11 +59,11 @@ public final class TokenSession: Sendable {
     ///   `unexpectedResponse` (no refresh token in the answer), `storage`.
     @discardableResult
     public func signInWithApple(
-        authorizationCode: SecretBytes, appleUserID: String, account: String,
-        service: String = ItemKey.defaultService, scopes: [String] = ["openid"]
+        authorizationCode: SecretBytes, appleUserID: String, account: AccountID,
+        scopes: [String] = ["openid"]
     ) async throws -> SignInResult {
         // Bad names are refused before the server issues tokens that could then not be stored.
-        try storage { try SessionLedger.validateSignIn(account: account, service: service, appleUserID: appleUserID) }
+        try storage { try SessionLedger.validateSignIn(account: account, appleUserID: appleUserID) }
         var requested = scopes
         if !requested.contains("offline_access") { requested.append("offline_access") }
         let response = try await client.exchangeAppleAuthorizationCode(authorizationCode, scopes: requested)
@@ -76,7 +76,7 @@ public final class TokenSession: Sendable {
         do {
             replacedSession = try storage {
                 try self.store.ledger.saveSignIn(
-                    account: account, service: service, refreshToken: refreshToken, appleUserID: appleUserID,
+                    account: account, refreshToken: refreshToken, appleUserID: appleUserID,
                     accessToken: access.isCacheable ? access : nil)
             }
         } catch {
@@ -91,7 +91,7 @@ public final class TokenSession: Sendable {
             // A failure leaves it queued for the next resume; the sign-in itself has succeeded and
             // is not held up by retries, nor by other accounts' queued entries.
             do {
-                _ = try await logoutCoordinator.revokeQueuedOnce(account: account, service: service)
+                _ = try await logoutCoordinator.revokeQueuedOnce(account: account)
             } catch {
                 logger.warning("revoking the replaced session failed; it stays queued", metadata: ["error": "\(type(of: error))"])
             }
@@ -117,36 +117,36 @@ public final class TokenSession: Sendable {
     ///   the cache), `notConnectedToInternet`, `timedOut`, `rateLimited`, `serverError`,
     ///   `invalidClient`, `unexpectedResponse`, `storage`.
     public func acquireTokenSilently(
-        account: String, service: String = ItemKey.defaultService, scopes: [String] = [],
+        account: AccountID, scopes: [String] = [],
         minimumTTL: Duration = .seconds(60)
     ) async throws -> AccessToken {
-        if let cached = try cachedToken(account: account, service: service, scopes: scopes, minimumTTL: minimumTTL) {
+        if let cached = try cachedToken(account: account, scopes: scopes, minimumTTL: minimumTTL) {
             return cached
         }
-        return try await renewals.run(accountKey(service: service, account: account)) {
+        return try await renewals.run(account) {
             // Another caller in this process may have refreshed while we queued.
-            if let cached = try self.cachedToken(account: account, service: service, scopes: scopes, minimumTTL: minimumTTL) {
+            if let cached = try self.cachedToken(account: account, scopes: scopes, minimumTTL: minimumTTL) {
                 return cached
             }
             return try await self.renewalLock.withLock {
                 // ...or another process, while we waited for the lock.
-                if let cached = try self.cachedToken(account: account, service: service, scopes: scopes, minimumTTL: minimumTTL) {
+                if let cached = try self.cachedToken(account: account, scopes: scopes, minimumTTL: minimumTTL) {
                     return cached
                 }
-                return try await self.refresh(account: account, service: service, scopes: scopes)
+                return try await self.refresh(account: account, scopes: scopes)
             }
         }
     }
 
     /// Logs `account` out (see ``LogoutCoordinator``).
-    public func logout(account: String, service: String = ItemKey.defaultService) async throws -> LogoutOutcome {
-        try await logoutCoordinator.logout(account: account, service: service)
+    public func logout(account: AccountID) async throws -> LogoutOutcome {
+        try await logoutCoordinator.logout(account: account)
     }
 
     // MARK: Internals
 
-    private func refresh(account: String, service: String, scopes: [String]) async throws -> AccessToken {
-        guard let presented = try storage({ try self.store.refreshToken(account: account, service: service) }) else {
+    private func refresh(account: AccountID, scopes: [String]) async throws -> AccessToken {
+        guard let presented = try storage({ try self.store.refreshToken(account: account) }) else {
             throw AuthSessionError(.interactionRequired, "No refresh token is stored for the account; the user must sign in.")
         }
         let response: TokenResponse
@@ -155,7 +155,7 @@ public final class TokenSession: Sendable {
         } catch let error as AuthSessionError where error.code == .interactionRequired && error.oauthError == "invalid_grant" {
             // Refused for good (expired, revoked, reused). An OIDC "user must act" answer
             // (mfa_required, consent_required...) is also interactionRequired, but the token stays.
-            try storage { try self.store.ledger.rejectRefreshToken(account: account, service: service, presented: presented) }
+            try storage { try self.store.ledger.rejectRefreshToken(account: account, presented: presented) }
             logger.info("refresh refused; token no longer offered", metadata: ["oauth.error": error.oauthError ?? "-"])
             throw error
         }
@@ -165,14 +165,14 @@ public final class TokenSession: Sendable {
             // An access token the cache cannot hold is handed on uncached: losing the rotated
             // refresh token over it would sign the user out.
             try self.store.ledger.replaceRefreshToken(
-                account: account, service: service, presented: presented, with: response.refreshToken,
+                account: account, presented: presented, with: response.refreshToken,
                 accessToken: access.isCacheable ? access : nil)
         }
         CrashPoint.reach("renewal.afterCommit")
         if replacement == .superseded {
             // A logout won the race: one try to revoke what we just obtained (it stays queued for
             // the next resume if that fails), and report the sign-out.
-            _ = try await logoutCoordinator.revokeQueuedOnce(account: account, service: service)
+            _ = try await logoutCoordinator.revokeQueuedOnce(account: account)
             throw AuthSessionError(.interactionRequired, "The account was logged out while its token was being renewed.")
         }
         logger.debug("renewed", metadata: ["rotated": "\(response.refreshToken != nil)"])
@@ -186,8 +186,8 @@ public final class TokenSession: Sendable {
         return token
     }
 
-    private func cachedToken(account: String, service: String, scopes: [String], minimumTTL: Duration) throws -> AccessToken? {
-        guard let entry = try storage({ try self.store.ledger.cachedAccessToken(account: account, service: service) }) else { return nil }
+    private func cachedToken(account: AccountID, scopes: [String], minimumTTL: Duration) throws -> AccessToken? {
+        guard let entry = try storage({ try self.store.ledger.cachedAccessToken(account: account) }) else { return nil }
         guard entry.expiresAt.timeIntervalSinceNow >= minimumTTL.timeInterval,
               Set(scopes).subtracting(["offline_access"]).isSubset(of: Set(entry.scopes))
         else { return nil }

@@ -27,11 +27,11 @@ struct Envelope: Sendable {
     }
 
     func itemLookup(_ item: ItemKey) -> [UInt8] {
-        lookup(.item, [Array(item.service.utf8), Array(item.account.utf8), [item.kind.code]])
+        lookup(.item, [Array(item.account.service.utf8), Array(item.account.name.utf8), [item.kind.code]])
     }
 
-    func accountRef(service: String, account: String) -> [UInt8] {
-        lookup(.account, [Array(service.utf8), Array(account.utf8)])
+    func accountRef(_ account: AccountID) -> [UInt8] {
+        lookup(.account, [Array(account.service.utf8), Array(account.name.utf8)])
     }
 
     func userRef(_ userID: String) -> [UInt8] {

@@ -28,30 +28,25 @@ public enum ItemKind: String, Sendable, CaseIterable, CustomStringConvertible {
     public var description: String { rawValue }
 }
 
-/// The address of one item: (service, account, kind), like a keychain's generic password.
+/// The address of one item: an account and a kind, like a keychain's generic password.
 ///
-/// The service and account are identifiers: they are stored only inside sealed blobs and
-/// are never written to logs or error messages.
+/// The account's names are identifiers: they are stored only inside sealed blobs and are
+/// never written to logs or error messages.
 public struct ItemKey: Sendable, Hashable {
-    public var service: String
-    public var account: String
+    public var account: AccountID
     public var kind: ItemKind
 
-    /// The service used by the session layer for Auth0 accounts.
-    public static let defaultService = "auth0"
-
-    public init(service: String = ItemKey.defaultService, account: String, kind: ItemKind) {
-        self.service = service
+    public init(account: AccountID, kind: ItemKind) {
         self.account = account
         self.kind = kind
     }
-}
 
-extension ItemKey {
-    /// The same names as `other`, byte for byte (`==` on `String` also equates canonically
-    /// equivalent spellings, whose UTF-8, and so whose keyed hash, differs).
+    /// The item of the same account with another kind.
+    func sibling(_ kind: ItemKind) -> ItemKey { ItemKey(account: account, kind: kind) }
+
+    /// The same names as `other`, byte for byte (see ``AccountID``).
     func hasSameBytes(as other: ItemKey) -> Bool {
-        kind == other.kind && service.utf8.elementsEqual(other.service.utf8) && account.utf8.elementsEqual(other.account.utf8)
+        kind == other.kind && account.hasSameBytes(as: other.account)
     }
 }
 
@@ -94,8 +89,7 @@ public struct ItemInfo: Sendable {
 
 /// One account of the store (metadata only).
 public struct AccountInfo: Sendable, Hashable {
-    public let service: String
-    public let account: String
+    public let account: AccountID
     /// The kinds of item the account has.
     public let kinds: Set<ItemKind>
     /// Whether a logout has begun and not yet finished for this account.

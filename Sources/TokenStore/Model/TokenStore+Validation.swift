@@ -2,7 +2,11 @@ import Foundation
 
 extension TokenStore {
     static func validate(_ key: ItemKey) throws {
-        for (name, value) in [("service", key.service), ("account", key.account)] {
+        try validate(key.account)
+    }
+
+    static func validate(_ account: AccountID) throws {
+        for (name, value) in [("service", account.service), ("account", account.name)] {
             guard !value.isEmpty else { throw TokenStoreError(.invalidInput, "The \(name) name is empty.") }
             guard value.utf8.count <= StoreLimits.maxIdentifierBytes else {
                 throw TokenStoreError(.invalidInput, "The \(name) name is longer than \(StoreLimits.maxIdentifierBytes) bytes.")

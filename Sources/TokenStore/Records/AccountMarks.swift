@@ -3,36 +3,36 @@ import Foundation
 /// `account_marks`: which accounts have a logout under way, and the outbox entry whose
 /// revocation finishes it. Filed under the account's keyed hash; nothing sealed.
 enum AccountMarks {
-    static func isLoggingOut(_ db: Database, service: String, account: String, envelope: Envelope) throws -> Bool {
+    static func isLoggingOut(_ db: Database, _ account: AccountID, envelope: Envelope) throws -> Bool {
         (try db.scalarInt(
             "SELECT logging_out FROM account_marks WHERE account_ref = ?",
-            [.blob(envelope.accountRef(service: service, account: account))]) ?? 0) != 0
+            [.blob(envelope.accountRef(account))]) ?? 0) != 0
     }
 
     /// Marks the account as logging out, finished by the revocation of outbox entry `entryID`.
-    static func markLoggingOut(_ db: Database, service: String, account: String, entryID: [UInt8], envelope: Envelope) throws {
+    static func markLoggingOut(_ db: Database, _ account: AccountID, entryID: [UInt8], envelope: Envelope) throws {
         try db.run(
             """
             INSERT INTO account_marks(account_ref, logging_out, updated_at, logout_entry) VALUES (?, 1, ?, ?)
             ON CONFLICT(account_ref) DO UPDATE SET logging_out = 1, updated_at = excluded.updated_at,
                 logout_entry = excluded.logout_entry
-            """, [.blob(envelope.accountRef(service: service, account: account)), .int(Timestamp.nowMillis()), .blob(entryID)])
+            """, [.blob(envelope.accountRef(account)), .int(Timestamp.nowMillis()), .blob(entryID)])
     }
 
-    static func clear(_ db: Database, service: String, account: String, envelope: Envelope) throws {
+    static func clear(_ db: Database, _ account: AccountID, envelope: Envelope) throws {
         try db.run(
-            "DELETE FROM account_marks WHERE account_ref = ?", [.blob(envelope.accountRef(service: service, account: account))])
+            "DELETE FROM account_marks WHERE account_ref = ?", [.blob(envelope.accountRef(account))])
     }
 
     /// Whether settling outbox entry `entryID` finishes its account's logout: the account is
     /// marked as logging out and the mark is this entry's (or was written before marks named
     /// their entry). An older entry of the account settles only itself.
     static func settlesLogout(
-        _ db: Database, entryID: [UInt8], service: String, account: String, envelope: Envelope
+        _ db: Database, entryID: [UInt8], _ account: AccountID, envelope: Envelope
     ) throws -> Bool {
         try db.firstRow(
             "SELECT logging_out, logout_entry FROM account_marks WHERE account_ref = ?",
-            [.blob(envelope.accountRef(service: service, account: account))]
+            [.blob(envelope.accountRef(account))]
         ) { row in row.int(0) != 0 && (row.isNull(1) || row.blob(1) == entryID) } ?? false
     }
 

@@ -42,11 +42,11 @@ struct ItemRecord: SealedTable {
         else {
             throw TokenStoreError(.integrityCheckFailed, "A sealed item is missing fields.")
         }
-        let key = ItemKey(service: service, account: account, kind: kind)
+        let key = ItemKey(account: AccountID(account, service: service), kind: kind)
         guard expected.map({ $0.hasSameBytes(as: key) }) ?? (envelope.itemLookup(key) == lookup) else {
             throw TokenStoreError(.integrityCheckFailed, "A sealed item does not belong to the row it was found in.")
         }
-        if checkAccountRef, envelope.accountRef(service: service, account: account) != row.blob(6) {
+        if checkAccountRef, envelope.accountRef(key.account) != row.blob(6) {
             throw TokenStoreError(.integrityCheckFailed, "An item's account reference does not match its sealed names.")
         }
         self.key = key
@@ -90,8 +90,8 @@ struct ItemRecord: SealedTable {
     ) throws {
         let lookup = envelope.itemLookup(key)
         var fields = RecordFields()
-        fields.set(.service, key.service)
-        fields.set(.account, key.account)
+        fields.set(.service, key.account.service)
+        fields.set(.account, key.account.name)
         fields.set(.itemKind, [key.kind.code])
         if let label = attributes.label { fields.set(.label, label) }
         if let expiresAt = attributes.expiresAt { fields.set(.expiresAt, int: Timestamp.millis(from: expiresAt)) }
@@ -105,7 +105,7 @@ struct ItemRecord: SealedTable {
             ON CONFLICT(lookup) DO UPDATE SET key_id = excluded.key_id, sealed = excluded.sealed,
                 updated_at = excluded.updated_at
             """,
-            [.blob(lookup), .blob(envelope.accountRef(service: key.service, account: key.account)),
+            [.blob(lookup), .blob(envelope.accountRef(key.account)),
              .int(Int64(key.kind.code)), .blob(envelope.keyID), .blob(envelope.seal(fields, kind: .item, rowKey: lookup)),
              .int(now), .int(now)])
     }
@@ -119,10 +119,8 @@ struct ItemRecord: SealedTable {
 
     /// Whether the account has any item, found by the items' lookups (not by `account_ref`,
     /// which is outside the seal: a changed one must not hide an account's items).
-    static func accountHasItems(_ db: Database, service: String, account: String, envelope: Envelope) throws -> Bool {
-        let lookups = ItemKind.allCases.map {
-            SQLValue.blob(envelope.itemLookup(ItemKey(service: service, account: account, kind: $0)))
-        }
+    static func accountHasItems(_ db: Database, _ account: AccountID, envelope: Envelope) throws -> Bool {
+        let lookups = ItemKind.allCases.map { SQLValue.blob(envelope.itemLookup(ItemKey(account: account, kind: $0))) }
         let marks = lookups.map { _ in "?" }.joined(separator: ", ")
         return (try db.scalarInt("SELECT count(*) FROM items WHERE lookup IN (\(marks))", lookups) ?? 0) > 0
     }
@@ -151,7 +149,7 @@ struct ItemRecord: SealedTable {
         for row in rows {
             let key = row.item.key
             let lookup = next.itemLookup(key)
-            let newRef = next.accountRef(service: key.service, account: key.account)
+            let newRef = next.accountRef(key.account)
             try db.run(
                 "INSERT OR REPLACE INTO rotation_items(old_lookup, old_sealed, lookup, account_ref, sealed) VALUES (?, ?, ?, ?, ?)",
                 [.blob(row.lookup), .blob(row.sealed), .blob(lookup), .blob(newRef),

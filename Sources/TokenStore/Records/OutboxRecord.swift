@@ -14,11 +14,11 @@ enum OutboxRecord: SealedTable {
     private static func open(_ row: Row, envelope: Envelope) throws -> (entry: PendingRevocation, fields: RecordFields) {
         let entryID = row.blob(0)
         let fields = try envelope.open(row.blob(2), keyID: row.blob(1), kind: .pendingRevocation, rowKey: entryID)
-        guard let service = fields.string(.service), let account = fields.string(.account),
-            let token = fields.secret, envelope.accountRef(service: service, account: account) == row.blob(8)
+        guard let service = fields.string(.service), let name = fields.string(.account), let token = fields.secret,
+            case let account = AccountID(name, service: service), envelope.accountRef(account) == row.blob(8)
         else { throw TokenStoreError(.integrityCheckFailed, "A pending revocation is missing fields or misplaced.") }
         let entry = PendingRevocation(
-            id: Hex.encode(entryID), service: service, account: account, appleUserID: fields.string(.appleUserID),
+            id: Hex.encode(entryID), account: account, appleUserID: fields.string(.appleUserID),
             refreshToken: token, reason: CredentialStateReason(rawValue: fields.string(.label) ?? "userLogout"),
             attempts: Int(row.int(3)), nextAttemptAt: Timestamp.date(fromMillis: row.int(4)),
             lastError: row.textOrNil(5), failureCode: row.textOrNil(6), createdAt: Timestamp.date(fromMillis: row.int(7)))
@@ -37,21 +37,21 @@ enum OutboxRecord: SealedTable {
     }
 
     /// The entries of one account, oldest first.
-    static func entries(_ db: Database, service: String, account: String, envelope: Envelope) throws -> [PendingRevocation] {
-        try entries(db, where: "account_ref = ?", [.blob(envelope.accountRef(service: service, account: account))], envelope: envelope)
-            .filter { $0.service == service && $0.account == account }
+    static func entries(_ db: Database, of account: AccountID, envelope: Envelope) throws -> [PendingRevocation] {
+        try entries(db, where: "account_ref = ?", [.blob(envelope.accountRef(account))], envelope: envelope)
+            .filter { $0.account == account }
     }
 
     /// Queues `token` in the outbox; returns the new entry's id.
     @discardableResult
     static func insert(
-        _ db: Database, service: String, account: String, appleUserID: String?, token: SecretBytes,
+        _ db: Database, _ account: AccountID, appleUserID: String?, token: SecretBytes,
         reason: CredentialStateReason, envelope: Envelope
     ) throws -> [UInt8] {
         let entryID = SecretBytes.random(count: 16).copyBytes()
         var fields = RecordFields()
-        fields.set(.service, service)
-        fields.set(.account, account)
+        fields.set(.service, account.service)
+        fields.set(.account, account.name)
         if let appleUserID { fields.set(.appleUserID, appleUserID) }
         fields.set(.label, reason.rawValue)
         fields.setSecret(token)
@@ -61,7 +61,7 @@ enum OutboxRecord: SealedTable {
             INSERT INTO pending_revocations(entry_id, account_ref, key_id, sealed, attempts, next_attempt_at, created_at)
             VALUES (?, ?, ?, ?, 0, ?, ?)
             """,
-            [.blob(entryID), .blob(envelope.accountRef(service: service, account: account)), .blob(envelope.keyID),
+            [.blob(entryID), .blob(envelope.accountRef(account)), .blob(envelope.keyID),
              .blob(envelope.seal(fields, kind: .pendingRevocation, rowKey: entryID)), .int(now), .int(now)])
         return entryID
     }
@@ -110,7 +110,7 @@ enum OutboxRecord: SealedTable {
             rows.append((opened.entry, opened.fields, row.blob(0), row.blob(2), row.blob(8)))
         }
         for row in rows {
-            let newRef = next.accountRef(service: row.entry.service, account: row.entry.account)
+            let newRef = next.accountRef(row.entry.account)
             try db.run(
                 "INSERT OR REPLACE INTO rotation_pending(entry_id, old_sealed, account_ref, sealed) VALUES (?, ?, ?, ?)",
                 [.blob(row.entryID), .blob(row.sealed), .blob(newRef),

@@ -12,11 +12,11 @@ package struct SessionLedger: Sendable {
 
     // MARK: Sign-in and refresh
 
-    /// Checks the names a sign-in will store, as ``saveSignIn(account:service:refreshToken:appleUserID:accessToken:)``
+    /// Checks the names a sign-in will store, as ``saveSignIn(account:refreshToken:appleUserID:accessToken:)``
     /// does, so that a session can refuse bad input before it asks the server for tokens.
     /// - Throws: `invalidInput`.
-    package static func validateSignIn(account: String, service: String = ItemKey.defaultService, appleUserID: String) throws {
-        try TokenStore.validate(ItemKey(service: service, account: account, kind: .refreshToken))
+    package static func validateSignIn(account: AccountID, appleUserID: String) throws {
+        try TokenStore.validate(account)
         try TokenStore.validate(userID: appleUserID)
     }
 
@@ -30,11 +30,11 @@ package struct SessionLedger: Sendable {
     /// - Throws: `invalidInput`, storage errors. Nothing is stored when it throws.
     @discardableResult
     package func saveSignIn(
-        account: String, service: String = ItemKey.defaultService, refreshToken: SecretBytes,
+        account: AccountID, refreshToken: SecretBytes,
         appleUserID: String, accessToken: AccessTokenEntry?
     ) throws -> Bool {
-        let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
-        try Self.validateSignIn(account: account, service: service, appleUserID: appleUserID)
+        let rtKey = ItemKey(account: account, kind: .refreshToken)
+        try Self.validateSignIn(account: account, appleUserID: appleUserID)
         try TokenStore.validate(secret: refreshToken, attributes: .init())
         if let accessToken { try TokenStore.validate(secret: accessToken.token, attributes: accessToken.attributes) }
         return try connection.write { db, envelope in
@@ -42,7 +42,7 @@ package struct SessionLedger: Sendable {
             if let previous = try ItemRecord.find(db, rtKey, envelope: envelope), previous.secret != refreshToken {
                 let previousUser = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
                 try OutboxRecord.insert(
-                    db, service: service, account: account, appleUserID: previousUser, token: previous.secret,
+                    db, account, appleUserID: previousUser, token: previous.secret,
                     reason: .replacedBySignIn, envelope: envelope)
                 if let previousUser, previousUser != appleUserID {
                     try CredentialRecord.record(
@@ -54,18 +54,18 @@ package struct SessionLedger: Sendable {
             try ItemRecord.upsert(db, rtKey, secret: refreshToken, envelope: envelope)
             try ItemRecord.upsert(db, rtKey.sibling(.appleUserID), secret: SecretBytes(utf8: appleUserID), envelope: envelope)
             try Self.storeCache(db, rtKey.sibling(.accessToken), accessToken, envelope: envelope)
-            try AccountMarks.clear(db, service: service, account: account, envelope: envelope)
+            try AccountMarks.clear(db, account, envelope: envelope)
             try CredentialRecord.record(db, userID: appleUserID, to: .authorized, reason: .signIn, detail: nil, envelope: envelope)
             return queued
         }
     }
 
     /// The account's cached access token, or `nil` (none, or the account is logging out).
-    package func cachedAccessToken(account: String, service: String = ItemKey.defaultService) throws -> AccessTokenEntry? {
-        let key = ItemKey(service: service, account: account, kind: .accessToken)
+    package func cachedAccessToken(account: AccountID) throws -> AccessTokenEntry? {
+        let key = ItemKey(account: account, kind: .accessToken)
         try TokenStore.validate(key)
         return try connection.read { db, envelope in
-            guard try !AccountMarks.isLoggingOut(db, service: service, account: account, envelope: envelope),
+            guard try !AccountMarks.isLoggingOut(db, account, envelope: envelope),
                 let item = try ItemRecord.find(db, key, envelope: envelope), let expiresAt = item.attributes.expiresAt
             else { return nil }
             return AccessTokenEntry(token: item.secret, expiresAt: expiresAt, scopes: item.attributes.scopes)
@@ -80,17 +80,17 @@ package struct SessionLedger: Sendable {
     /// stored and a new refresh token goes to the revocation outbox (``RefreshTokenReplacement/superseded``).
     /// A `nil` access token clears the account's cache entry.
     package func replaceRefreshToken(
-        account: String, service: String = ItemKey.defaultService, presented: SecretBytes,
+        account: AccountID, presented: SecretBytes,
         with newRefreshToken: SecretBytes?, accessToken: AccessTokenEntry?
     ) throws -> RefreshTokenReplacement {
-        let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
+        let rtKey = ItemKey(account: account, kind: .refreshToken)
         try TokenStore.validate(rtKey)
         if let accessToken { try TokenStore.validate(secret: accessToken.token, attributes: accessToken.attributes) }
         if let newRefreshToken { try TokenStore.validate(secret: newRefreshToken, attributes: .init()) }
         return try connection.write { db, envelope in
             let current = try ItemRecord.find(db, rtKey, envelope: envelope)
             if let current, current.secret == presented,
-                try !AccountMarks.isLoggingOut(db, service: service, account: account, envelope: envelope)
+                try !AccountMarks.isLoggingOut(db, account, envelope: envelope)
             {
                 if let newRefreshToken { try ItemRecord.upsert(db, rtKey, secret: newRefreshToken, envelope: envelope) }
                 try Self.storeCache(db, rtKey.sibling(.accessToken), accessToken, envelope: envelope)
@@ -99,7 +99,7 @@ package struct SessionLedger: Sendable {
             if let newRefreshToken {
                 let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
                 try OutboxRecord.insert(
-                    db, service: service, account: account, appleUserID: userID, token: newRefreshToken,
+                    db, account, appleUserID: userID, token: newRefreshToken,
                     reason: .userLogout, envelope: envelope)
             }
             return .superseded
@@ -111,9 +111,9 @@ package struct SessionLedger: Sendable {
     /// recorded `revoked` with reason `refreshRejected`. Returns whether anything changed.
     @discardableResult
     package func rejectRefreshToken(
-        account: String, service: String = ItemKey.defaultService, presented: SecretBytes
+        account: AccountID, presented: SecretBytes
     ) throws -> Bool {
-        let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
+        let rtKey = ItemKey(account: account, kind: .refreshToken)
         try TokenStore.validate(rtKey)
         return try connection.write { db, envelope in
             guard let current = try ItemRecord.find(db, rtKey, envelope: envelope), current.secret == presented else { return false }
@@ -132,27 +132,27 @@ package struct SessionLedger: Sendable {
     /// refresh token into the pending-revocation outbox, so no read offers it any more.
     /// Nothing else is deleted yet, so a crash here loses nothing.
     package func beginLogout(
-        account: String, service: String = ItemKey.defaultService, reason: CredentialStateReason = .userLogout
+        account: AccountID, reason: CredentialStateReason = .userLogout
     ) throws -> LogoutPreparation {
-        let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
+        let rtKey = ItemKey(account: account, kind: .refreshToken)
         try TokenStore.validate(rtKey)
         try CredentialStateReason.validate(reason.rawValue, what: "reason")
         let preparation: LogoutPreparation = try connection.write { db, envelope in
             let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
             if let token = try ItemRecord.find(db, rtKey, envelope: envelope) {
                 let entryID = try OutboxRecord.insert(
-                    db, service: service, account: account, appleUserID: userID, token: token.secret, reason: reason,
+                    db, account, appleUserID: userID, token: token.secret, reason: reason,
                     envelope: envelope)
                 // The insert must have taken effect before the token leaves the items.
                 guard try OutboxRecord.exists(db, entryID: entryID) else {
                     throw TokenStoreError(.ioError, "The revocation outbox did not keep the refresh token; nothing was changed.")
                 }
                 try ItemRecord.delete(db, rtKey, envelope: envelope)
-                try AccountMarks.markLoggingOut(db, service: service, account: account, entryID: entryID, envelope: envelope)
+                try AccountMarks.markLoggingOut(db, account, entryID: entryID, envelope: envelope)
             }
-            let pending = try OutboxRecord.entries(db, service: service, account: account, envelope: envelope)
+            let pending = try OutboxRecord.entries(db, of: account, envelope: envelope)
             if !pending.isEmpty { return .queued(pending) }
-            let hasItems = try ItemRecord.accountHasItems(db, service: service, account: account, envelope: envelope)
+            let hasItems = try ItemRecord.accountHasItems(db, account, envelope: envelope)
             return hasItems ? .localOnly(appleUserID: userID) : .nothingStored
         }
         CrashPoint.reach("logout.afterBegin")
@@ -163,14 +163,14 @@ package struct SessionLedger: Sendable {
     /// and cached access token and records `revoked`. When this leaves the store with no
     /// secrets, a crypto-erase is owed (see ``TokenStore/performOwedMaintenance()``).
     package func finishLocalLogout(
-        account: String, service: String = ItemKey.defaultService, reason: CredentialStateReason = .userLogout
+        account: AccountID, reason: CredentialStateReason = .userLogout
     ) throws {
-        let rtKey = ItemKey(service: service, account: account, kind: .refreshToken)
+        let rtKey = ItemKey(account: account, kind: .refreshToken)
         try TokenStore.validate(rtKey)
         try connection.write { db, envelope in
             let before = try ItemRecord.count(db)
             let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
-            try Self.deleteLocalEntries(db, service: service, account: account, envelope: envelope)
+            try Self.deleteLocalEntries(db, account, envelope: envelope)
             if let userID {
                 try CredentialRecord.record(db, userID: userID, to: .revoked, reason: reason, detail: nil, envelope: envelope)
             }
@@ -214,9 +214,9 @@ package struct SessionLedger: Sendable {
                 detail = CredentialStateDetail.remoteRevocationFailed
             }
             if exists, try AccountMarks.settlesLogout(
-                db, entryID: entryID, service: entry.service, account: entry.account, envelope: envelope)
+                db, entryID: entryID, entry.account, envelope: envelope)
             {
-                try Self.deleteLocalEntries(db, service: entry.service, account: entry.account, envelope: envelope)
+                try Self.deleteLocalEntries(db, entry.account, envelope: envelope)
                 if let userID = entry.appleUserID {
                     try CredentialRecord.record(db, userID: userID, to: .revoked, reason: entry.reason, detail: detail, envelope: envelope)
                 }
@@ -240,8 +240,8 @@ package struct SessionLedger: Sendable {
         let entryID = try OutboxRecord.entryID(entry)
         try connection.write { db, envelope in
             guard try OutboxRecord.delete(db, entryID: entryID) else { return }
-            if try AccountMarks.settlesLogout(db, entryID: entryID, service: entry.service, account: entry.account, envelope: envelope) {
-                try Self.deleteLocalEntries(db, service: entry.service, account: entry.account, envelope: envelope)
+            if try AccountMarks.settlesLogout(db, entryID: entryID, entry.account, envelope: envelope) {
+                try Self.deleteLocalEntries(db, entry.account, envelope: envelope)
             }
             if let userID = entry.appleUserID {
                 try CredentialRecord.record(
@@ -264,11 +264,11 @@ package struct SessionLedger: Sendable {
 
     /// Deletes an account's remaining local entries (Apple user id, access-token cache,
     /// any refresh token) and its logout mark.
-    private static func deleteLocalEntries(_ db: Database, service: String, account: String, envelope: Envelope) throws {
+    private static func deleteLocalEntries(_ db: Database, _ account: AccountID, envelope: Envelope) throws {
         for kind in [ItemKind.refreshToken, .appleUserID, .accessToken] {
-            try ItemRecord.delete(db, ItemKey(service: service, account: account, kind: kind), envelope: envelope)
+            try ItemRecord.delete(db, ItemKey(account: account, kind: kind), envelope: envelope)
         }
-        try AccountMarks.clear(db, service: service, account: account, envelope: envelope)
+        try AccountMarks.clear(db, account, envelope: envelope)
     }
 
     /// In the transaction that may have removed the store's last secret: when nothing secret
@@ -283,9 +283,4 @@ package struct SessionLedger: Sendable {
         let printable = text.unicodeScalars.filter { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f }
         return String(String.UnicodeScalarView(printable.prefix(200)))
     }
-}
-
-extension ItemKey {
-    /// The item of the same account with another kind.
-    func sibling(_ kind: ItemKind) -> ItemKey { ItemKey(service: service, account: account, kind: kind) }
 }

@@ -4,8 +4,8 @@ import Foundation
 public struct PendingRevocation: Sendable {
     /// The entry's random id (hex).
     public let id: String
-    public let service: String
-    public let account: String
+    /// The account that was logged out.
+    public let account: AccountID
     /// The Apple user id of the account, when it was known.
     public let appleUserID: String?
     /// The token to revoke.
@@ -21,7 +21,7 @@ public struct PendingRevocation: Sendable {
     public let createdAt: Date
 }
 
-/// What ``SessionLedger/beginLogout(account:service:reason:)`` found and did.
+/// What ``SessionLedger/beginLogout(account:reason:)`` found and did.
 package enum LogoutPreparation: Sendable {
     /// Nothing is stored for the account, and nothing is pending.
     case nothingStored
@@ -63,7 +63,7 @@ package struct AccessTokenEntry: Sendable {
     }
 }
 
-/// What ``SessionLedger/replaceRefreshToken(account:service:presented:with:accessToken:)`` did.
+/// What ``SessionLedger/replaceRefreshToken(account:presented:with:accessToken:)`` did.
 package enum RefreshTokenReplacement: Sendable, Equatable {
     /// The new tokens are stored; the old refresh token is gone.
     case stored

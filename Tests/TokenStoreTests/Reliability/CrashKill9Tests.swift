@@ -111,7 +111,7 @@ struct CrashKill9Tests {
             }
             var actual = Model()
             for account in accounts {
-                if let token = try store.refreshToken(account: account)?.stringValue() { actual.refreshTokens[account] = token }
+                if let token = try store.refreshToken(account: AccountID(account))?.stringValue() { actual.refreshTokens[account] = token }
             }
             actual.outbox = Set(try store.pendingRevocations().compactMap { $0.refreshToken.stringValue() })
             store.close()

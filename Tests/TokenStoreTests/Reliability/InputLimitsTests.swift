@@ -69,17 +69,17 @@ struct InputLimitsTests {
         for (index, id) in odd.enumerated() {
             let bytes = Array("secret-\(index)".utf8)
             accepted("account #\(index)", key(id, .generic), bytes)
-            accepted("service #\(index)", ItemKey(service: id, account: "svc-account", kind: .generic), bytes + [1])
+            accepted("service #\(index)", ItemKey(account: AccountID("svc-account", service: id), kind: .generic), bytes + [1])
         }
         refused("empty account") { try store.set(secret("x"), for: key("")) }
-        refused("empty service") { try store.set(secret("x"), for: ItemKey(service: "", account: "a", kind: .generic)) }
+        refused("empty service") { try store.set(secret("x"), for: ItemKey(account: AccountID("a", service: ""), kind: .generic)) }
         refused("account 4 KiB + 1") { try store.set(secret("x"), for: key(String(repeating: "x", count: StoreLimits.maxIdentifierBytes + 1))) }
         refused("account 10 KiB") { try store.set(secret("x"), for: key(String(repeating: "a", count: 10_240))) }
-        refused("service 10 KiB") { try store.set(secret("x"), for: ItemKey(service: String(repeating: "s", count: 10_240), account: "a", kind: .generic)) }
+        refused("service 10 KiB") { try store.set(secret("x"), for: ItemKey(account: AccountID("a", service: String(repeating: "s", count: 10_240)), kind: .generic)) }
         refused("account 10 KiB of 2-byte characters") { try store.set(secret("x"), for: key(String(repeating: "é", count: 5_121))) }
         refused("read with a 10 KiB account") { _ = try store.item(for: key(String(repeating: "a", count: 10_240))) }
         refused("delete with a 10 KiB account") { try store.delete(key(String(repeating: "a", count: 10_240))) }
-        refused("logout of a 10 KiB account") { _ = try store.ledger.beginLogout(account: String(repeating: "a", count: 10_240)) }
+        refused("logout of a 10 KiB account") { _ = try store.ledger.beginLogout(account: AccountID(String(repeating: "a", count: 10_240))) }
         // Attributes.
         accepted("label 1 KiB", key("label", .generic), [1], .init(label: String(repeating: "l", count: StoreLimits.maxLabelBytes)))
         refused("label 1 KiB + 1") { try store.set(secret("x"), for: key("a"), attributes: .init(label: String(repeating: "l", count: StoreLimits.maxLabelBytes + 1))) }
@@ -135,9 +135,9 @@ struct InputLimitsTests {
         cases += 1
         do {  // odd user ids round-trip through sign-in
             for (index, id) in ["'\";--", "%_", "a\u{0}b", String(repeating: "u", count: StoreLimits.maxIdentifierBytes)].enumerated() {
-                try store.ledger.saveSignIn(account: "user-\(index)", refreshToken: secret("rt-\(index)"), appleUserID: id, accessToken: nil)
-                if try store.appleUserID(account: "user-\(index)") != id || store.credentialState(forUserID: id) != .authorized
-                    || store.accounts(forAppleUserID: id).map(\.account) != ["user-\(index)"] {
+                try store.ledger.saveSignIn(account: AccountID("user-\(index)"), refreshToken: secret("rt-\(index)"), appleUserID: id, accessToken: nil)
+                if try store.appleUserID(account: AccountID("user-\(index)")) != id || store.credentialState(forUserID: id) != .authorized
+                    || store.accounts(forAppleUserID: id).map(\.name) != ["user-\(index)"] {
                     failures += 1
                     Issue.record("user id #\(index) did not round-trip")
                 }
@@ -153,7 +153,7 @@ struct InputLimitsTests {
             let item = try reopened.item(for: itemKey)
             if item?.secret.copyBytes() != bytes || item?.attributes != attributes {
                 failures += 1
-                Issue.record("\(itemKey.kind) item of a \(itemKey.account.utf8.count)-byte account changed after reopening")
+                Issue.record("\(itemKey.kind) item of a \(itemKey.account.name.utf8.count)-byte account changed after reopening")
             }
         }
         #expect(try reopened.secret(for: key("é", .generic))?.copyBytes() != reopened.secret(for: key("e\u{301}", .generic))?.copyBytes())

@@ -44,7 +44,7 @@ struct MalformedDBTests {
         }
         for i in 0..<4 {
             try store.set(SecretBytes(value(i) + [0x3f]), for: key("out-\(i)"))
-            _ = try store.ledger.beginLogout(account: "out-\(i)")
+            _ = try store.ledger.beginLogout(account: AccountID("out-\(i)"))
         }
     }
 

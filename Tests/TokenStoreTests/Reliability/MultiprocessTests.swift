@@ -74,7 +74,7 @@ struct MultiprocessTests {
             }
         }
         let logTotal = logs.values.reduce(0, +)
-        let logItems = try store.items().filter { $0.key.account.hasPrefix("log-") }.count
+        let logItems = try store.items().filter { $0.key.account.name.hasPrefix("log-") }.count
         if logItems != logTotal { Issue.record("\(logItems) log items, \(logTotal) acknowledged") }
         lost += max(0, logTotal - logItems)
         let shared = try store.refreshToken(account: "shared")?.stringValue().flatMap(Int.init) ?? -1

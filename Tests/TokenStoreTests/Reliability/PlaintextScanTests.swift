@@ -82,23 +82,23 @@ struct PlaintextScanTests {
 
         // Every operation, with canaries in every field.
         try store.ledger.saveSignIn(
-            account: account, service: service, refreshToken: secret(refresh), appleUserID: user,
+            account: AccountID(account, service: service), refreshToken: secret(refresh), appleUserID: user,
             accessToken: AccessTokenEntry(token: secret(access), expiresAt: Date() + 3600, scopes: ["openid", scope]))
         try store.set(secret(generic), for: key(account, .generic, service: service), attributes: .init(label: label))
         #expect(try store.ledger.replaceRefreshToken(
-            account: account, service: service, presented: secret(refresh), with: secret(rotated),
+            account: AccountID(account, service: service), presented: secret(refresh), with: secret(rotated),
             accessToken: AccessTokenEntry(token: secret(access), expiresAt: Date() + 3600, scopes: [scope])) == .stored)
-        _ = try store.ledger.cachedAccessToken(account: account, service: service)
-        _ = try store.appleUserID(account: account, service: service)
+        _ = try store.ledger.cachedAccessToken(account: AccountID(account, service: service))
+        _ = try store.appleUserID(account: AccountID(account, service: service))
         _ = try store.accounts(forAppleUserID: user)
         _ = try store.items()
         _ = try store.accounts()
         _ = try store.credentialState(forUserID: user)
         _ = try store.credentialStateHistory(forUserID: user)
-        try store.ledger.saveSignIn(account: otherAccount, refreshToken: secret(otherToken), appleUserID: user, accessToken: nil)
+        try store.ledger.saveSignIn(account: AccountID(otherAccount), refreshToken: secret(otherToken), appleUserID: user, accessToken: nil)
         scan.scanForSecrets(
             "descriptions of returned values",
-            "\(try store.items()) \(try store.counts()) \(try store.verify()) \(try store.item(for: key(account, .generic, service: service)) as Any) \(try store.ledger.cachedAccessToken(account: account, service: service) as Any)",
+            "\(try store.items()) \(try store.counts()) \(try store.verify()) \(try store.item(for: key(account, .generic, service: service)) as Any) \(try store.ledger.cachedAccessToken(account: AccountID(account, service: service)) as Any)",
             secrets: secrets)
 
         // Errors: invalid input carrying canaries, a tampered row, a wrong key, a closed store.
@@ -106,20 +106,20 @@ struct PlaintextScanTests {
         provoke { try store.set(SecretBytes([UInt8]()), for: key(account, .generic, service: service)) }
         provoke { try store.set(secret(generic), for: key(account, .generic), attributes: .init(label: String(repeating: label, count: 40))) }
         provoke { try store.set(secret(generic), for: key(account, .accessToken), attributes: .init(scopes: [scope + " x"])) }
-        provoke { try store.ledger.saveSignIn(account: account, refreshToken: secret(refresh), appleUserID: String(repeating: user, count: 200), accessToken: nil) }
+        provoke { try store.ledger.saveSignIn(account: AccountID(account), refreshToken: secret(refresh), appleUserID: String(repeating: user, count: 200), accessToken: nil) }
         provoke { _ = try store.credentialState(forUserID: "") }
         provoke { try store.recordCredentialState(.revoked, forUserID: user, reason: .init(rawValue: scope + " x")) }
-        provoke { _ = try store.ledger.replaceRefreshToken(account: account, service: service, presented: secret(refresh), with: SecretBytes([UInt8]()), accessToken: AccessTokenEntry(token: secret(access), expiresAt: Date(), scopes: [])) }
+        provoke { _ = try store.ledger.replaceRefreshToken(account: AccountID(account, service: service), presented: secret(refresh), with: SecretBytes([UInt8]()), accessToken: AccessTokenEntry(token: secret(access), expiresAt: Date(), scopes: [])) }
         let raw = try Database(path: path)
         let tamperedLookup = store.connection.envelope.itemLookup(key(account, service: service))
         let sealed = try #require(try raw.firstRow("SELECT sealed FROM items WHERE lookup = ?", [.blob(tamperedLookup)]) { $0.blob(0) })
         try raw.run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(sealed + [0]), .blob(tamperedLookup)])
-        provoke { _ = try store.refreshToken(account: account, service: service) }
+        provoke { _ = try store.refreshToken(account: AccountID(account, service: service)) }
         provoke { _ = try store.items() }
-        provoke { _ = try store.ledger.beginLogout(account: account, service: service) }
+        provoke { _ = try store.ledger.beginLogout(account: AccountID(account, service: service)) }
         scan.scan("verify report", "\(try store.verify())")
         try raw.run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(sealed), .blob(tamperedLookup)])
-        let preparation = try store.ledger.beginLogout(account: account, service: service)
+        let preparation = try store.ledger.beginLogout(account: AccountID(account, service: service))
         scan.scanForSecrets("logout preparation", "\(preparation)", secrets: secrets)
         if case .queued(let entries) = preparation, let entry = entries.first {
             scan.scanForSecrets("pending entry", "\(entry)", secrets: secrets)

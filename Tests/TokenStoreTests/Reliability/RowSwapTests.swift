@@ -116,7 +116,7 @@ struct RowSwapTests {
         }
 
         // An outbox entry moved to another account (its account_ref column).
-        let aliceRef = t.store.connection.envelope.accountRef(service: ItemKey.defaultService, account: "alice")
+        let aliceRef = t.store.connection.envelope.accountRef(AccountID("alice"))
         for slot in slots where slot.table == "pending_revocations" {
             let ref = try #require(try raw.firstRow(
                 "SELECT account_ref FROM pending_revocations WHERE entry_id = ?", [.blob(slot.rowKey)]) { $0.blob(0) })
@@ -146,7 +146,7 @@ struct RowSwapTests {
         expectRejected(slots[4], "alice's whole row under bob's lookup")
         try raw.run(
             "UPDATE items SET account_ref = ?, sealed = ? WHERE lookup = ?",
-            [.blob(t.store.connection.envelope.accountRef(service: ItemKey.defaultService, account: "bob")), .blob(bobBlob), .blob(bobLookup)])
+            [.blob(t.store.connection.envelope.accountRef(AccountID("bob"))), .blob(bobBlob), .blob(bobLookup)])
 
         // Blobs from another store (another store id and data key), with and without their key id.
         let other = try TestStore()

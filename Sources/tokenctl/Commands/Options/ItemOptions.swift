@@ -24,6 +24,6 @@ struct ItemOptions: Sendable {
                     option: Self.kind.synopsis, environmentVariable: nil, expectation: Self.kind.rule.expectation),
                 commandName: parsed.name)
         }
-        key = ItemKey(service: parsed.value(Self.service) ?? ItemKey.defaultService, account: account, kind: kind)
+        key = ItemKey(account: AccountID(account, service: parsed.value(Self.service) ?? AccountID.defaultService), kind: kind)
     }
 }

@@ -35,11 +35,11 @@ struct LoginCommand: TokenctlCommand {
         let session = try server.openSession(context, createStore: true).session
         let result = try waitFor {
             try await session.signInWithApple(
-                authorizationCode: authorizationCode, appleUserID: appleUserID, account: account, scopes: scopes)
+                authorizationCode: authorizationCode, appleUserID: appleUserID, account: AccountID(account), scopes: scopes)
         }
         let access = result.accessToken
         let document: JSONValue = [
-            "account": .string(account), "service": .string(ItemKey.defaultService), "state": "authorized",
+            "account": .string(account), "service": .string(AccountID.defaultService), "state": "authorized",
             "expiresAt": .string(Format.date(access.expiresAt)), "scopes": Format.strings(access.scopes),
             "declinedScopes": Format.strings(result.declinedScopes),
         ]

@@ -16,7 +16,7 @@ struct PendingCommand: TokenctlCommand {
             "entries": .array(entries.map { entry in
                 // Never the refresh token itself.
                 [
-                    "id": .string(entry.id), "service": .string(entry.service), "account": .string(entry.account),
+                    "id": .string(entry.id), "service": .string(entry.account.service), "account": .string(entry.account.name),
                     "reason": .string(entry.reason.rawValue), "attempts": .int(entry.attempts),
                     "nextAttemptAt": .string(Format.date(entry.nextAttemptAt)),
                     "lastError": Format.optional(entry.lastError), "failureCode": Format.optional(entry.failureCode),
@@ -30,7 +30,7 @@ struct PendingCommand: TokenctlCommand {
             table.alignments = [.left, .right]
             for entry in entries {
                 table.append([
-                    entry.account, String(entry.attempts), Format.date(entry.nextAttemptAt), entry.lastError ?? "-",
+                    entry.account.name, String(entry.attempts), Format.date(entry.nextAttemptAt), entry.lastError ?? "-",
                     entry.failureCode ?? "-",
                 ])
             }

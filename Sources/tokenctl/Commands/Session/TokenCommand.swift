@@ -27,7 +27,7 @@ struct TokenCommand: TokenctlCommand {
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let session = try server.openSession(context).session
-        let token = try waitFor { try await session.acquireTokenSilently(account: account, scopes: scopes) }
+        let token = try waitFor { try await session.acquireTokenSilently(account: AccountID(account), scopes: scopes) }
         var document: [String: JSONValue] = [
             "account": .string(account), "expiresAt": .string(Format.date(token.expiresAt)),
             "scopes": Format.strings(token.scopes), "source": .string(token.source.rawValue),

@@ -19,7 +19,7 @@ struct DeleteCommand: TokenctlCommand {
         let before = try store.counts().items
         try store.delete(key)
         let deleted = try store.counts().items < before
-        context.emit(["deleted": .bool(deleted), "service": .string(key.service), "account": .string(key.account), "kind": .string(key.kind.rawValue)]) {
+        context.emit(["deleted": .bool(deleted), "service": .string(key.account.service), "account": .string(key.account.name), "kind": .string(key.kind.rawValue)]) {
             deleted ? "Deleted.\n" : "Nothing to delete: no such item.\n"
         }
         return .ok

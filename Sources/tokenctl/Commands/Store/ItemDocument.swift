@@ -21,7 +21,7 @@ enum ItemDocument {
         byteCount: Int
     ) -> [String: JSONValue] {
         [
-            "service": .string(key.service), "account": .string(key.account),
+            "service": .string(key.account.service), "account": .string(key.account.name),
             "kind": .string(key.kind.rawValue), "label": Format.optional(attributes.label),
             "createdAt": .string(Format.date(createdAt)), "updatedAt": .string(Format.date(updatedAt)),
             "expiresAt": Format.date(attributes.expiresAt), "scopes": Format.strings(attributes.scopes),

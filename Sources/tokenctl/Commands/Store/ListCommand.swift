@@ -12,13 +12,13 @@ struct ListCommand: TokenctlCommand {
         let store = try context.openStore()
         var items: [ItemInfo] = []
         try store.forEachItem { items.append($0) }
-        items.sort { ($0.key.service, $0.key.account, $0.key.kind.rawValue) < ($1.key.service, $1.key.account, $1.key.kind.rawValue) }
+        items.sort { ($0.key.account.service, $0.key.account.name, $0.key.kind.rawValue) < ($1.key.account.service, $1.key.account.name, $1.key.kind.rawValue) }
         context.emit(["count": .int(items.count), "items": .array(items.map { .object(ItemDocument.fields(of: $0)) })]) {
             var table = TextTable(header: ["SERVICE", "ACCOUNT", "KIND", "CREATED", "UPDATED", "FINGERPRINT", "BYTES"])
             table.alignments = [.left, .left, .left, .left, .left, .left, .right]
             for item in items {
                 table.append([
-                    item.key.service, item.key.account, item.key.kind.rawValue, Format.date(item.createdAt),
+                    item.key.account.service, item.key.account.name, item.key.kind.rawValue, Format.date(item.createdAt),
                     Format.date(item.updatedAt), item.fingerprint, String(item.byteCount),
                 ])
             }

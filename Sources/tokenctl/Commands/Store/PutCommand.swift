@@ -32,7 +32,7 @@ struct PutCommand: TokenctlCommand {
         let store = try context.openStore(create: true)
         try store.set(secret, for: key, attributes: ItemAttributes(label: label))
         let document: JSONValue = [
-            "stored": true, "service": .string(key.service), "account": .string(key.account),
+            "stored": true, "service": .string(key.account.service), "account": .string(key.account.name),
             "kind": .string(key.kind.rawValue), "fingerprint": .string(secret.fingerprint),
             "byteCount": .int(secret.count),
         ]
