@@ -60,6 +60,23 @@ public struct AuthSessionError: Error, Sendable, CustomStringConvertible {
         case insecureConfiguration
         /// A local storage error; ``AuthSessionError/cause`` holds the `TokenStoreError`.
         case storage
+        /// The browser sign-in came back with an OAuth error on the redirect (`error=`):
+        /// `access_denied` when the user declined, or another error of the server.
+        /// ``AuthSessionError/oauthError`` and ``AuthSessionError/oauthErrorDescription``
+        /// hold the server's text (sanitized), which the app may show.
+        case authorizationFailed
+        /// The browser sign-in ended without an answer, and every redirect that reached the
+        /// loopback listener carried a wrong or missing `state` (a stale tab of an earlier
+        /// sign-in, or a forged request). Each one was refused with an error page.
+        case stateMismatch
+        /// The ID token failed a validation check; ``AuthSessionError/idTokenCheck`` names
+        /// which. The token and its claims are never part of the error.
+        case idTokenInvalid
+        /// None of the configured loopback ports could be bound for the redirect listener
+        /// (each one in use, or the loopback interface unusable).
+        case loopbackUnavailable
+        /// No way to open the user's browser worked (`$BROWSER`, GIO, `xdg-open`).
+        case browserUnavailable
     }
 
     /// The underlying cause of an error, kept for diagnosis. Holds no secret.
@@ -104,6 +121,8 @@ public struct AuthSessionError: Error, Sendable, CustomStringConvertible {
     public var grantedAccessToken: AccessToken?
     /// The underlying cause, when there is one.
     public var cause: Cause?
+    /// For ``Code/idTokenInvalid``: the check the ID token failed.
+    public var idTokenCheck: IDTokenCheck?
 
     /// Makes an error. `oauthError` and `oauthErrorDescription` are sanitized here.
     public init(
@@ -135,6 +154,13 @@ public struct AuthSessionError: Error, Sendable, CustomStringConvertible {
             grantedScopes: granted, declinedScopes: declined)
     }
 
+    /// An error for ``Code/idTokenInvalid`` naming the failed check (never the token or a claim).
+    public static func idTokenInvalid(check: IDTokenCheck) -> AuthSessionError {
+        var error = AuthSessionError(.idTokenInvalid, "The ID token failed the \(check.rawValue) check: \(check.summary)")
+        error.idTokenCheck = check
+        return error
+    }
+
     /// True for failures worth trying again later: offline, timed out, rate limited,
     /// 5xx, a TLS failure (often a captive portal or a clock error) and cancellation.
     /// Configuration errors and `invalid_grant` are not.
@@ -143,7 +169,8 @@ public struct AuthSessionError: Error, Sendable, CustomStringConvertible {
         case .notConnectedToInternet, .timedOut, .rateLimited, .serverError, .tlsFailure, .cancelled:
             return true
         case .interactionRequired, .serverDeclinedScopes, .invalidClient, .invalidRequest,
-            .unsupportedTokenType, .invalidGrant, .unexpectedResponse, .insecureConfiguration, .storage:
+            .unsupportedTokenType, .invalidGrant, .unexpectedResponse, .insecureConfiguration, .storage,
+            .authorizationFailed, .stateMismatch, .idTokenInvalid, .loopbackUnavailable, .browserUnavailable:
             return false
         }
     }
@@ -204,6 +231,16 @@ extension AuthSessionError {
     public static let insecureConfiguration = Code.insecureConfiguration
     /// Pattern for ``Code/storage``.
     public static let storage = Code.storage
+    /// Pattern for ``Code/authorizationFailed``.
+    public static let authorizationFailed = Code.authorizationFailed
+    /// Pattern for ``Code/stateMismatch``.
+    public static let stateMismatch = Code.stateMismatch
+    /// Pattern for ``Code/idTokenInvalid``: `catch AuthSessionError.idTokenInvalid`.
+    public static let idTokenInvalid = Code.idTokenInvalid
+    /// Pattern for ``Code/loopbackUnavailable``.
+    public static let loopbackUnavailable = Code.loopbackUnavailable
+    /// Pattern for ``Code/browserUnavailable``.
+    public static let browserUnavailable = Code.browserUnavailable
 }
 
 extension AuthSessionError.Code {
