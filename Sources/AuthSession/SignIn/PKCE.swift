@@ -37,6 +37,11 @@ struct PKCE: Sendable {
         Self.wipe(&ascii)
     }
 
+    /// The S256 challenge of `verifier` (what the authorization server recomputes).
+    static func challenge(forVerifier verifier: String) -> String {
+        Base64URL.encode(SHA256Digest.hash(Array(verifier.utf8)))
+    }
+
     private static func wipe(_ bytes: inout [UInt8]) {
         bytes.withUnsafeMutableBufferPointer { buffer in
             for index in buffer.indices { buffer[index] = 0 }
