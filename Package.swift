@@ -29,6 +29,9 @@ let package = Package(
             name: "CGIO", path: "Sources/CGIO", pkgConfig: "gio-2.0",
             providers: [.apt(["libglib2.0-dev"])]),
 
+        // glibc GNU extensions Swift's Glibc module leaves out (accept4, posix_spawn closefrom).
+        .systemLibrary(name: "CGlibcExtensions", path: "Sources/CGlibcExtensions"),
+
         // Migrations/NNNN_name.sql compiled into the library at build time.
         .executableTarget(name: "MigrationEmbedder", path: "Sources/MigrationEmbedder"),
         .plugin(
@@ -39,7 +42,7 @@ let package = Package(
             name: "TokenStore",
             dependencies: ["CSQLite", "CLibSecret", "CSodium"],
             plugins: ["EmbedMigrations"]),
-        .target(name: "AuthSession", dependencies: ["TokenStore", "CSodium", "CCrypto", "CGIO"]),
+        .target(name: "AuthSession", dependencies: ["TokenStore", "CSodium", "CCrypto", "CGIO", "CGlibcExtensions"]),
         .executableTarget(name: "tokenctl", dependencies: ["TokenStore", "AuthSession"]),
         // `make demo`: a sign-in → use → logout cycle against the local authorization server.
         .executableTarget(name: "tokenstore-demo", dependencies: ["TokenStore", "AuthSession"]),
