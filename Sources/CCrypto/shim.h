@@ -10,3 +10,9 @@
 #include <openssl/hmac.h>
 #include <openssl/param_build.h>
 #include <openssl/rsa.h>
+
+/* EVP_PKEY_PUBLIC_KEY is a macro expression Swift cannot import: the selection for
+ * EVP_PKEY_fromdata of a public key. */
+static inline int tokenstore_evp_pkey_public_key_selection(void) {
+    return EVP_PKEY_PUBLIC_KEY;
+}

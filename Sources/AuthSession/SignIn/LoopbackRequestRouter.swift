@@ -56,7 +56,7 @@ struct LoopbackRequestRouter: Sendable {
             return Decision(response: Self.page(.badRequest), outcome: .keepWaiting)
         }
         // The state first: nothing else in a request is trusted before it matches.
-        guard let state = parameters["state"], Self.constantTimeEqual(state, Array(expectedState.utf8)) else {
+        guard let state = parameters["state"], ConstantTime.equal(state, Array(expectedState.utf8)) else {
             return Decision(response: Self.page(.wrongState), outcome: .refusedState)
         }
         if let error = parameters["error"] {
@@ -147,14 +147,6 @@ struct LoopbackRequestRouter: Sendable {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
         default: return nil
         }
-    }
-
-    /// Equality whose time depends only on the lengths.
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 
     // MARK: Pages
