@@ -95,13 +95,21 @@ struct BrowserOpenerTests {
 
     @Test func aBrowserStillRunningAfterTheCheckCountsAsStartedAndIsReaped() async throws {
         let fixture = try Fixture()
+        // Runs until the test creates `go` (at most 20 s), so it is surely still running when open returns.
+        let go = fixture.directory.appending("go").path
         let longRunning = try Fixture.script(
             in: fixture.directory, named: "long running",
-            "printf '%s' \"$$\" > \"$0.pid\"\nsleep 1\nprintf '%s\\n' \"$1\" > \"\(fixture.record.path)\"\n")
-        let start = ContinuousClock.now
+            "printf '%s' \"$$\" > \"$0.pid\"\ni=0\nwhile [ ! -e '\(go)' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\n"
+                + "printf '%s\\n' \"$1\" > \"\(fixture.record.path)\"\n")
         try await fixture.opener(browser: Self.quoted(longRunning), startCheck: .milliseconds(200)).open(Self.url)
-        #expect(ContinuousClock.now - start < .seconds(1), "open returned without waiting for the browser to exit")
-        let pidText = try String(contentsOfFile: longRunning + ".pid", encoding: .utf8)
+        #expect(!FileManager.default.fileExists(atPath: fixture.record.path), "open returned while the browser still runs")
+        #expect(FileManager.default.createFile(atPath: go, contents: Data()))
+        var pidText = ""
+        let pidDeadline = Date().addingTimeInterval(10)
+        while pidText.isEmpty && Date() < pidDeadline {
+            pidText = (try? String(contentsOfFile: longRunning + ".pid", encoding: .utf8)) ?? ""
+            if pidText.isEmpty { usleep(10_000) }
+        }
         let pid = try #require(Int32(pidText))
         #expect(fixture.recordedArguments() == [Self.url.absoluteString])
         // Reaped once it exits: a zombie would keep its /proc entry (state Z) until waited for.

@@ -212,7 +212,7 @@ struct LoopbackRedirectListenerTests {
         defer { close(idle) }
         let start = ContinuousClock.now
         await Self.expectCode(.timedOut) { _ = try await listener.waitForCallback(timeout: .milliseconds(500)) }
-        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(ContinuousClock.now - start < .seconds(5), "closed at the time-out, not at the idle client's read time-out")
         Self.expectPortFree(fixed)
         // The listener answers once: a second wait is refused.
         await Self.expectCode(.cancelled) { _ = try await listener.waitForCallback(timeout: .seconds(1)) }
@@ -226,7 +226,7 @@ struct LoopbackRedirectListenerTests {
         let start = ContinuousClock.now
         waiting.cancel()
         await Self.expectCode(.cancelled) { _ = try await waiting.value }
-        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(ContinuousClock.now - start < .seconds(5), "closed at the cancellation, not at the 120 s time-out")
         Self.expectPortFree(port)
     }
 
