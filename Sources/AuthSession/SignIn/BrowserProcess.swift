@@ -73,7 +73,15 @@ enum BrowserProcess {
             envp.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        var spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        // ETXTBSY: a script just written is still open for writing in a child another thread
+        // is forking (it holds the descriptor until its exec). That passes within moments.
+        var retries = 0
+        while spawned == ETXTBSY && retries < 10 {
+            retries += 1
+            usleep(20_000)
+            spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        }
         guard spawned == 0 else { return spawned == ENOENT ? .notFound : .spawnFailed(spawned) }
         return check(pid, for: startCheck)
     }

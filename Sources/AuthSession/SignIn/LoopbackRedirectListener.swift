@@ -220,6 +220,11 @@ final class LoopbackRedirectListener: @unchecked Sendable {
     }
 
     private func closeDescriptorsLocked() {
+        // A program another thread is spawning holds a copy of the listening socket until its
+        // exec, and a plain close would leave the port listening until then. Shutting the
+        // socket down takes it out of LISTEN for every holder, so the port is free at once
+        // (for a new SO_REUSEADDR bind, as the next listener makes).
+        if listenDescriptor >= 0 { shutdown(listenDescriptor, Int32(SHUT_RDWR)) }
         for descriptor in [listenDescriptor, wakeRead, wakeWrite] where descriptor >= 0 {
             Glibc.close(descriptor)
         }

@@ -245,6 +245,40 @@ struct LoopbackRedirectListenerTests {
         await Self.expectCode(.cancelled) { _ = try await closed.waitForCallback(timeout: .seconds(1)) }
     }
 
+    /// Another thread spawning programs copies the listening socket into each child until its
+    /// exec; the port must still be free the moment the listener is closed.
+    @Test func thePortIsFreeAtOnceEvenWhileAnotherThreadSpawnsPrograms() async throws {
+        let spawning = SpawnLoop()
+        let spawner = Thread { spawning.run() }
+        spawner.start()
+        defer { spawning.stop() }
+        for round in 0..<40 {
+            let listener = try LoopbackRedirectListener(ports: [0], expectedState: Self.state)
+            if round % 2 == 0 {
+                listener.close()
+            } else {
+                await Self.expectCode(.timedOut) { _ = try await listener.waitForCallback(timeout: .milliseconds(5)) }
+            }
+            Self.expectPortFree(listener.port)
+        }
+        #expect(spawning.count > 0, "programs were spawned meanwhile")
+    }
+
+    /// Runs `/bin/true` through ChildProcess in a loop until stopped.
+    final class SpawnLoop: @unchecked Sendable {  // `stopped` and `spawned` under `lock`
+        private let lock = NSLock()
+        private var stopped = false
+        private var spawned = 0
+        var count: Int { lock.withLock { spawned } }
+        func stop() { lock.withLock { stopped = true } }
+        func run() {
+            while !lock.withLock({ stopped }) {
+                _ = try? ChildProcess.run("/bin/true", [], timeout: .seconds(10), dieWithParent: false)
+                lock.withLock { spawned += 1 }
+            }
+        }
+    }
+
     // MARK: - Two at once
 
     @Test func twoListenersAtOnceEachGetTheirOwnAnswer() async throws {
