@@ -20,6 +20,17 @@ let package = Package(
         .systemLibrary(
             name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]),
+        // OpenSSL's libcrypto: SHA-256 and RS256 verification of ID tokens.
+        .systemLibrary(
+            name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
+        // GIO: opening the user's browser (g_app_info_launch_default_for_uri, portal-aware).
+        .systemLibrary(
+            name: "CGIO", path: "Sources/CGIO", pkgConfig: "gio-2.0",
+            providers: [.apt(["libglib2.0-dev"])]),
+
+        // glibc GNU extensions Swift's Glibc module leaves out (accept4, posix_spawn closefrom).
+        .systemLibrary(name: "CGlibcExtensions", path: "Sources/CGlibcExtensions"),
 
         // Migrations/NNNN_name.sql compiled into the library at build time.
         .executableTarget(name: "MigrationEmbedder", path: "Sources/MigrationEmbedder"),
@@ -31,7 +42,7 @@ let package = Package(
             name: "TokenStore",
             dependencies: ["CSQLite", "CLibSecret", "CSodium"],
             plugins: ["EmbedMigrations"]),
-        .target(name: "AuthSession", dependencies: ["TokenStore"]),
+        .target(name: "AuthSession", dependencies: ["TokenStore", "CSodium", "CCrypto", "CGIO", "CGlibcExtensions"]),
         .executableTarget(name: "tokenctl", dependencies: ["TokenStore", "AuthSession"]),
         // `make demo`: a sign-in → use → logout cycle against the local authorization server.
         .executableTarget(name: "tokenstore-demo", dependencies: ["TokenStore", "AuthSession"]),
@@ -50,7 +61,7 @@ let package = Package(
         .executableTarget(
             name: "tokenstore-fuzz", dependencies: ["TokenStore", "AuthSession"], path: "Tests/Fuzz", exclude: ["Corpus"]),
         .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "TestSupport"]),
-        .testTarget(name: "AuthSessionTests", dependencies: ["AuthSession", "TokenStore", "TestSupport"]),
+        .testTarget(name: "AuthSessionTests", dependencies: ["AuthSession", "TokenStore", "TestSupport", "CCrypto"]),
         .testTarget(name: "tokenctlTests", dependencies: ["TestSupport"], exclude: ["Golden"]),
     ],
     swiftLanguageModes: [.v6]

@@ -70,13 +70,31 @@ public struct AuthSessionError: CodedError {
         public static let insecureConfiguration = Code(rawValue: "insecureConfiguration")
         /// A local storage error; ``AuthSessionError/cause`` holds the `TokenStoreError`.
         public static let storage = Code(rawValue: "storage")
+        /// The browser sign-in came back with an OAuth error on the redirect (`error=`):
+        /// `access_denied` when the user declined, or another error of the server.
+        /// ``AuthSessionError/oauthError`` and ``AuthSessionError/oauthErrorDescription``
+        /// hold the server's text (sanitized), which the app may show.
+        public static let authorizationFailed = Code(rawValue: "authorizationFailed")
+        /// The browser sign-in ended without an answer, and every redirect that reached the
+        /// loopback listener carried a wrong or missing `state` (a stale tab of an earlier
+        /// sign-in, or a forged request). Each one was refused with an error page.
+        public static let stateMismatch = Code(rawValue: "stateMismatch")
+        /// The ID token failed a validation check; ``AuthSessionError/idTokenCheck`` names
+        /// which. The token and its claims are never part of the error.
+        public static let idTokenInvalid = Code(rawValue: "idTokenInvalid")
+        /// None of the configured loopback ports could be bound for the redirect listener
+        /// (each one in use, or the loopback interface unusable).
+        public static let loopbackUnavailable = Code(rawValue: "loopbackUnavailable")
+        /// No way to open the user's browser worked (`$BROWSER`, GIO, `xdg-open`).
+        public static let browserUnavailable = Code(rawValue: "browserUnavailable")
 
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
             .interactionRequired, .serverDeclinedScopes, .notConnectedToInternet, .timedOut,
             .rateLimited, .serverError, .invalidClient, .invalidRequest, .unsupportedTokenType,
             .invalidGrant, .unexpectedResponse, .tlsFailure, .cancelled, .insecureConfiguration,
-            .storage,
+            .storage, .authorizationFailed, .stateMismatch, .idTokenInvalid, .loopbackUnavailable,
+            .browserUnavailable,
         ]
     }
 
@@ -122,6 +140,8 @@ public struct AuthSessionError: CodedError {
     public internal(set) var grantedAccessToken: AccessToken?
     /// The underlying cause, when there is one.
     public let cause: Cause?
+    /// For ``Code/idTokenInvalid``: the check the ID token failed.
+    public internal(set) var idTokenCheck: IDTokenCheck?
 
     /// Makes an error. `oauthError` and `oauthErrorDescription` are sanitized here.
     public init(
@@ -151,6 +171,13 @@ public struct AuthSessionError: CodedError {
             .serverDeclinedScopes,
             "The server granted fewer scopes than requested.",
             grantedScopes: granted, declinedScopes: declined)
+    }
+
+    /// An error for ``Code/idTokenInvalid`` naming the failed check (never the token or a claim).
+    public static func idTokenInvalid(check: IDTokenCheck) -> AuthSessionError {
+        var error = AuthSessionError(.idTokenInvalid, "The ID token failed the \(check.rawValue) check: \(check.summary)")
+        error.idTokenCheck = check
+        return error
     }
 
     /// True for failures worth trying again later: offline, timed out, rate limited,
@@ -237,6 +264,16 @@ extension AuthSessionError {
         .insecureConfiguration, "The configuration is refused as insecure.")
     /// Matches ``Code/storage``.
     public static let storage = Self(.storage, "The token store failed.")
+    /// Matches ``Code/authorizationFailed``.
+    public static let authorizationFailed = Self(.authorizationFailed, "The authorization server refused the sign-in.")
+    /// Matches ``Code/stateMismatch``.
+    public static let stateMismatch = Self(.stateMismatch, "Every redirect carried a wrong state.")
+    /// Matches ``Code/idTokenInvalid``.
+    public static let idTokenInvalid = Self(.idTokenInvalid, "The ID token failed validation.")
+    /// Matches ``Code/loopbackUnavailable``.
+    public static let loopbackUnavailable = Self(.loopbackUnavailable, "No loopback port could be bound.")
+    /// Matches ``Code/browserUnavailable``.
+    public static let browserUnavailable = Self(.browserUnavailable, "No browser could be opened.")
 }
 
 /// Turns server-supplied text into something safe to show: printable ASCII only, runs that

@@ -7,7 +7,7 @@ import TokenStore
 /// | status | errors |
 /// |---|---|
 /// | 65 data | integrityCheckFailed, databaseCorrupt, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput |
-/// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure |
+/// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable, browserUnavailable |
 /// | 75 temporary | keyringLocked, databaseBusy; rateLimited |
 /// | 77 permission | unsafeFileLayout, wrongPassphrase |
 /// | 1 other | everything else |
@@ -43,12 +43,13 @@ enum ErrorMapping {
 
     static func exitCode(for code: AuthSessionError.Code) -> ExitCode {
         switch code {
-        case .notConnectedToInternet, .timedOut, .serverError, .tlsFailure:
+        case .notConnectedToInternet, .timedOut, .serverError, .tlsFailure, .loopbackUnavailable, .browserUnavailable:
             return .unavailable
         case .rateLimited:
             return .tempFailure
         case .interactionRequired, .serverDeclinedScopes, .invalidClient, .invalidRequest, .unsupportedTokenType,
-            .invalidGrant, .unexpectedResponse, .cancelled, .insecureConfiguration, .storage:
+            .invalidGrant, .unexpectedResponse, .cancelled, .insecureConfiguration, .storage, .authorizationFailed,
+            .stateMismatch, .idTokenInvalid:
             return .failure
         default:  // a code added after this table
             return .failure

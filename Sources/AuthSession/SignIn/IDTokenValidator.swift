@@ -1,0 +1,143 @@
+import Foundation
+import TokenStore
+
+/// Validates an ID token the way Auth0.swift's `IDTokenValidator` does, with a real
+/// 60-second leeway (Auth0.swift's default of `60 * 1000` is added as seconds).
+///
+/// The checks run in Auth0.swift's order and the first failure wins; each failure is
+/// ``AuthSessionError/Code/idTokenInvalid`` naming the ``IDTokenCheck``, never the token or a
+/// claim value:
+///
+/// | check | rule |
+/// |---|---|
+/// | format | three base64url parts, JSON header and claims |
+/// | algorithm | `alg` is `RS256` (`none`, `HS256`, anything else refused) |
+/// | keyID | `kid` present and in the tenant's JWKS (fetched again once if unknown) |
+/// | signingKey | that key has `kty` RSA, `alg` RS256 if present, `use` sig if present, ≥ 2048 bits |
+/// | signature | RSASSA-PKCS1-v1_5 with SHA-256 verifies (libcrypto) |
+/// | issuer | `iss` equals the issuer URL, trailing slash included |
+/// | subject | `sub` is a non-empty string |
+/// | audience | `aud` (string or array) contains the client id |
+/// | expiration | `exp + leeway > now` |
+/// | issuedAt | `iat` present |
+/// | nonce | `nonce` equals the one sent, when one was sent |
+/// | authorizedParty | `azp` equals the client id, when `aud` has several entries |
+/// | authenticationTime | `auth_time + max_age + leeway ≥ now`, when `max_age` was sent |
+///
+/// ```swift
+/// let validator = IDTokenValidator(configuration: configuration, transport: transport)
+/// let claims = try await validator.validate(idToken, nonce: secrets.nonce)
+/// ```
+struct IDTokenValidator: Sendable {
+    /// The clock skew tolerated on `exp` and `auth_time`.
+    static let defaultLeeway: Duration = .seconds(60)
+
+    /// The expected `iss`, ending in `/`.
+    let issuer: String
+    /// The expected audience (the app's client id).
+    let clientID: String
+    /// The clock skew tolerated.
+    let leeway: Duration
+    /// The tenant's signing keys.
+    let keys: JSONWebKeySetCache
+    private let now: @Sendable () -> Date
+
+    /// A validator for tokens of `issuer` (`https://tenant.auth0.com/`; a missing trailing
+    /// slash is added) and `clientID`, fetching keys through `transport`.
+    init(
+        issuer: URL, clientID: String, transport: any HTTPTransport, leeway: Duration = defaultLeeway,
+        requestTimeout: Duration = .seconds(30), logger: TokenStoreLogger = .disabled,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        var issuer = issuer.absoluteString
+        if !issuer.hasSuffix("/") { issuer += "/" }
+        self.issuer = issuer
+        self.clientID = clientID
+        self.leeway = leeway
+        self.now = now
+        keys = JSONWebKeySetCache(issuer: issuer, transport: transport, timeout: requestTimeout, logger: logger)
+    }
+
+    /// A validator for the tenant of `configuration`: issuer `{domain}/`.
+    init(
+        configuration: AuthorizationServerConfiguration, transport: any HTTPTransport,
+        leeway: Duration = defaultLeeway, logger: TokenStoreLogger = .disabled,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.init(
+            issuer: configuration.domain, clientID: configuration.clientID, transport: transport, leeway: leeway,
+            requestTimeout: configuration.requestTimeout, logger: logger, now: now)
+    }
+
+    /// Validates `idToken` and returns its claims.
+    ///
+    /// - Parameters:
+    ///   - nonce: the `nonce` sent in the authorization request (`nil`: none was sent).
+    ///   - maxAge: the `max_age` sent, if any.
+    /// - Throws: ``AuthSessionError`` — `idTokenInvalid` with ``AuthSessionError/idTokenCheck``;
+    ///   or, when the key set could not be fetched, the fetch's code (`notConnectedToInternet`,
+    ///   `timedOut`, `serverError`, `unexpectedResponse`, …).
+    func validate(_ idToken: SecretBytes, nonce: String?, maxAge: Duration? = nil) async throws(AuthSessionError)
+        -> IDTokenClaims
+    {
+        guard let token = JSONWebToken(idToken), token.header["crit"] == nil else { throw .idTokenInvalid(check: .format) }
+
+        // Signature.
+        guard token.header["alg"]?.string == "RS256" else { throw .idTokenInvalid(check: .algorithm) }
+        guard let keyID = token.header["kid"]?.string, !keyID.isEmpty else { throw .idTokenInvalid(check: .keyID) }
+        guard let jwk = try await keys.key(id: keyID) else { throw .idTokenInvalid(check: .keyID) }
+        guard let key = jwk.rs256Key() else { throw .idTokenInvalid(check: .signingKey) }
+        guard key.verifyRS256(signature: token.signature, message: token.signingInput) else {
+            throw .idTokenInvalid(check: .signature)
+        }
+
+        // Claims.
+        let claims = token.claims
+        let current = now().timeIntervalSince1970
+        let leewaySeconds = Self.seconds(leeway)
+        guard claims["iss"]?.string == issuer else { throw .idTokenInvalid(check: .issuer) }
+        guard let subject = claims["sub"]?.string, !subject.isEmpty else { throw .idTokenInvalid(check: .subject) }
+        let audiences: [String]
+        switch claims["aud"] {
+        case .string(let audience)?: audiences = [audience]
+        case .array(let entries)?: audiences = entries.compactMap(\.string)
+        default: audiences = []
+        }
+        guard audiences.contains(clientID) else { throw .idTokenInvalid(check: .audience) }
+        guard let expiresAt = claims["exp"]?.number, expiresAt + leewaySeconds > current else {
+            throw .idTokenInvalid(check: .expiration)
+        }
+        guard let issuedAt = claims["iat"]?.number else { throw .idTokenInvalid(check: .issuedAt) }
+        if let nonce {
+            guard let received = claims["nonce"]?.string,
+                ConstantTime.equal(Array(received.utf8), Array(nonce.utf8))
+            else { throw .idTokenInvalid(check: .nonce) }
+        }
+        if audiences.count > 1 {
+            guard claims["azp"]?.string == clientID else { throw .idTokenInvalid(check: .authorizedParty) }
+        }
+        let authenticatedAt = claims["auth_time"]?.number
+        if let maxAge {
+            guard let authenticatedAt, authenticatedAt + Self.seconds(maxAge) + leewaySeconds >= current else {
+                throw .idTokenInvalid(check: .authenticationTime)
+            }
+        }
+
+        let emailVerified: Bool?
+        switch claims["email_verified"] {
+        case .bool(let value)?: emailVerified = value
+        case .string("true")?: emailVerified = true
+        case .string("false")?: emailVerified = false
+        default: emailVerified = nil
+        }
+        return IDTokenClaims(
+            subject: subject, name: claims["name"]?.string, email: claims["email"]?.string, emailVerified: emailVerified,
+            issuedAt: Date(timeIntervalSince1970: issuedAt), expiresAt: Date(timeIntervalSince1970: expiresAt),
+            authenticatedAt: authenticatedAt.map(Date.init(timeIntervalSince1970:)))
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,527 @@
+internal import CGlibcExtensions
+import Foundation
+import TokenStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A one-shot HTTP/1.1 server on `127.0.0.1` that receives the browser's redirect at the
+/// end of a sign-in (RFC 8252 §7.3 loopback redirect).
+///
+/// - **Binding.** Binds `127.0.0.1` only (never `0.0.0.0`, never `localhost`), trying
+///   `ports` in order: a port in use (`EADDRINUSE`) moves on to the next. Auth0 matches
+///   callback URLs exactly, so every port the app may use must be registered as
+///   `http://127.0.0.1:PORT/callback`. Port `0` takes any free port (for servers that
+///   follow RFC 8252's any-port rule; tests use it). The socket is bound when the listener
+///   is made, so ``redirectURI`` can go into the authorization URL before the browser opens.
+/// - **Answers.** See ``LoopbackRequestRouter``: the callback with the right `state` ends the
+///   wait (with the code, or ``AuthSessionError/Code/authorizationFailed`` for `error=`);
+///   a callback with a wrong `state` is refused with an error page **and the wait goes on**,
+///   so a forged request cannot end the sign-in; everything else gets a 404.
+/// - **Limits.** A request head is bounded (8 KiB: 431 beyond), each connection must deliver
+///   its head within a read time-out (10 s) and take its answer within a write time-out
+///   (2 s), at most 16 connections are served at once; a slow client holds only its own
+///   connection, never the others.
+/// - **End.** The wait ends at the answer, at the total time-out (default 5 minutes:
+///   ``AuthSessionError/Code/timedOut``, or ``AuthSessionError/Code/stateMismatch`` when
+///   only wrong-state redirects came), or at task cancellation
+///   (``AuthSessionError/Code/cancelled``). In every case all sockets are closed and the
+///   port is free again before `waitForCallback` returns or throws.
+///
+/// Serving runs on a thread of its own (`poll(2)` on non-blocking sockets), never on the
+/// cooperative pool. Each listener is independent: several may run in one process.
+///
+/// ```swift
+/// let listener = try LoopbackRedirectListener(ports: [53682, 53683], expectedState: secrets.state)
+/// // …build the authorization URL with listener.redirectURI, open the browser…
+/// let callback = try await listener.waitForCallback()
+/// ```
+///
+/// No request data (query, code, state, error text) is ever logged.
+// @unchecked Sendable: `phase`, `stopRequested` and the descriptors are read and written
+// under `lock`; once `waitForCallback` started, the sockets belong to the serving thread.
+final class LoopbackRedirectListener: @unchecked Sendable {
+    /// Bounds on what one connection may cost.
+    struct Limits: Sendable {
+        /// The longest time a connection may take to deliver its whole request head.
+        var readTimeout: Duration = .seconds(10)
+        /// The longest time a connection may take to accept its answer.
+        var writeTimeout: Duration = .seconds(2)
+        /// The largest request head accepted (request line and header fields).
+        var maximumRequestBytes = 8 * 1024
+        /// The most connections served at once; more wait in the kernel's backlog.
+        var maximumConnections = 16
+    }
+
+    /// The total time a sign-in may take, by default.
+    static let defaultTimeout: Duration = .seconds(300)
+
+    /// The port actually bound.
+    let port: UInt16
+    /// `http://127.0.0.1:{port}{callbackPath}`: the `redirect_uri` of the authorization and
+    /// token requests.
+    let redirectURI: URL
+
+    private let router: LoopbackRequestRouter
+    private let limits: Limits
+    private let logger: TokenStoreLogger
+
+    private enum Phase { case bound, serving, closed }
+
+    private let lock = NSLock()
+    private var phase = Phase.bound
+    private var stopRequested = false
+    private var listenDescriptor: Int32
+    private var wakeRead: Int32
+    private var wakeWrite: Int32
+
+    /// Binds the first free port of `ports` on `127.0.0.1`.
+    ///
+    /// - Parameters:
+    ///   - ports: the ports to try, in order (`0`: any free port).
+    ///   - expectedState: the `state` sent in the authorization request.
+    ///   - callbackPath: the path of the redirect URI, starting with `/`.
+    /// - Throws: ``AuthSessionError/Code/loopbackUnavailable`` when every port is in use or
+    ///   a socket cannot be made; ``AuthSessionError/Code/insecureConfiguration`` for an
+    ///   empty port list, an empty state or a callback path that is not a plain path.
+    init(
+        ports: [UInt16], expectedState: String, callbackPath: String = "/callback", limits: Limits = Limits(),
+        logger: TokenStoreLogger = .disabled
+    ) throws(AuthSessionError) {
+        guard !ports.isEmpty else {
+            throw AuthSessionError(.insecureConfiguration, "No loopback port is configured for the sign-in redirect.")
+        }
+        guard !expectedState.isEmpty else {
+            throw AuthSessionError(.insecureConfiguration, "The sign-in state is empty.")
+        }
+        guard callbackPath.hasPrefix("/"),
+            callbackPath.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") })
+        else {
+            throw AuthSessionError(.insecureConfiguration, "The callback path must be a plain absolute path.")
+        }
+        var bound: (descriptor: Int32, port: UInt16)?
+        var portsInUse = 0
+        for candidate in ports {
+            switch Self.bindLoopback(port: candidate) {
+            case .bound(let descriptor, let port):
+                bound = (descriptor, port)
+            case .inUse:
+                portsInUse += 1
+                logger.debug("loopback port in use, trying the next", metadata: ["loopback.port": "\(candidate)"])
+                continue
+            case .failed(let call, let number):
+                throw AuthSessionError(
+                    .loopbackUnavailable, "Could not open the loopback listener (\(call): \(Self.errorName(number))).")
+            }
+            break
+        }
+        guard let bound else {
+            throw AuthSessionError(
+                .loopbackUnavailable,
+                "Every configured loopback port is in use (\(portsInUse) tried); close the program holding them or "
+                    + "register more ports.")
+        }
+        // The wake-up channel of the serving thread's poll (a socket pair: close-on-exec and
+        // non-blocking from the start, with no GNU call).
+        var wake: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Self.socketFlags, 0, &wake) == 0 else {
+            let number = errno
+            Glibc.close(bound.descriptor)
+            throw AuthSessionError(
+                .loopbackUnavailable, "Could not open the loopback listener (socketpair: \(Self.errorName(number))).")
+        }
+        listenDescriptor = bound.descriptor
+        wakeRead = wake[0]
+        wakeWrite = wake[1]
+        port = bound.port
+        // Validated above: a plain path and a numeric host always make a URL.
+        redirectURI = URL(string: "http://127.0.0.1:\(bound.port)\(callbackPath)")!
+        router = LoopbackRequestRouter(callbackPath: callbackPath, expectedState: expectedState, redirectURI: redirectURI)
+        self.limits = limits
+        self.logger = logger
+        logger.debug("loopback listener bound", metadata: ["loopback.port": "\(bound.port)"])
+    }
+
+    deinit {
+        // Only a listener that never served (or finished) gets here: the serving thread keeps it alive.
+        closeDescriptors()
+    }
+
+    /// Waits for the redirect and returns its code; the listener is closed when this returns
+    /// or throws, and cannot be used again.
+    ///
+    /// - Parameter timeout: the total time to wait, from this call.
+    /// - Throws: ``AuthSessionError`` — `authorizationFailed` (the server's `error=`),
+    ///   `unexpectedResponse` (a matching redirect with neither code nor error), `timedOut`,
+    ///   `stateMismatch` (time-out after only wrong-state redirects), `cancelled` (task
+    ///   cancellation, ``close()``, or a second call).
+    func waitForCallback(timeout: Duration = defaultTimeout) async throws -> AuthorizationCallback {
+        let deadline = ContinuousClock.now + timeout
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AuthorizationCallback, any Error>) in
+                let start = lock.withLock { () -> Bool in
+                    guard phase == .bound else { return false }
+                    phase = .serving
+                    return true
+                }
+                guard start else {
+                    continuation.resume(
+                        throwing: AuthSessionError(
+                            .cancelled, "The loopback listener is closed: it answers one sign-in, once."))
+                    return
+                }
+                let thread = Thread { [self] in
+                    let result = serve(deadline: deadline, timeout: timeout)
+                    continuation.resume(with: result)
+                }
+                thread.name = "tokenstore-loopback"
+                thread.start()
+            }
+        } onCancel: {
+            stop()
+        }
+    }
+
+    /// Stops the listener: a wait in progress throws ``AuthSessionError/Code/cancelled``
+    /// after the sockets are closed; a listener that never waited releases its port at once.
+    func close() {
+        lock.withLock {
+            stopRequested = true
+            switch phase {
+            case .serving: wakeLocked()
+            case .bound: closeDescriptorsLocked()
+            case .closed: break
+            }
+        }
+    }
+
+    // MARK: - Stopping
+
+    private func stop() {
+        lock.withLock {
+            stopRequested = true
+            wakeLocked()
+        }
+    }
+
+    /// Wakes the serving thread's `poll`. Under `lock`, so the socket cannot be closed meanwhile.
+    private func wakeLocked() {
+        guard wakeWrite >= 0 else { return }
+        var byte: UInt8 = 1
+        _ = send(wakeWrite, &byte, 1, Int32(MSG_NOSIGNAL))  // a full buffer already wakes it
+    }
+
+    private var isStopRequested: Bool { lock.withLock { stopRequested } }
+
+    /// Closes every descriptor still open and marks the listener closed.
+    private func closeDescriptors() {
+        lock.withLock { closeDescriptorsLocked() }
+    }
+
+    private func closeDescriptorsLocked() {
+        // A program another thread is spawning holds a copy of the listening socket until its
+        // exec, and a plain close would leave the port listening until then. Shutting the
+        // socket down takes it out of LISTEN for every holder, so the port is free at once
+        // (for a new SO_REUSEADDR bind, as the next listener makes).
+        if listenDescriptor >= 0 { shutdown(listenDescriptor, Int32(SHUT_RDWR)) }
+        for descriptor in [listenDescriptor, wakeRead, wakeWrite] where descriptor >= 0 {
+            Glibc.close(descriptor)
+        }
+        listenDescriptor = -1
+        wakeRead = -1
+        wakeWrite = -1
+        phase = .closed
+    }
+
+    // MARK: - Serving (on the listener's thread)
+
+    /// One accepted connection.
+    private struct Connection {
+        let descriptor: Int32
+        var input: [UInt8] = []
+        var output: [UInt8] = []
+        var written = 0
+        var deadline: ContinuousClock.Instant
+        /// True once the head is read and the answer is queued.
+        var answering = false
+    }
+
+    private func serve(deadline: ContinuousClock.Instant, timeout: Duration) -> Result<AuthorizationCallback, any Error> {
+        let (listener, wake) = lock.withLock { (listenDescriptor, wakeRead) }
+        var connections: [Connection] = []
+        var refusedStates = 0
+        // The outcome once decided, and the connection still receiving its page.
+        var decided: (result: Result<AuthorizationCallback, AuthSessionError>, descriptor: Int32)?
+        var result: Result<AuthorizationCallback, AuthSessionError>
+
+        func drop(_ index: Int) {
+            Self.wipe(&connections[index].input)
+            Self.closeConnection(connections[index].descriptor)
+            connections.remove(at: index)
+        }
+
+        serving: while true {
+            if isStopRequested {
+                result = .failure(AuthSessionError(.cancelled, "The sign-in was cancelled."))
+                break
+            }
+            let now = ContinuousClock.now
+            if let outcome = decided {
+                if !connections.contains(where: { $0.descriptor == outcome.descriptor }) {
+                    result = outcome.result
+                    break
+                }
+            } else if now >= deadline {
+                if refusedStates > 0 {
+                    result = .failure(
+                        AuthSessionError(
+                            .stateMismatch,
+                            "No sign-in answer with the expected state arrived within \(AuthSessionError.format(timeout)); "
+                                + "\(refusedStates) with a wrong or missing state were refused."))
+                } else {
+                    result = .failure(
+                        AuthSessionError(
+                            .timedOut, "No sign-in answer arrived within \(AuthSessionError.format(timeout))."))
+                }
+                break
+            }
+            // Connections past their own deadline go, whatever their state.
+            var index = connections.count - 1
+            while index >= 0 {
+                if now >= connections[index].deadline {
+                    if connections[index].descriptor == decided?.descriptor {
+                        logger.debug("loopback answer page not taken in time")
+                    }
+                    drop(index)
+                }
+                index -= 1
+            }
+            if let outcome = decided, !connections.contains(where: { $0.descriptor == outcome.descriptor }) {
+                result = outcome.result
+                break
+            }
+
+            var descriptors = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+            let accepting = decided == nil && connections.count < limits.maximumConnections
+            if accepting { descriptors.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0)) }
+            let firstConnection = descriptors.count
+            for connection in connections {
+                let interested = decided == nil || connection.descriptor == decided?.descriptor
+                let events = connection.answering ? Int16(POLLOUT) : Int16(POLLIN)
+                // A descriptor of -1 is skipped by poll(2): connections set aside once the answer is decided.
+                descriptors.append(pollfd(fd: interested ? connection.descriptor : -1, events: events, revents: 0))
+            }
+            var wakeAt = decided == nil ? deadline : now + limits.writeTimeout
+            for connection in connections { wakeAt = min(wakeAt, connection.deadline) }
+            let ready = poll(&descriptors, nfds_t(descriptors.count), Self.milliseconds(until: wakeAt, from: now))
+            if ready < 0 {
+                if errno == EINTR { continue }
+                result = .failure(
+                    AuthSessionError(.loopbackUnavailable, "The loopback listener failed (poll: \(Self.errorName(errno)))."))
+                break
+            }
+            if ready == 0 { continue }
+            if descriptors[0].revents != 0 { Self.drain(wake) }
+            if accepting, descriptors[1].revents != 0 {
+                acceptAll(listener, into: &connections)
+            }
+
+            // Walk the polled connections back to front so removals keep earlier indices valid.
+            for position in (firstConnection..<descriptors.count).reversed() {
+                let index = position - firstConnection
+                let events = descriptors[position].revents
+                guard events != 0, descriptors[position].fd >= 0 else { continue }
+                if connections[index].answering {
+                    if events & Int16(POLLOUT) != 0, Self.writeSome(&connections[index]) == false {
+                        drop(index)  // done, or the peer went away
+                    } else if events & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 && events & Int16(POLLOUT) == 0 {
+                        drop(index)
+                    }
+                    continue
+                }
+                switch Self.readSome(&connections[index], limit: limits.maximumRequestBytes) {
+                case .closed:
+                    drop(index)
+                case .pending:
+                    break
+                case .tooLarge:
+                    logger.debug("loopback request refused: head too large")
+                    answer(&connections[index], with: LoopbackRequestRouter.tooLargeResponse)
+                case .head(let end):
+                    let decision = router.route(head: connections[index].input[..<end])
+                    answer(&connections[index], with: decision.response)
+                    switch decision.outcome {
+                    case .keepWaiting:
+                        logger.debug("loopback request answered, still waiting")
+                    case .refusedState:
+                        refusedStates += 1
+                        logger.info(
+                            "loopback redirect refused: wrong or missing state; still waiting",
+                            metadata: ["loopback.refused": "\(refusedStates)"])
+                    case .finished(let outcome):
+                        if decided == nil {
+                            decided = (outcome, connections[index].descriptor)
+                            logger.debug("loopback redirect received, closing once the page is sent")
+                        }
+                    }
+                }
+                // Try to send at once: most answers fit in the socket buffer.
+                if connections[index].answering, Self.writeSome(&connections[index]) == false {
+                    drop(index)
+                }
+            }
+        }
+
+        for index in connections.indices.reversed() { drop(index) }
+        closeDescriptors()
+        logger.debug("loopback listener closed", metadata: ["loopback.port": "\(port)"])
+        return result.mapError { $0 as any Error }
+    }
+
+    private func answer(_ connection: inout Connection, with response: [UInt8]) {
+        connection.output = response
+        connection.written = 0
+        connection.answering = true
+        connection.deadline = ContinuousClock.now + limits.writeTimeout
+        // The head is no longer needed: drop it (it held the code).
+        Self.wipe(&connection.input)
+    }
+
+    private static func wipe(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            for index in buffer.indices { buffer[index] = 0 }
+        }
+        bytes = []
+    }
+
+    private func acceptAll(_ listener: Int32, into connections: inout [Connection]) {
+        while connections.count < limits.maximumConnections {
+            let descriptor = tokenstore_accept_cloexec_nonblock(listener)
+            if descriptor < 0 {
+                // EAGAIN: no more pending; ECONNABORTED, EMFILE and the like: try again at the next poll.
+                if errno == EINTR { continue }
+                return
+            }
+            connections.append(Connection(descriptor: descriptor, deadline: ContinuousClock.now + limits.readTimeout))
+        }
+    }
+
+    // MARK: - Socket helpers
+
+    private enum ReadState {
+        case pending, closed, tooLarge
+        case head(end: Int)
+    }
+
+    private static func readSome(_ connection: inout Connection, limit: Int) -> ReadState {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let room = min(chunk.count, limit + 1 - connection.input.count)
+            let count = chunk.withUnsafeMutableBytes { recv(connection.descriptor, $0.baseAddress, room, 0) }
+            if count > 0 {
+                connection.input.append(contentsOf: chunk[0..<count])
+                if let end = LoopbackRequestRouter.endOfHead(in: connection.input) { return .head(end: end) }
+                if connection.input.count > limit { return .tooLarge }
+                continue
+            }
+            if count == 0 { return .closed }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .pending
+            default: return .closed
+            }
+        }
+    }
+
+    /// Sends what it can; `false` when the connection is finished (all sent, or the peer is gone).
+    private static func writeSome(_ connection: inout Connection) -> Bool {
+        while connection.written < connection.output.count {
+            let count = connection.output.withUnsafeBytes { bytes in
+                send(
+                    connection.descriptor, bytes.baseAddress! + connection.written,
+                    bytes.count - connection.written, Int32(MSG_NOSIGNAL))
+            }
+            if count > 0 {
+                connection.written += count
+                continue
+            }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return true }
+            return false
+        }
+        return false
+    }
+
+    /// Half-closes, discards unread input (so the close is a FIN, not a reset that could hide
+    /// the page), and closes.
+    private static func closeConnection(_ descriptor: Int32) {
+        shutdown(descriptor, Int32(SHUT_WR))
+        var scratch = [UInt8](repeating: 0, count: 1024)
+        for _ in 0..<16 {
+            let count = scratch.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count <= 0 { break }
+        }
+        Glibc.close(descriptor)
+    }
+
+    private static func drain(_ descriptor: Int32) {
+        var scratch = [UInt8](repeating: 0, count: 64)
+        while scratch.withUnsafeMutableBytes({ read(descriptor, $0.baseAddress, $0.count) }) > 0 {}
+    }
+
+    private static func milliseconds(until instant: ContinuousClock.Instant, from now: ContinuousClock.Instant) -> Int32 {
+        guard instant > now else { return 0 }
+        let (seconds, attoseconds) = (instant - now).components
+        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int32(clamping: milliseconds)
+    }
+
+    private enum BindResult {
+        case bound(descriptor: Int32, port: UInt16)
+        case inUse
+        case failed(call: String, errno: Int32)
+    }
+
+    /// A listening, non-blocking, close-on-exec TCP socket on `127.0.0.1:port`.
+    private static func bindLoopback(port: UInt16) -> BindResult {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | socketFlags, 0)
+        guard descriptor >= 0 else { return .failed(call: "socket", errno: errno) }
+        // SO_REUSEADDR (not SO_REUSEPORT): rebinding over our own TIME_WAIT connections works,
+        // binding a port another socket listens on still fails with EADDRINUSE.
+        var one: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian  // 127.0.0.1
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        if bound != 0 || listen(descriptor, 16) != 0 {
+            let number = errno
+            Glibc.close(descriptor)
+            return number == EADDRINUSE ? .inUse : .failed(call: bound != 0 ? "bind" : "listen", errno: number)
+        }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard named == 0 else {
+            let number = errno
+            Glibc.close(descriptor)
+            return .failed(call: "getsockname", errno: number)
+        }
+        return .bound(descriptor: descriptor, port: UInt16(bigEndian: actual.sin_port))
+    }
+
+    /// Non-blocking and close-on-exec, set atomically at creation.
+    private static let socketFlags = Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+
+    private static func errorName(_ number: Int32) -> String {
+        "\(String(cString: strerror(number))), errno \(number)"
+    }
+}

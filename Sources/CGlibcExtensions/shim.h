@@ -1,0 +1,18 @@
+/* glibc's GNU extensions that Swift's Glibc module leaves out (it is built without
+ * _GNU_SOURCE): close-on-exec descriptors made atomically, so a program spawned by another
+ * thread never inherits a socket of the loopback listener, and closefrom for posix_spawn. */
+#include <spawn.h>
+#include <sys/socket.h>
+
+extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+
+/* accept4(2): the accepted socket made non-blocking and close-on-exec at once. */
+static inline int tokenstore_accept_cloexec_nonblock(int fd) {
+    return accept4(fd, (struct sockaddr *)0, (socklen_t *)0, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+/* posix_spawn_file_actions_addclosefrom_np (glibc 2.34+): the child closes every descriptor >= from. */
+static inline int tokenstore_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
