@@ -207,7 +207,7 @@ struct Report {
     // MARK: Targets
 
     var targets: [String] {
-        var out = ["### Targets (issue 6), from this run", ""]
+        var out = ["### Targets, from this run", ""]
         let sizes = results.sizes.map(\.size)
         let smallest = sizes.first ?? 0
         let largest = sizes.last ?? 0

@@ -1,4 +1,4 @@
-// tokenbench — TokenStore against libsecret-per-item and plaintext SQLite (issue 6).
+// tokenbench — TokenStore against libsecret-per-item and plaintext SQLite.
 // `make bench` runs it release-built inside scripts/with-keyring; see BENCHMARKS.md.
 import Foundation
 import TokenStore

@@ -347,6 +347,9 @@ import FoundationNetworking
             (.unsupportedTokenType, "unsupportedTokenType"), (.invalidGrant, "invalidGrant"),
             (.unexpectedResponse, "unexpectedResponse"), (.tlsFailure, "tlsFailure"), (.cancelled, "cancelled"),
             (.insecureConfiguration, "insecureConfiguration"), (.storage, "storage"),
+            (.authorizationFailed, "authorizationFailed"), (.stateMismatch, "stateMismatch"),
+            (.idTokenInvalid, "idTokenInvalid"), (.loopbackUnavailable, "loopbackUnavailable"),
+            (.browserUnavailable, "browserUnavailable"),
         ]
         #expect(AuthSessionError.Code.allCases.map(\.rawValue) == patterns.map(\.1))
         for (pattern, rawValue) in patterns {

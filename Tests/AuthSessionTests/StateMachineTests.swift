@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 import TokenStore
 
-/// `state_machine` (issue 7): random, seeded sequences of sign-in, renewal, logout, Apple
+/// `state_machine`: random, seeded sequences of sign-in, renewal, logout, Apple
 /// revocation, lookups, server outages, process restarts and kill -9 crashes, against the real
 /// server and the real keyring. After every step:
 ///

@@ -1,4 +1,4 @@
-// tokenstore-fuzz: the `fuzz_decoders` targets (issue 7).
+// tokenstore-fuzz: the `fuzz_decoders` targets.
 //
 // Built with `-DFUZZING -sanitize=fuzzer,address` (see scripts/fuzz) this is a libFuzzer binary:
 // `main` runs libFuzzer's driver, which hands each input to the target named by the environment

@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 @testable import TokenStore
 
-// Key management (issue 8): rotation, crypto-erase, destroy, reset, the passphrase
+// Key management: rotation, crypto-erase, destroy, reset, the passphrase
 // provider, locked keyrings and the missing Secret Service. Everything runs against the
 // real gnome-keyring of scripts/with-keyring, real SQLite and real libsodium.
 

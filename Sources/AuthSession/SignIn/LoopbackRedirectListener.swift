@@ -343,6 +343,7 @@ final class LoopbackRedirectListener: @unchecked Sendable {
                 switch Self.readSome(&connections[index], limit: limits.maximumRequestBytes) {
                 case .closed:
                     drop(index)
+                    continue  // `index` names no connection any more
                 case .pending:
                     break
                 case .tooLarge:

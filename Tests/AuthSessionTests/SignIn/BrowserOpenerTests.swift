@@ -95,11 +95,12 @@ struct BrowserOpenerTests {
 
     @Test func aBrowserStillRunningAfterTheCheckCountsAsStartedAndIsReaped() async throws {
         let fixture = try Fixture()
-        // Runs until the test creates `go` (at most 20 s), so it is surely still running when open returns.
+        // Runs until the test creates `go` (at most 10 min: a loaded machine may starve the test
+        // thread for tens of seconds), so it is surely still running when open returns.
         let go = fixture.directory.appending("go").path
         let longRunning = try Fixture.script(
             in: fixture.directory, named: "long running",
-            "printf '%s' \"$$\" > \"$0.pid\"\ni=0\nwhile [ ! -e '\(go)' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\n"
+            "printf '%s' \"$$\" > \"$0.pid\"\ni=0\nwhile [ ! -e '\(go)' ] && [ $i -lt 12000 ]; do sleep 0.05; i=$((i+1)); done\n"
                 + "printf '%s\\n' \"$1\" > \"\(fixture.record.path)\"\n")
         try await fixture.opener(browser: Self.quoted(longRunning), startCheck: .milliseconds(200)).open(Self.url)
         #expect(!FileManager.default.fileExists(atPath: fixture.record.path), "open returned while the browser still runs")
