@@ -173,12 +173,12 @@ struct LoopbackRedirectListenerTests {
             }
         }
         let outcome = try await dropped.value
-        #expect(outcome.bytes == 0 && outcome.seconds < 5, "slow client dropped after its read time-out: \(outcome)")
+        // Measured on a thread of its own; the bound only tells "dropped at its read time-out"
+        // from "held until the listener's 30 s time-out", with room for a loaded machine.
+        #expect(outcome.bytes == 0 && outcome.seconds < 25, "slow client dropped after its read time-out: \(outcome)")
 
-        let start = ContinuousClock.now
         #expect(try await Support.get(port: port, "/callback?code=fast&state=\(Self.state)").status == 200)
         #expect(try await waiting.value.code.stringValue() == "fast")
-        #expect(ContinuousClock.now - start < .seconds(5))
     }
 
     @Test func manyIdleConnectionsDoNotHoldTheCallback() async throws {
@@ -192,10 +192,11 @@ struct LoopbackRedirectListenerTests {
         var idle: [Int32] = []
         defer { idle.forEach { close($0) } }
         for _ in 0..<6 { idle.append(try Support.connect(port: port)) }
-        let start = ContinuousClock.now
+        // The callback can only be accepted once idle connections were dropped at their read
+        // time-out (6 idle, 4 served at once); were they held, the wait would end `timedOut`.
+        // No wall-clock bound: on a loaded machine the waiting task itself may start late.
         #expect(try await Support.get(port: port, "/callback?code=late&state=\(Self.state)").status == 200)
         #expect(try await waiting.value.code.stringValue() == "late")
-        #expect(ContinuousClock.now - start < .seconds(10))
     }
 
     // MARK: - Ports
@@ -246,7 +247,9 @@ struct LoopbackRedirectListenerTests {
         let start = ContinuousClock.now
         waiting.cancel()
         await Self.expectCode(.cancelled) { _ = try await waiting.value }
-        #expect(ContinuousClock.now - start < .seconds(5), "closed at the cancellation, not at the 120 s time-out")
+        // The bound tells "at the cancellation" from "at the 120 s time-out", with room for a
+        // loaded machine whose cooperative pool is busy.
+        #expect(ContinuousClock.now - start < .seconds(60), "closed at the cancellation, not at the 120 s time-out")
         Self.expectPortFree(port)
     }
 
