@@ -103,7 +103,7 @@ final class LoopbackRedirectListener: @unchecked Sendable {
         var bound: (descriptor: Int32, port: UInt16)?
         var portsInUse = 0
         for candidate in ports {
-            switch Self.bindLoopback(port: candidate) {
+            switch LoopbackSocket.bindLoopback(port: candidate) {
             case .bound(let descriptor, let port):
                 bound = (descriptor, port)
             case .inUse:
@@ -112,7 +112,7 @@ final class LoopbackRedirectListener: @unchecked Sendable {
                 continue
             case .failed(let call, let number):
                 throw AuthSessionError(
-                    .loopbackUnavailable, "Could not open the loopback listener (\(call): \(Self.errorName(number))).")
+                    .loopbackUnavailable, "Could not open the loopback listener (\(call): \(LoopbackSocket.errorName(number))).")
             }
             break
         }
@@ -125,11 +125,11 @@ final class LoopbackRedirectListener: @unchecked Sendable {
         // The wake-up channel of the serving thread's poll (a socket pair: close-on-exec and
         // non-blocking from the start, with no GNU call).
         var wake: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Self.socketFlags, 0, &wake) == 0 else {
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | LoopbackSocket.socketFlags, 0, &wake) == 0 else {
             let number = errno
             Glibc.close(bound.descriptor)
             throw AuthSessionError(
-                .loopbackUnavailable, "Could not open the loopback listener (socketpair: \(Self.errorName(number))).")
+                .loopbackUnavailable, "Could not open the loopback listener (socketpair: \(LoopbackSocket.errorName(number))).")
         }
         listenDescriptor = bound.descriptor
         wakeRead = wake[0]
@@ -236,28 +236,17 @@ final class LoopbackRedirectListener: @unchecked Sendable {
 
     // MARK: - Serving (on the listener's thread)
 
-    /// One accepted connection.
-    private struct Connection {
-        let descriptor: Int32
-        var input: [UInt8] = []
-        var output: [UInt8] = []
-        var written = 0
-        var deadline: ContinuousClock.Instant
-        /// True once the head is read and the answer is queued.
-        var answering = false
-    }
-
     private func serve(deadline: ContinuousClock.Instant, timeout: Duration) -> Result<AuthorizationCallback, any Error> {
         let (listener, wake) = lock.withLock { (listenDescriptor, wakeRead) }
-        var connections: [Connection] = []
+        var connections: [LoopbackConnection] = []
         var refusedStates = 0
         // The outcome once decided, and the connection still receiving its page.
         var decided: (result: Result<AuthorizationCallback, AuthSessionError>, descriptor: Int32)?
         var result: Result<AuthorizationCallback, AuthSessionError>
 
         func drop(_ index: Int) {
-            Self.wipe(&connections[index].input)
-            Self.closeConnection(connections[index].descriptor)
+            LoopbackSocket.wipe(&connections[index].input)
+            LoopbackSocket.closeConnection(connections[index].descriptor)
             connections.remove(at: index)
         }
 
@@ -314,15 +303,15 @@ final class LoopbackRedirectListener: @unchecked Sendable {
             }
             var wakeAt = decided == nil ? deadline : now + limits.writeTimeout
             for connection in connections { wakeAt = min(wakeAt, connection.deadline) }
-            let ready = poll(&descriptors, nfds_t(descriptors.count), Self.milliseconds(until: wakeAt, from: now))
+            let ready = poll(&descriptors, nfds_t(descriptors.count), LoopbackSocket.milliseconds(until: wakeAt, from: now))
             if ready < 0 {
                 if errno == EINTR { continue }
                 result = .failure(
-                    AuthSessionError(.loopbackUnavailable, "The loopback listener failed (poll: \(Self.errorName(errno)))."))
+                    AuthSessionError(.loopbackUnavailable, "The loopback listener failed (poll: \(LoopbackSocket.errorName(errno)))."))
                 break
             }
             if ready == 0 { continue }
-            if descriptors[0].revents != 0 { Self.drain(wake) }
+            if descriptors[0].revents != 0 { LoopbackSocket.drain(wake) }
             if accepting, descriptors[1].revents != 0 {
                 acceptAll(listener, into: &connections)
             }
@@ -333,14 +322,14 @@ final class LoopbackRedirectListener: @unchecked Sendable {
                 let events = descriptors[position].revents
                 guard events != 0, descriptors[position].fd >= 0 else { continue }
                 if connections[index].answering {
-                    if events & Int16(POLLOUT) != 0, Self.writeSome(&connections[index]) == false {
+                    if events & Int16(POLLOUT) != 0, LoopbackSocket.writeSome(&connections[index]) == false {
                         drop(index)  // done, or the peer went away
                     } else if events & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 && events & Int16(POLLOUT) == 0 {
                         drop(index)
                     }
                     continue
                 }
-                switch Self.readSome(&connections[index], limit: limits.maximumRequestBytes) {
+                switch LoopbackSocket.readSome(&connections[index], limit: limits.maximumRequestBytes) {
                 case .closed:
                     drop(index)
                     continue  // `index` names no connection any more
@@ -368,7 +357,7 @@ final class LoopbackRedirectListener: @unchecked Sendable {
                     }
                 }
                 // Try to send at once: most answers fit in the socket buffer.
-                if connections[index].answering, Self.writeSome(&connections[index]) == false {
+                if connections[index].answering, LoopbackSocket.writeSome(&connections[index]) == false {
                     drop(index)
                 }
             }
@@ -380,23 +369,17 @@ final class LoopbackRedirectListener: @unchecked Sendable {
         return result.mapError { $0 as any Error }
     }
 
-    private func answer(_ connection: inout Connection, with response: [UInt8]) {
+    private func answer(_ connection: inout LoopbackConnection, with response: [UInt8]) {
         connection.output = response
         connection.written = 0
         connection.answering = true
         connection.deadline = ContinuousClock.now + limits.writeTimeout
         // The head is no longer needed: drop it (it held the code).
-        Self.wipe(&connection.input)
+        LoopbackSocket.wipe(&connection.input)
     }
 
-    private static func wipe(_ bytes: inout [UInt8]) {
-        bytes.withUnsafeMutableBufferPointer { buffer in
-            for index in buffer.indices { buffer[index] = 0 }
-        }
-        bytes = []
-    }
 
-    private func acceptAll(_ listener: Int32, into connections: inout [Connection]) {
+    private func acceptAll(_ listener: Int32, into connections: inout [LoopbackConnection]) {
         while connections.count < limits.maximumConnections {
             let descriptor = tokenstore_accept_cloexec_nonblock(listener)
             if descriptor < 0 {
@@ -404,125 +387,7 @@ final class LoopbackRedirectListener: @unchecked Sendable {
                 if errno == EINTR { continue }
                 return
             }
-            connections.append(Connection(descriptor: descriptor, deadline: ContinuousClock.now + limits.readTimeout))
+            connections.append(LoopbackConnection(descriptor: descriptor, deadline: ContinuousClock.now + limits.readTimeout))
         }
-    }
-
-    // MARK: - Socket helpers
-
-    private enum ReadState {
-        case pending, closed, tooLarge
-        case head(end: Int)
-    }
-
-    private static func readSome(_ connection: inout Connection, limit: Int) -> ReadState {
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let room = min(chunk.count, limit + 1 - connection.input.count)
-            let count = chunk.withUnsafeMutableBytes { recv(connection.descriptor, $0.baseAddress, room, 0) }
-            if count > 0 {
-                connection.input.append(contentsOf: chunk[0..<count])
-                if let end = LoopbackRequestRouter.endOfHead(in: connection.input) { return .head(end: end) }
-                if connection.input.count > limit { return .tooLarge }
-                continue
-            }
-            if count == 0 { return .closed }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK: return .pending
-            default: return .closed
-            }
-        }
-    }
-
-    /// Sends what it can; `false` when the connection is finished (all sent, or the peer is gone).
-    private static func writeSome(_ connection: inout Connection) -> Bool {
-        while connection.written < connection.output.count {
-            let count = connection.output.withUnsafeBytes { bytes in
-                send(
-                    connection.descriptor, bytes.baseAddress! + connection.written,
-                    bytes.count - connection.written, Int32(MSG_NOSIGNAL))
-            }
-            if count > 0 {
-                connection.written += count
-                continue
-            }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return true }
-            return false
-        }
-        return false
-    }
-
-    /// Half-closes, discards unread input (so the close is a FIN, not a reset that could hide
-    /// the page), and closes.
-    private static func closeConnection(_ descriptor: Int32) {
-        shutdown(descriptor, Int32(SHUT_WR))
-        var scratch = [UInt8](repeating: 0, count: 1024)
-        for _ in 0..<16 {
-            let count = scratch.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if count <= 0 { break }
-        }
-        Glibc.close(descriptor)
-    }
-
-    private static func drain(_ descriptor: Int32) {
-        var scratch = [UInt8](repeating: 0, count: 64)
-        while scratch.withUnsafeMutableBytes({ read(descriptor, $0.baseAddress, $0.count) }) > 0 {}
-    }
-
-    private static func milliseconds(until instant: ContinuousClock.Instant, from now: ContinuousClock.Instant) -> Int32 {
-        guard instant > now else { return 0 }
-        let (seconds, attoseconds) = (instant - now).components
-        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-        return Int32(clamping: milliseconds)
-    }
-
-    private enum BindResult {
-        case bound(descriptor: Int32, port: UInt16)
-        case inUse
-        case failed(call: String, errno: Int32)
-    }
-
-    /// A listening, non-blocking, close-on-exec TCP socket on `127.0.0.1:port`.
-    private static func bindLoopback(port: UInt16) -> BindResult {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | socketFlags, 0)
-        guard descriptor >= 0 else { return .failed(call: "socket", errno: errno) }
-        // SO_REUSEADDR (not SO_REUSEPORT): rebinding over our own TIME_WAIT connections works,
-        // binding a port another socket listens on still fails with EADDRINUSE.
-        var one: Int32 = 1
-        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian  // 127.0.0.1
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        if bound != 0 || listen(descriptor, 16) != 0 {
-            let number = errno
-            Glibc.close(descriptor)
-            return number == EADDRINUSE ? .inUse : .failed(call: bound != 0 ? "bind" : "listen", errno: number)
-        }
-        var actual = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &actual) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        guard named == 0 else {
-            let number = errno
-            Glibc.close(descriptor)
-            return .failed(call: "getsockname", errno: number)
-        }
-        return .bound(descriptor: descriptor, port: UInt16(bigEndian: actual.sin_port))
-    }
-
-    /// Non-blocking and close-on-exec, set atomically at creation.
-    private static let socketFlags = Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-
-    private static func errorName(_ number: Int32) -> String {
-        "\(String(cString: strerror(number))), errno \(number)"
     }
 }
