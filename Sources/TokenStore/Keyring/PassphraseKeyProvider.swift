@@ -89,7 +89,7 @@ public struct PassphraseKeyProvider: KeyProvider {
                   id.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
             else { throw TokenStoreError(.invalidInput, "A key reference id is not lowercase hex.") }
         }
-        return "\(directory)/tokenstore-\(reference.storeID)-\(reference.keyID).key"
+        return FileLayout.wrappedKeyPath(directory: directory, storeID: reference.storeID, keyID: reference.keyID)
     }
 
     /// Reads and unwraps a key.
@@ -108,8 +108,12 @@ public struct PassphraseKeyProvider: KeyProvider {
     public func storeKey(_ key: SecretBytes, for reference: DataKeyReference) throws {
         let path = try filePath(for: reference)
         let bytes = try WrappedKeyFile.wrap(key, passphrase: passphrase, limits: limits, reference: reference)
-        try Self.prepareDirectory(directory)
-        try Self.writeAtomically(bytes, to: path)
+        try FileLayout.prepareDirectory(directory, what: "key")
+        do {
+            try POSIXFile.writeAtomically(bytes, to: path)
+        } catch let failure as POSIXFile.Failure {
+            throw Self.posix("writing a wrapped-key file (\(failure.operation))", failure.errno)
+        }
     }
 
     /// Deletes a key's file. Succeeds when it is already gone.
@@ -149,53 +153,11 @@ public struct PassphraseKeyProvider: KeyProvider {
         guard info.st_size <= 4_096 else {
             throw TokenStoreError(.integrityCheckFailed, "The wrapped-key file is too large to be one.")
         }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
-        var total = 0
-        while total < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + total, $0.count - total) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw posix("reading a wrapped-key file", errno) }
-            if n == 0 { break }
-            total += n
-        }
-        return Array(bytes.prefix(total))
-    }
-
-    private static func prepareDirectory(_ directory: String) throws {
-        var info = stat()
-        if lstat(directory, &info) != 0 {
-            guard errno == ENOENT else { throw posix("inspecting the key directory", errno) }
-            guard mkdir(directory, 0o700) == 0 || errno == EEXIST else { throw posix("creating the key directory", errno) }
-            guard lstat(directory, &info) == 0 else { throw posix("inspecting the key directory", errno) }
-        }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else { throw unsafe("The key directory is not a directory.") }
-        guard info.st_uid == geteuid() else { throw unsafe("The key directory is owned by another user.") }
-        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else { throw unsafe("The key directory is writable by other users.") }
-    }
-
-    private static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
-        let temporary = "\(path).\(Hex.encode(SecretBytes.random(count: 8).copyBytes())).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw posix("creating a wrapped-key file", errno) }
-        var ok = false
-        defer {
-            if !ok { unlink(temporary) }
-        }
         do {
-            defer { close(fd) }
-            guard fchmod(fd, 0o600) == 0 else { throw posix("setting a wrapped-key file's mode", errno) }
-            var written = 0
-            while written < bytes.count {
-                let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw posix("writing a wrapped-key file", errno) }
-                written += n
-            }
-            guard fsync(fd) == 0 else { throw posix("syncing a wrapped-key file", errno) }
+            return try POSIXFile.readToEnd(fd, capacity: Int(info.st_size) + 1) { Array($0) }
+        } catch let failure as POSIXFile.Failure {
+            throw posix("reading a wrapped-key file", failure.errno)
         }
-        guard rename(temporary, path) == 0 else { throw posix("replacing a wrapped-key file", errno) }
-        ok = true
-        FileLayout.syncDirectory(of: path)
     }
 
     private static func unsafe(_ message: String) -> TokenStoreError {

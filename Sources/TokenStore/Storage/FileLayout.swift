@@ -63,31 +63,32 @@ package enum FileLayout {
         return fd
     }
 
-    /// fsyncs the directory holding `path`, so deletions and renames are durable.
-    package static func syncDirectory(of path: String) {
-        let directory = (path as NSString).deletingLastPathComponent
-        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd >= 0 {
-            _ = fsync(fd)
-            close(fd)
-        }
+    /// The file a ``PassphraseKeyProvider`` keeps key `keyID` of store `storeID` in.
+    static func wrappedKeyPath(directory: String, storeID: String, keyID: String) -> String {
+        "\(directory)/tokenstore-\(storeID)-\(keyID).key"
     }
 
-    private static func prepareDirectory(_ directory: String) throws {
+    /// fsyncs the directory holding `path`, so deletions and renames are durable.
+    package static func syncDirectory(of path: String) { POSIXFile.syncDirectory(of: path) }
+
+    /// Makes `directory` (and missing parents) with mode 0700, or checks an existing one: a
+    /// directory (not a link), of this user, not writable by others.
+    /// - Throws: `unsafeFileLayout` naming `what` ("store", "key"), `ioError`.
+    static func prepareDirectory(_ directory: String, what: String = "store") throws {
         var info = stat()
         if lstat(directory, &info) != 0 {
-            guard errno == ENOENT else { throw posixError("inspecting the store directory", errno) }
+            guard errno == ENOENT else { throw posixError("inspecting the \(what) directory", errno) }
             try createDirectories(directory)
-            guard lstat(directory, &info) == 0 else { throw posixError("inspecting the store directory", errno) }
+            guard lstat(directory, &info) == 0 else { throw posixError("inspecting the \(what) directory", errno) }
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw unsafe("The store directory is not a directory (a symbolic link or a file).")
+            throw unsafe("The \(what) directory is not a directory (a symbolic link or a file).")
         }
         guard info.st_uid == geteuid() else {
-            throw unsafe("The store directory is owned by another user.")
+            throw unsafe("The \(what) directory is owned by another user.")
         }
         guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
-            throw unsafe("The store directory is writable by other users; make it 0700.")
+            throw unsafe("The \(what) directory is writable by other users; make it 0700.")
         }
     }
 

@@ -46,29 +46,16 @@ enum SecretInput {
     private static let newline: UInt8 = 0x0A
     private static let carriageReturn: UInt8 = 0x0D
 
-    /// Reads `fd` until its end or until `capacity` bytes, retrying a read a signal interrupted,
-    /// and hands `body` the bytes read. The buffer is wiped and freed when this returns, so
-    /// `body` copies what it keeps.
-    /// - Throws: `readFailure(errno)` when a read fails; whatever `body` throws.
+    /// ``POSIXFile/readToEnd(_:capacity:_:)`` with a read failure turned into `readFailure(errno)`.
     private static func readToEnd<T>(
         _ fd: Int32, capacity: Int, readFailure: (Int32) -> CommandFailure,
         body: (Slice<UnsafeBufferPointer<UInt8>>) throws -> T
     ) throws -> T {
-        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: capacity)
-        buffer.initialize(repeating: 0)
-        defer {
-            explicit_bzero(buffer.baseAddress!, buffer.count)
-            buffer.deallocate()
+        do {
+            return try POSIXFile.readToEnd(fd, capacity: capacity, body)
+        } catch let failure as POSIXFile.Failure {
+            throw readFailure(failure.errno)
         }
-        var count = 0
-        while count < capacity {
-            let n = read(fd, buffer.baseAddress! + count, capacity - count)
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { throw readFailure(errno) }
-            if n == 0 { break }
-            count += n
-        }
-        return try body(UnsafeBufferPointer(buffer)[0..<count])
     }
 
     /// `bytes` without one final `\n` or `\r\n`.
