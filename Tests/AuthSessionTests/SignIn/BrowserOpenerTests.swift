@@ -67,7 +67,7 @@ struct BrowserOpenerTests {
 
     @Test func browserVariableGetsTheURLAsItsOnlyArgumentWithoutAShell() async throws {
         let fixture = try Fixture()
-        let sink = SignInTestSupport.LogSink()
+        let sink = AuthorizationServerClientTests.LogSink()
         try await fixture.opener(browser: Self.quoted(fixture.recorder), logger: sink.logger).open(Self.url)
         #expect(fixture.recordedArguments() == [Self.url.absoluteString])
         #expect(!FileManager.default.fileExists(atPath: fixture.directory.appending("pwned").path))

@@ -46,7 +46,7 @@ struct LoopbackRedirectListenerTests {
     // MARK: - Answers
 
     @Test func goodCallbackCompletesWithTheCodeAndReleasesThePort() async throws {
-        let sink = Support.LogSink()
+        let sink = AuthorizationServerClientTests.LogSink()
         let listener = try LoopbackRedirectListener(ports: [0], expectedState: Self.state, logger: sink.logger)
         let port = listener.port
         #expect(port != 0)

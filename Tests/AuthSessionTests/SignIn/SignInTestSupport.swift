@@ -141,13 +141,4 @@ enum SignInTestSupport {
         close(descriptor)
         return port
     }
-
-    /// Collects log records (to check that no secret reaches a log line).
-    final class LogSink: @unchecked Sendable {  // `records` is only touched under `lock`
-        private let lock = NSLock()
-        private var records: [TokenStoreLogger.Record] = []
-        var logger: TokenStoreLogger { TokenStoreLogger(label: "test", level: .trace) { record in self.append(record) } }
-        private func append(_ record: TokenStoreLogger.Record) { lock.withLock { records.append(record) } }
-        var lines: [String] { lock.withLock { records.map(\.description) } }
-    }
 }
