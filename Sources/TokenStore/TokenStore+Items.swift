@@ -94,6 +94,22 @@ extension TokenStore {
         try secret(for: ItemKey(account: account, kind: .appleUserID))?.stringValue()
     }
 
+    /// The account's profile from its sign-ins' ID tokens (user id, `sub`, name, email), or
+    /// `nil` when the account has none (never signed in through an ID token, or logged out).
+    /// - Throws: `databaseCorrupt` when the sealed profile does not decode.
+    public func userProfile(account: AccountID) throws -> UserProfile? {
+        let key = ItemKey(account: account, kind: .profile)
+        try Self.validate(key)
+        return try connection.read { db, envelope in
+            guard let item = try ItemRecord.find(db, key, envelope: envelope) else { return nil }
+            let userID = try ItemRecord.string(db, key.sibling(.appleUserID), envelope: envelope)
+            guard let profile = UserProfile(sealedForm: item.secret, userID: userID) else {
+                throw TokenStoreError(.databaseCorrupt, "The account's sealed profile does not decode.")
+            }
+            return profile
+        }
+    }
+
     /// Counts of what the store holds, without opening anything.
     public func counts() throws -> StoreCounts {
         try connection.read { db, _ in

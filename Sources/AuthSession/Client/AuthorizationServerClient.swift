@@ -57,7 +57,11 @@ public struct AuthorizationServerClient: Sendable {
     /// - Throws: ``AuthSessionError`` — `invalidGrant` (bad, expired or used code),
     ///   `invalidClient`, `invalidRequest`, `notConnectedToInternet`, `timedOut`,
     ///   `rateLimited`, `serverError`, `tlsFailure`, `cancelled`, `unexpectedResponse`.
-    public func exchangeAppleAuthorizationCode(_ code: SecretBytes, scopes: [String]) async throws -> TokenResponse {
+    /// - Parameter userProfile: Auth0's `user_profile` JSON of a first sign-in
+    ///   (`{"name":{"firstName":…,"lastName":…}}`: Apple gives the name to the app once).
+    public func exchangeAppleAuthorizationCode(
+        _ code: SecretBytes, scopes: [String], userProfile: String? = nil
+    ) async throws -> TokenResponse {
         var form: [(String, FormValue)] = [
             ("grant_type", .text(Self.tokenExchangeGrantType)),
             ("subject_token_type", .text(Self.appleAuthorizationCodeTokenType)),
@@ -65,8 +69,32 @@ public struct AuthorizationServerClient: Sendable {
             ("client_id", .text(configuration.clientID)),
         ]
         if !scopes.isEmpty { form.append(("scope", .text(scopes.joined(separator: " ")))) }
+        if let userProfile { form.append(("user_profile", .secret(SecretBytes(utf8: userProfile)))) }
         if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
         return try await requestTokens(form: form, endpoint: .tokenExchange, scopes: scopes)
+    }
+
+    /// Exchanges the authorization code of a browser sign-in for tokens (`POST /oauth/token`,
+    /// `grant_type=authorization_code`, RFC 6749 §4.1.3 with the PKCE `code_verifier` of
+    /// RFC 7636). `redirectURI` must be the one of the authorization request, byte for byte.
+    ///
+    /// A code works once: this call is never retried after the request may have reached the
+    /// server (a second try would be refused `invalid_grant`, hiding the first answer).
+    /// - Throws: ``AuthSessionError`` — `invalidGrant` (bad, expired or used code, or a PKCE
+    ///   mismatch), `invalidClient`, `invalidRequest`, `notConnectedToInternet`, `timedOut`,
+    ///   `rateLimited`, `serverError`, `tlsFailure`, `cancelled`, `unexpectedResponse`.
+    public func exchangeAuthorizationCode(
+        _ code: SecretBytes, codeVerifier: SecretBytes, redirectURI: URL, scopes: [String] = []
+    ) async throws -> TokenResponse {
+        var form: [(String, FormValue)] = [
+            ("grant_type", .text("authorization_code")),
+            ("client_id", .text(configuration.clientID)),
+            ("code", .secret(code)),
+            ("code_verifier", .secret(codeVerifier)),
+            ("redirect_uri", .text(redirectURI.absoluteString)),
+        ]
+        if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
+        return try await withoutRetries.requestTokens(form: form, endpoint: .authorizationCode, scopes: scopes)
     }
 
     /// Renews tokens with a refresh token (`POST /oauth/token`, `grant_type=refresh_token`).

@@ -53,6 +53,8 @@ public struct AuthorizationServerConfiguration: Sendable {
         try self.init(domain: url, clientID: clientID, clientSecret: clientSecret, requestTimeout: requestTimeout)
     }
 
+    /// `{domain}/authorize`: where the browser sign-in starts.
+    public var authorizationEndpoint: URL { endpoint("authorize") }
     /// `{domain}/oauth/token`.
     public var tokenEndpoint: URL { endpoint("oauth/token") }
     /// `{domain}/oauth/revoke`.

@@ -5,6 +5,8 @@ import TokenStore
 package enum Endpoint: String, Sendable, CaseIterable {
     /// `POST /oauth/token` with the Apple authorization-code exchange grant.
     case tokenExchange
+    /// `POST /oauth/token` with `grant_type=authorization_code` (the browser sign-in).
+    case authorizationCode
     /// `POST /oauth/token` with `grant_type=refresh_token`.
     case refresh
     /// `POST /oauth/revoke`.
@@ -190,6 +192,11 @@ package enum ResponseClassifier {
                     "The refresh token was refused (expired, revoked or reused): the user must sign in again.")
             case .tokenExchange:
                 return make(.invalidGrant, "The Apple authorization code was refused (wrong, expired or already used).")
+            case .authorizationCode:
+                return make(
+                    .invalidGrant,
+                    "The authorization code was refused (wrong, expired or already used, or the PKCE verifier or "
+                        + "redirect URI did not match).")
             case .revoke:
                 return make(.invalidRequest, "The revocation request was refused.")
             }
@@ -207,7 +214,7 @@ package enum ResponseClassifier {
             return make(.unsupportedTokenType, "The server does not support revoking this kind of token.")
         case "invalid_request", "unsupported_grant_type", "invalid_scope":
             return make(.invalidRequest, "The server refused the request as malformed.")
-        case "access_denied" where endpoint == .tokenExchange:
+        case "access_denied" where endpoint == .tokenExchange || endpoint == .authorizationCode:
             return make(.invalidGrant, "The server denied the authorization-code exchange.")
         default:
             break

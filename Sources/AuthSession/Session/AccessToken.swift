@@ -28,10 +28,13 @@ public struct AccessToken: Sendable, CustomStringConvertible {
 public struct SignInResult: Sendable {
     /// The access token, also cached (sealed) in the store.
     public let accessToken: AccessToken
-    /// The id token, handed to the caller and not stored.
+    /// The validated ID token, also kept (sealed) in the store.
     public let idToken: SecretBytes?
     /// Scopes asked for but not granted.
     public let declinedScopes: [String]
+    /// Who signed in: the Apple user id, the ID token's `sub`, and the name and email the
+    /// store keeps for the account (see ``TokenSession/userProfile(account:)``).
+    public let profile: UserProfile
 }
 
 /// What a logout did.

@@ -10,6 +10,10 @@ public enum ItemKind: String, Sendable, CaseIterable, CustomStringConvertible {
     case accessToken = "access-token"
     /// Any other secret the app keeps, with an optional label.
     case generic
+    /// The ID token of the account's last sign-in (kept for the profile and `id_token_hint`).
+    case idToken = "id-token"
+    /// The account's profile from its ID tokens: `sub`, name and email (see ``UserProfile``).
+    case profile
 
     var code: UInt8 {
         switch self {
@@ -17,6 +21,8 @@ public enum ItemKind: String, Sendable, CaseIterable, CustomStringConvertible {
         case .appleUserID: return 2
         case .accessToken: return 3
         case .generic: return 4
+        case .idToken: return 5
+        case .profile: return 6
         }
     }
 
@@ -26,6 +32,9 @@ public enum ItemKind: String, Sendable, CaseIterable, CustomStringConvertible {
     }
 
     public var description: String { rawValue }
+
+    /// The kinds a sign-in writes and a logout removes.
+    static let session: [ItemKind] = [.refreshToken, .appleUserID, .accessToken, .idToken, .profile]
 }
 
 /// The address of one item: an account and a kind, like a keychain's generic password.

@@ -15,13 +15,14 @@ package struct SessionLedger: Sendable {
     /// Checks the names a sign-in will store, as ``saveSignIn(account:refreshToken:appleUserID:accessToken:)``
     /// does, so that a session can refuse bad input before it asks the server for tokens.
     /// - Throws: `invalidInput`.
-    package static func validateSignIn(account: AccountID, appleUserID: String) throws {
+    package static func validateSignIn(account: AccountID, appleUserID: String?) throws {
         try TokenStore.validate(account)
-        try TokenStore.validate(userID: appleUserID)
+        if let appleUserID { try TokenStore.validate(userID: appleUserID) }
     }
 
-    /// Stores a sign-in in one transaction: the refresh token, the Apple user id and the
-    /// access-token cache of `account`, and records the user as `authorized`.
+    /// Stores a sign-in in one transaction: the refresh token, the Apple user id, the
+    /// access-token cache and, with an `identity`, the ID token and the profile of `account`,
+    /// and records the user as `authorized`.
     ///
     /// A refresh token the account already held is never dropped: it goes to the
     /// pending-revocation outbox, and when it belonged to another Apple user, that user is
@@ -31,16 +32,20 @@ package struct SessionLedger: Sendable {
     @discardableResult
     package func saveSignIn(
         account: AccountID, refreshToken: SecretBytes,
-        appleUserID: String, accessToken: AccessTokenEntry?
+        appleUserID: String, accessToken: AccessTokenEntry?, identity: SignInIdentity? = nil
     ) throws -> Bool {
         let rtKey = ItemKey(account: account, kind: .refreshToken)
         try Self.validateSignIn(account: account, appleUserID: appleUserID)
         try TokenStore.validate(secret: refreshToken, attributes: .init())
         if let accessToken { try TokenStore.validate(secret: accessToken.token, attributes: accessToken.attributes) }
+        if let identity {
+            try TokenStore.validate(secret: identity.idToken, attributes: .init())
+            try TokenStore.validate(secret: identity.profile.sealedForm, attributes: .init())
+        }
         return try connection.write { db, envelope in
             var queued = false
+            let previousUser = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
             if let previous = try ItemRecord.find(db, rtKey, envelope: envelope), previous.secret != refreshToken {
-                let previousUser = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
                 try OutboxRecord.insert(
                     db, account, appleUserID: previousUser, token: previous.secret,
                     reason: .replacedBySignIn, envelope: envelope)
@@ -51,6 +56,7 @@ package struct SessionLedger: Sendable {
                 }
                 queued = true
             }
+            try Self.storeIdentity(db, account, identity, sameUser: previousUser == appleUserID, envelope: envelope)
             try ItemRecord.upsert(db, rtKey, secret: refreshToken, envelope: envelope)
             try ItemRecord.upsert(db, rtKey.sibling(.appleUserID), secret: SecretBytes(utf8: appleUserID), envelope: envelope)
             try Self.storeCache(db, rtKey.sibling(.accessToken), accessToken, envelope: envelope)
@@ -254,6 +260,32 @@ package struct SessionLedger: Sendable {
     // MARK: Internals
 
     /// Stores (or, for nil, clears) the access-token cache entry at `key`.
+    /// Stores the ID token and the profile of a sign-in. A profile of the same user keeps the
+    /// name and email the new ID token no longer carries (Apple sends them once); another
+    /// user's profile is replaced whole. Without an identity, another user's are deleted.
+    private static func storeIdentity(
+        _ db: Database, _ account: AccountID, _ identity: SignInIdentity?, sameUser: Bool, envelope: Envelope
+    ) throws {
+        let idTokenKey = ItemKey(account: account, kind: .idToken)
+        let profileKey = ItemKey(account: account, kind: .profile)
+        guard let identity else {
+            if !sameUser {
+                try ItemRecord.delete(db, idTokenKey, envelope: envelope)
+                try ItemRecord.delete(db, profileKey, envelope: envelope)
+            }
+            return
+        }
+        var profile = identity.profile
+        if sameUser, let stored = try ItemRecord.find(db, profileKey, envelope: envelope),
+            let older = UserProfile(sealedForm: stored.secret, userID: nil), older.subject == profile.subject
+        {
+            profile = profile.filling(from: older)
+        }
+        profile.userID = nil
+        try ItemRecord.upsert(db, idTokenKey, secret: identity.idToken, envelope: envelope)
+        try ItemRecord.upsert(db, profileKey, secret: profile.sealedForm, envelope: envelope)
+    }
+
     private static func storeCache(_ db: Database, _ key: ItemKey, _ entry: AccessTokenEntry?, envelope: Envelope) throws {
         if let entry {
             try ItemRecord.upsert(db, key, secret: entry.token, attributes: entry.attributes, envelope: envelope)
@@ -262,10 +294,10 @@ package struct SessionLedger: Sendable {
         }
     }
 
-    /// Deletes an account's remaining local entries (Apple user id, access-token cache,
-    /// any refresh token) and its logout mark.
+    /// Deletes an account's remaining local entries (Apple user id, access-token cache, ID
+    /// token, profile, any refresh token) and its logout mark.
     private static func deleteLocalEntries(_ db: Database, _ account: AccountID, envelope: Envelope) throws {
-        for kind in [ItemKind.refreshToken, .appleUserID, .accessToken] {
+        for kind in ItemKind.session {
             try ItemRecord.delete(db, ItemKey(account: account, kind: kind), envelope: envelope)
         }
         try AccountMarks.clear(db, account, envelope: envelope)

@@ -71,3 +71,14 @@ package enum RefreshTokenReplacement: Sendable, Equatable {
     /// and a new refresh token, if any, was queued for revocation.
     case superseded
 }
+
+/// What a validated ID token adds to a sign-in: the token itself and the profile it carries.
+package struct SignInIdentity: Sendable {
+    package let idToken: SecretBytes
+    package let profile: UserProfile
+
+    package init(idToken: SecretBytes, profile: UserProfile) {
+        self.idToken = idToken
+        self.profile = profile
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import TokenStore
+
+extension TokenSession {
+    /// Signs in through the user's browser: Auth0's hosted login with PKCE and a loopback
+    /// redirect (RFC 8252), the way a Linux desktop app can sign a user in with Apple.
+    ///
+    /// 1. Binds a listener on `127.0.0.1` at the first of `redirectURIs` whose port is free
+    ///    (Auth0 matches callback URLs exactly, port included: register each one as an
+    ///    Allowed Callback URL).
+    /// 2. Opens `{domain}/authorize` with `response_type=code`, a PKCE S256 challenge, a
+    ///    fresh `state` and `nonce`, `connection`, the scopes and `audience` in the browser.
+    /// 3. Waits for the redirect (at most `timeout`), exchanges its code with the PKCE
+    ///    verifier, validates the ID token (signature by the tenant's JWKS, `iss`, `aud`,
+    ///    `exp`, `nonce`, …) and takes the Apple user id from its `sub` (`apple|<id>`).
+    /// 4. Stores the refresh token, the access token, the ID token, the user id and the
+    ///    profile (name and email, which Apple sends on the first sign-in only) in one
+    ///    durable transaction and records the user `authorized`. A sign-in over a live
+    ///    session queues the old refresh token for revocation, as ``signInWithApple(authorizationCode:appleUserID:account:scopes:fullName:)`` does.
+    ///
+    /// ```swift
+    /// let result = try await session.signIn(
+    ///     account: "me", redirectURIs: [URL(string: "http://127.0.0.1:53180/callback")!],
+    ///     onAuthorizationURL: { url in print("If no browser opened, open:", url) })
+    /// print(result.profile.userID ?? "not an Apple user")
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - redirectURIs: `http://127.0.0.1:PORT/path` URLs, tried in order; port 0 takes
+    ///     any free port (for servers that allow any loopback port; Auth0 does not).
+    ///   - connection: the Auth0 connection (`apple`); `nil` shows the tenant's login page.
+    ///   - scopes: `openid` and `offline_access` are always added.
+    ///   - audience: the API the access token is for (Auth0 returns a JWT access token then).
+    ///   - maxAge: `max_age`: the longest time since the user last authenticated; checked
+    ///     against the ID token's `auth_time`.
+    ///   - timeout: the longest wait for the browser's redirect (5 minutes by default).
+    ///   - browser: how the URL is opened (``SystemBrowserOpener`` by default).
+    ///   - onAuthorizationURL: called with the authorization URL before the browser opens,
+    ///     so that the app can show it for the user to open by hand. Do not log it.
+    /// - Throws: ``AuthSessionError`` — `authorizationFailed` (the server's `error=`, such as
+    ///   `access_denied` when the user declined), `timedOut`, `stateMismatch`, `cancelled`,
+    ///   `loopbackUnavailable`, `browserUnavailable`, `idTokenInvalid` (the failed check in
+    ///   ``AuthSessionError/idTokenCheck``), `invalidGrant`, `insecureConfiguration` (a
+    ///   redirect URI that is not `http://127.0.0.1:PORT/path`), the network codes, `storage`.
+    ///   Nothing is stored when it throws.
+    @discardableResult
+    public func signIn(
+        account: AccountID, redirectURIs: [URL], connection: String? = "apple",
+        scopes: [String] = ["openid", "profile", "email"], audience: String? = nil, maxAge: Duration? = nil,
+        timeout: Duration = .seconds(300), browser: any BrowserOpener = SystemBrowserOpener(),
+        onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
+    ) async throws -> SignInResult {
+        try storage { try SessionLedger.validateSignIn(account: account, appleUserID: nil) }
+        let deadline = ContinuousClock.now + timeout
+        let secrets = SignInSecrets()
+        let requested = Self.withRequiredScopes(scopes)
+        let listener = try LoopbackRedirectListener.bind(
+            redirectURIs: redirectURIs, expectedState: secrets.state, logger: logger)
+        let callback: AuthorizationCallback
+        do {
+            let url = authorizationURL(
+                redirectURI: listener.redirectURI, secrets: secrets, scopes: requested, connection: connection,
+                audience: audience, maxAge: maxAge)
+            onAuthorizationURL(url)
+            try await browser.open(url)
+            try Task.checkCancellation()
+            callback = try await listener.waitForCallback(timeout: max(.zero, deadline - ContinuousClock.now))
+        } catch is CancellationError {
+            listener.close()
+            throw AuthSessionError(.cancelled, "The sign-in was cancelled.")
+        } catch {
+            listener.close()
+            throw error
+        }
+        let response = try await client.exchangeAuthorizationCode(
+            callback.code, codeVerifier: secrets.pkce.verifier, redirectURI: callback.redirectURI, scopes: requested)
+        return try await completeSignIn(
+            response, requested: requested, account: account, nonce: secrets.nonce, maxAge: maxAge,
+            expectedAppleUserID: nil)
+    }
+
+    /// `{domain}/authorize?response_type=code&…` for one attempt.
+    func authorizationURL(
+        redirectURI: URL, secrets: SignInSecrets, scopes: [String], connection: String?, audience: String?,
+        maxAge: Duration?
+    ) -> URL {
+        var query: [(String, FormValue)] = [
+            ("response_type", .text("code")),
+            ("client_id", .text(client.configuration.clientID)),
+            ("redirect_uri", .text(redirectURI.absoluteString)),
+            ("scope", .text(scopes.joined(separator: " "))),
+            ("state", .text(secrets.state)),
+            ("nonce", .text(secrets.nonce)),
+            ("code_challenge", .text(secrets.pkce.challenge)),
+            ("code_challenge_method", .text(PKCE.method)),
+        ]
+        if let connection, !connection.isEmpty { query.append(("connection", .text(connection))) }
+        if let audience, !audience.isEmpty { query.append(("audience", .text(audience))) }
+        if let maxAge { query.append(("max_age", .text("\(maxAge.components.seconds)"))) }
+        let endpoint = client.configuration.authorizationEndpoint.absoluteString
+        // Form encoding writes a space as `+` (a `+` itself as `%2B`); a URL query says `%20`.
+        let encoded = String(decoding: FormEncoding.encode(query), as: UTF8.self).replacingOccurrences(of: "+", with: "%20")
+        // The endpoint was validated with the configuration, and the query is percent-encoded.
+        return URL(string: endpoint + "?" + encoded)!
+    }
+}
+
+extension LoopbackRedirectListener {
+    /// A listener at the first of `redirectURIs` whose port is free, in order.
+    ///
+    /// - Throws: ``AuthSessionError/Code/insecureConfiguration`` for an empty list or a URI
+    ///   that is not `http://127.0.0.1:PORT/path` (no query, fragment or user);
+    ///   ``AuthSessionError/Code/loopbackUnavailable`` when every port is in use.
+    static func bind(redirectURIs: [URL], expectedState: String, logger: TokenStoreLogger) throws(AuthSessionError)
+        -> LoopbackRedirectListener
+    {
+        guard !redirectURIs.isEmpty else {
+            throw AuthSessionError(.insecureConfiguration, "No loopback redirect URI is configured for the sign-in.")
+        }
+        // Consecutive URIs with the same path share one listener attempt over their ports.
+        var groups: [(path: String, ports: [UInt16])] = []
+        for uri in redirectURIs {
+            let (port, path) = try loopbackParts(uri)
+            if let last = groups.last, last.path == path {
+                groups[groups.count - 1].ports.append(port)
+            } else {
+                groups.append((path, [port]))
+            }
+        }
+        var lastError: AuthSessionError?
+        for group in groups {
+            do {
+                return try LoopbackRedirectListener(
+                    ports: group.ports, expectedState: expectedState, callbackPath: group.path, logger: logger)
+            } catch where error.code == .loopbackUnavailable {
+                lastError = error
+            }
+        }
+        // At least one group was tried.
+        throw lastError!
+    }
+
+    /// The port and path of a loopback redirect URI, or `insecureConfiguration`.
+    private static func loopbackParts(_ uri: URL) throws(AuthSessionError) -> (UInt16, String) {
+        guard let components = URLComponents(url: uri, resolvingAgainstBaseURL: false),
+            components.scheme?.lowercased() == "http", components.host == "127.0.0.1",
+            let port = components.port, (0...65535).contains(port),
+            components.user == nil, components.password == nil, components.query == nil, components.fragment == nil,
+            components.percentEncodedPath.hasPrefix("/")
+        else {
+            throw AuthSessionError(
+                .insecureConfiguration,
+                "A sign-in redirect URI must be http://127.0.0.1:PORT/path (RFC 8252 loopback, IPv4 literal, explicit "
+                    + "port, no query or fragment).")
+        }
+        return (UInt16(port), components.percentEncodedPath)
+    }
+}
