@@ -132,6 +132,239 @@ struct BrowserSignInTests {
         #expect(try !f.server.introspect(rt).active)
         #expect(try f.store.pendingRevocations().isEmpty)
     }
+
+    /// What each armed bad ID token must fail, and what the sign-in must ask for to see it.
+    static let badTokens: [(AuthorizationServer.BadIDToken, IDTokenCheck, audience: String?, maxAge: Duration?)] = [
+        (.wrongAudience, .audience, nil, nil), (.wrongIssuer, .issuer, nil, nil), (.expired, .expiration, nil, nil),
+        (.badSignature, .signature, nil, nil), (.unknownKeyID, .keyID, nil, nil), (.missingKeyID, .keyID, nil, nil),
+        (.algorithmNone, .algorithm, nil, nil), (.algorithmHS256, .algorithm, nil, nil), (.wrongNonce, .nonce, nil, nil),
+        (.missingNonce, .nonce, nil, nil), (.missingSubject, .subject, nil, nil),
+        (.missingAuthorizedParty, .authorizedParty, "https://api.example.com/", nil),
+        (.oldAuthTime, .authenticationTime, nil, .seconds(3600)),
+    ]
+
+    @Test("every bad ID token is idTokenInvalid naming the check; nothing stored; the issued refresh token is revoked")
+    func badIDTokens() async throws {
+        #expect(Set(Self.badTokens.map(\.0)) == Set(AuthorizationServer.BadIDToken.allCases))
+        let f = try SessionFixture()
+        let redirect = try Self.registeredRedirect(f.server, ports: try Self.freePorts(1))
+        let user = "000792.bad.token.0638"
+        for (index, (fault, check, audience, maxAge)) in Self.badTokens.enumerated() {
+            try f.server.setNextAppleUser(user)
+            try f.server.armBadIDToken(fault)
+            do {
+                try await f.session.signIn(
+                    account: "alice", redirectURIs: redirect, audience: audience, maxAge: maxAge,
+                    browser: Self.scriptedBrowser())
+                Issue.record("\(fault): the sign-in succeeded")
+            } catch let error as AuthSessionError {
+                #expect(error.code == .idTokenInvalid, "\(fault): \(error)")
+                #expect(error.idTokenCheck == check, "\(fault): \(error)")
+                // The error names the check, never the token or a claim.
+                #expect(!"\(error)".contains(user), "\(fault)")
+            }
+            try Self.expectNothingStored(f, userID: user)
+            let stats = try f.server.stats()
+            #expect(stats.codeGrants == index + 1, "\(fault)")
+            // The refresh token the server issued for the refused sign-in was revoked at once.
+            #expect(stats.revocations == index + 1, "\(fault)")
+            #expect(stats.activeRefreshTokens == 0, "\(fault)")
+        }
+        #expect(Self.isFree(UInt16(redirect[0].port!)))
+        // The same flow with a good token goes through.
+        try f.server.setNextAppleUser(user)
+        let result = try await f.session.signIn(account: "alice", redirectURIs: redirect, browser: Self.scriptedBrowser())
+        #expect(result.profile.userID == user)
+    }
+
+    @Test("a redirect with access_denied is authorizationFailed with the OAuth error; nothing stored; port freed")
+    func accessDenied() async throws {
+        let f = try SessionFixture()
+        let redirect = try Self.registeredRedirect(f.server, ports: try Self.freePorts(1))
+        try f.server.armBadRedirect(.accessDenied())
+        do {
+            try await f.session.signIn(account: "alice", redirectURIs: redirect, browser: Self.scriptedBrowser())
+            Issue.record("the sign-in succeeded")
+        } catch let error as AuthSessionError {
+            #expect(error.code == .authorizationFailed)
+            #expect(error.oauthError == "access_denied")
+        }
+        try Self.expectNothingStored(f, userID: AuthorizationServer.defaultAppleUserID)
+        #expect(try f.server.stats().codeGrants == 0)
+        #expect(Self.isFree(UInt16(redirect[0].port!)))
+    }
+
+    @Test("a redirect with a wrong state is refused and the wait goes on: stateMismatch at the time-out; nothing stored")
+    func wrongState() async throws {
+        let f = try SessionFixture()
+        let redirect = try Self.registeredRedirect(f.server, ports: try Self.freePorts(1))
+        try f.server.armBadRedirect(.wrongState)
+        await expectAuthCode(.stateMismatch) {
+            try await f.session.signIn(
+                account: "alice", redirectURIs: redirect, timeout: .seconds(4), browser: Self.scriptedBrowser())
+        }
+        try Self.expectNothingStored(f, userID: AuthorizationServer.defaultAppleUserID)
+        #expect(try f.server.stats().codeGrants == 0)
+        #expect(Self.isFree(UInt16(redirect[0].port!)))
+    }
+
+    @Test("no redirect at all (the browser stays on a page) is timedOut; the port is freed")
+    func noRedirect() async throws {
+        let f = try SessionFixture()
+        let redirect = try Self.registeredRedirect(f.server, ports: try Self.freePorts(1))
+        try f.server.armBadRedirect(.noRedirect)
+        await expectAuthCode(.timedOut) {
+            try await f.session.signIn(
+                account: "alice", redirectURIs: redirect, timeout: .seconds(3), browser: Self.scriptedBrowser())
+        }
+        try Self.expectNothingStored(f, userID: AuthorizationServer.defaultAppleUserID)
+        #expect(Self.isFree(UInt16(redirect[0].port!)))
+    }
+
+    @Test("a port in use moves on to the next registered redirect URI; every port in use is loopbackUnavailable before any browser")
+    func portInUse() async throws {
+        let f = try SessionFixture()
+        let ports = try Self.freePorts(3)
+        let redirect = try Self.registeredRedirect(f.server, ports: ports)
+        let (holder, _) = try Self.listeningSocket(port: ports[0])
+        defer { close(holder) }
+        let shown = URLBox()
+        try await f.session.signIn(
+            account: "alice", redirectURIs: redirect, browser: Self.scriptedBrowser(), onAuthorizationURL: { shown.set($0) })
+        let query = URLComponents(url: try #require(shown.value), resolvingAgainstBaseURL: false)?.queryItems ?? []
+        #expect(query.first { $0.name == "redirect_uri" }?.value == redirect[1].absoluteString)
+        #expect(try f.store.refreshToken(account: "alice") != nil)
+
+        let (second, _) = try Self.listeningSocket(port: ports[1])
+        let (third, _) = try Self.listeningSocket(port: ports[2])
+        defer { close(second); close(third) }
+        let opened = RecordingOpener()
+        await expectAuthCode(.loopbackUnavailable) {
+            try await f.session.signIn(account: "bob", redirectURIs: redirect, browser: opened)
+        }
+        #expect(opened.urls.isEmpty)
+    }
+
+    @Test("redirect URIs other than http://127.0.0.1:PORT/path are insecureConfiguration before anything happens")
+    func badRedirectURIs() async throws {
+        let f = try SessionFixture()
+        for uri in [
+            "http://localhost:53180/callback", "https://127.0.0.1:53180/callback", "http://127.0.0.1/callback",
+            "http://127.0.0.1:53180/callback?x=1", "http://127.0.0.1:53180/callback#f", "http://10.0.0.1:53180/callback",
+            "http://[::1]:53180/callback", "http://user@127.0.0.1:53180/callback",
+        ] {
+            let opened = RecordingOpener()
+            await expectAuthCode(.insecureConfiguration) {
+                try await f.session.signIn(account: "alice", redirectURIs: [URL(string: uri)!], browser: opened)
+            }
+            #expect(opened.urls.isEmpty, "\(uri)")
+        }
+        let opened = RecordingOpener()
+        await expectAuthCode(.insecureConfiguration) {
+            try await f.session.signIn(account: "alice", redirectURIs: [], browser: opened)
+        }
+        #expect(try f.server.stats().authorizations == 0)
+    }
+
+    @Test("a time-out and a cancellation each end the wait with a typed error and release the port")
+    func timeOutAndCancellation() async throws {
+        let f = try SessionFixture()
+        let redirect = try Self.registeredRedirect(f.server, ports: try Self.freePorts(1))
+        let port = UInt16(redirect[0].port!)
+        // The browser "opens" and the user never comes back.
+        await expectAuthCode(.timedOut) {
+            try await f.session.signIn(account: "alice", redirectURIs: redirect, timeout: .seconds(1), browser: RecordingOpener())
+        }
+        #expect(Self.isFree(port))
+
+        let opened = RecordingOpener()
+        let task = Task {
+            try await f.session.signIn(account: "alice", redirectURIs: redirect, browser: opened)
+        }
+        // Cancel once the browser was asked to open (the listener is bound and waiting).
+        for _ in 0..<3000 where opened.urls.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(opened.urls.count == 1)
+        task.cancel()
+        do {
+            _ = try await task.value
+            Issue.record("the cancelled sign-in succeeded")
+        } catch let error as AuthSessionError {
+            #expect(error.code == .cancelled)
+        }
+        #expect(Self.isFree(port))
+        try Self.expectNothingStored(f, userID: AuthorizationServer.defaultAppleUserID)
+    }
+
+    @Test("two sign-ins at once in one process each get their own answer")
+    func twoAtOnce() async throws {
+        let f = try SessionFixture()
+        let redirect = try Self.registeredRedirect(f.server, ports: try Self.freePorts(2))
+        let users = ["000792.concurrent.one.0001", "000792.concurrent.two.0002"]
+        async let first = f.session.signIn(
+            account: "alice", redirectURIs: redirect, browser: LoginHintOpener(user: users[0]))
+        async let second = f.session.signIn(
+            account: "bob", redirectURIs: redirect, browser: LoginHintOpener(user: users[1]))
+        let results = try await [first, second]
+        #expect(results.map(\.profile.userID) == users)
+        #expect(try f.store.appleUserID(account: "alice") == users[0])
+        #expect(try f.store.appleUserID(account: "bob") == users[1])
+        let tokens = try [f.refreshToken("alice"), f.refreshToken("bob")]
+        #expect(Set(tokens.compactMap { $0 }).count == 2)
+        for user in users { #expect(try f.store.credentialState(forUserID: user) == .authorized) }
+        #expect(try f.server.stats().codeGrants == 2)
+    }
+
+    @Test("the native Apple-code sign-in validates the ID token, sends user_profile, and stores the profile")
+    func nativeExchange() async throws {
+        let f = try SessionFixture()
+        let user = "000792.native.first.0638"
+        try f.server.setNextAppleUser(user, firstSignIn: true)
+        var name = PersonNameComponents()
+        name.givenName = "Ada"
+        name.familyName = "Lovelace"
+        let code = try f.server.appleAuthorizationCode(for: user)
+        let result = try await f.session.signInWithApple(
+            authorizationCode: SecretBytes(utf8: code), account: "alice", scopes: ["openid", "profile", "email"], fullName: name)
+        #expect(result.profile.userID == user)
+        #expect(result.profile.name == "Ada Lovelace")
+        #expect(try f.store.userProfile(account: "alice")?.name == "Ada Lovelace")
+        #expect(try f.store.accounts().first?.kinds.contains(.idToken) == true)
+
+        // A bad ID token on the native path: typed error, nothing of the new sign-in stored.
+        try f.server.armBadIDToken(.wrongAudience)
+        let other = "000792.native.bad.0638"
+        await expectAuthCode(.idTokenInvalid) {
+            try await f.session.signInWithApple(
+                authorizationCode: SecretBytes(utf8: try f.server.appleAuthorizationCode(for: other)), account: "bob")
+        }
+        #expect(try f.store.refreshToken(account: "bob") == nil)
+        #expect(try f.store.credentialState(forUserID: other) == .notFound)
+        // A user id the app passes must be the ID token's.
+        await expectAuthCode(.idTokenInvalid) {
+            try await f.session.signInWithApple(
+                authorizationCode: SecretBytes(utf8: try f.server.appleAuthorizationCode(for: other)),
+                appleUserID: "000792.someone.else", account: "bob")
+        }
+        #expect(try f.store.refreshToken(account: "bob") == nil)
+        #expect(try f.server.stats().activeRefreshTokens == 1)
+    }
+
+    @Test("the scripted browser flow's wall time (p50 over 10 sign-ins)")
+    func scriptedFlowTiming() async throws {
+        let f = try SessionFixture()
+        let redirect = try Self.registeredRedirect(f.server, ports: try Self.freePorts(1))
+        var times: [Double] = []
+        for _ in 0..<10 {
+            let start = ContinuousClock.now
+            try await f.session.signIn(account: "alice", redirectURIs: redirect, browser: Self.scriptedBrowser())
+            let elapsed = ContinuousClock.now - start
+            times.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+        }
+        times.sort()
+        // Each sign-in replaced the one before: one refresh token active, the others revoked.
+        #expect(try f.server.stats().activeRefreshTokens == 1)
+        metric("signin_scripted", ["runs": times.count, "p50_ms": Int(times[times.count / 2]), "max_ms": Int(times.last!)])
+    }
 }
 
 /// A value set once from a `@Sendable` callback.
@@ -140,4 +373,22 @@ final class URLBox: @unchecked Sendable {  // `stored` is guarded by `lock`
     private var stored: URL?
     var value: URL? { lock.withLock { stored } }
     func set(_ url: URL) { lock.withLock { stored = url } }
+}
+
+/// A browser that opens nothing and remembers what it was asked to open.
+final class RecordingOpener: BrowserOpener, @unchecked Sendable {  // `opened` is guarded by `lock`
+    private let lock = NSLock()
+    private var opened: [URL] = []
+    var urls: [URL] { lock.withLock { opened } }
+    func open(_ url: URL) async throws { lock.withLock { opened.append(url) } }
+}
+
+/// The scripted browser signing in as a given Apple user: the test server's `login_hint`
+/// picks the user per request, so concurrent sign-ins need no shared switch.
+struct LoginHintOpener: BrowserOpener {
+    let user: String
+    func open(_ url: URL) async throws {
+        let hinted = URL(string: url.absoluteString + "&login_hint=" + user)!
+        try await BrowserSignInTests.scriptedBrowser().open(hinted)
+    }
 }
