@@ -38,7 +38,8 @@ struct SignInAndLogoutTests {
         await expectAuthCode(.invalidGrant) {
             try await f.session.signInWithApple(authorizationCode: SecretBytes(utf8: code), appleUserID: "u2", account: "carol")
         }
-        #expect(try f.store.counts().items == 3, "only bob's three items")
+        // Refresh token, user id, access token, ID token, profile.
+        #expect(try f.store.counts().items == 5, "only bob's five items")
         #expect(try f.store.credentialState(forUserID: "u1") == .notFound)
     }
 
@@ -149,9 +150,11 @@ struct SignInAndLogoutTests {
     func uncacheableAccessToken() async throws {
         let f = try SessionFixture()
         let scopes = (0..<300).map { "s\($0)" }.joined(separator: " ")
+        // A real ID token of the server for the user, so the sign-in's validation passes.
+        let idToken = try #require(try f.server.signIn(appleUserID: "user-300").idToken)
         func answer(_ refreshToken: String) -> AuthorizationServer.Fault {
             .status(200, path: AuthorizationServer.tokenPath, body: #"""
-                {"access_token":"at-\#(refreshToken)","refresh_token":"\#(refreshToken)","token_type":"Bearer","expires_in":3600,"scope":"\#(scopes)"}
+                {"access_token":"at-\#(refreshToken)","refresh_token":"\#(refreshToken)","id_token":"\#(idToken)","token_type":"Bearer","expires_in":3600,"scope":"\#(scopes)"}
                 """#, contentType: "application/json")
         }
         try f.server.inject(answer("rt-injected-1"))

@@ -201,7 +201,9 @@ struct BrowserSignInTests {
         try f.server.armBadRedirect(.wrongState)
         await expectAuthCode(.stateMismatch) {
             try await f.session.signIn(
-                account: "alice", redirectURIs: redirect, timeout: .seconds(4), browser: Self.scriptedBrowser())
+                // The whole time-out is waited: a forged redirect must not end the sign-in. Long
+                // enough for the scripted browser to reach the listener on a loaded machine.
+                account: "alice", redirectURIs: redirect, timeout: .seconds(20), browser: Self.scriptedBrowser())
         }
         try Self.expectNothingStored(f, userID: AuthorizationServer.defaultAppleUserID)
         #expect(try f.server.stats().codeGrants == 0)
