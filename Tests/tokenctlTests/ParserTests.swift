@@ -186,7 +186,8 @@ import TestSupport
     @Test func invalidKind() throws {
         try expectUsageError(
             ["get", "--account", "a", "--kind", "password"],
-            message: "invalid value for '--kind <kind>': expected one of refresh-token, apple-user-id, access-token, generic",
+            message: "invalid value for '--kind <kind>': expected one of refresh-token, apple-user-id, access-token, "
+                + "generic, id-token, profile",
             usage: getUsage, see: "tokenctl help get")
     }
 
