@@ -2,7 +2,9 @@
 //
 // Runs inside a private keyring session (scripts/with-keyring) against the local test
 // authorization server, whose URL comes in TOKENSTORE_DEMO_SERVER (scripts/demo starts it).
-// Tokens are never printed: only fingerprints, lengths and outcomes.
+// The sign-in goes through the browser named by $BROWSER (scripts/demo picks a headless
+// Chromium or the scripted user agent). Tokens are never printed: only fingerprints,
+// lengths and outcomes; the user id and email only shortened.
 import AuthSession
 import Foundation
 #if canImport(FoundationNetworking)
@@ -33,6 +35,31 @@ defer { try? FileManager.default.removeItem(at: directory) }  // a demo's scratc
 let storePath = directory.appendingPathComponent("store/tokens.sqlite").path
 let account: AccountID = "demo@example.com"
 let appleUserID = "001234.\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()).0042"
+let userName = "Jane Appleseed"
+let userEmail = "jane.demo@privaterelay.appleid.com"
+
+/// The first 6 characters and an ellipsis: enough to tell ids apart on screen. A `sub`
+/// keeps its provider (`apple|001234…`), an email its domain (`j…@privaterelay.appleid.com`).
+func shortened(_ text: String?) -> String {
+    guard let text else { return "none" }
+    if let bar = text.firstIndex(of: "|") { return text[...bar] + shortened(String(text[text.index(after: bar)...])) }
+    if let at = text.firstIndex(of: "@") { return "\(text.prefix(1))…\(text[at...])" }
+    return "\(text.prefix(6))…"
+}
+
+/// The loopback port of the authorization URL's `redirect_uri`, recorded once the sign-in
+/// built the URL (the URL itself is not printed: it carries the attempt's state and nonce).
+final class RedirectPort: @unchecked Sendable {  // `port` is guarded by `lock`
+    private let lock = NSLock()
+    private var port: Int?
+    var value: Int? { lock.withLock { port } }
+
+    func record(_ authorizationURL: URL) {
+        let redirect = URLComponents(url: authorizationURL, resolvingAgainstBaseURL: false)?
+            .queryItems?.first { $0.name == "redirect_uri" }?.value
+        lock.withLock { port = redirect.flatMap(URLComponents.init(string:))?.port }
+    }
+}
 
 do {
     step("Open a store (data key in the Secret Service, rows sealed in SQLite)")
@@ -43,15 +70,29 @@ do {
         store: store, configuration: try AuthorizationServerConfiguration(domain: serverURL, clientID: "tokenstore-test"),
         retryPolicy: policy)
 
-    step("Sign in with Apple: exchange the authorization code at the authorization server")
-    let code = try await control("apple/code", ["sub": appleUserID])["code"] as? String ?? ""
-    let signIn = try await session.signInWithApple(
-        authorizationCode: SecretBytes(utf8: code), appleUserID: appleUserID, account: account,
-        scopes: ["openid", "read:items"])
+    step("Sign in with Apple through the browser (loopback redirect + PKCE, RFC 8252)")
+    // The test server plays Apple: this user signs in next, for the first time (name and email sent once).
+    _ = try await control(
+        "oidc/next_user", ["apple_id": appleUserID, "name": userName, "email": userEmail, "first_sign_in": true])
+    let browserName = ProcessInfo.processInfo.environment["BROWSER"].map { _ in "$BROWSER" } ?? "the desktop's browser"
+    let redirectPort = RedirectPort()
+    show("opening the sign-in page with \(browserName); waiting for its redirect to 127.0.0.1")
+    let signIn = try await session.signIn(
+        account: account, redirectURIs: [53180, 53181, 53182, 53183].map { URL(string: "http://127.0.0.1:\($0)/callback")! },
+        scopes: ["openid", "profile", "email", "read:items"], timeout: .seconds(120),
+        onAuthorizationURL: { redirectPort.record($0) })
+    show("the browser came back to 127.0.0.1:\(redirectPort.value.map(String.init) ?? "?")/callback; code exchanged with the PKCE verifier")
+    show("ID token validated (signature by the JWKS, iss, aud, exp, nonce)")
     let refresh = try store.refreshToken(account: account)
     show("stored refresh token \(refresh.map(\.description) ?? "none")")
     show("access token \(signIn.accessToken.token.fingerprint), scopes \(signIn.accessToken.scopes.joined(separator: " "))")
     show("credential state: \(try store.credentialState(forUserID: appleUserID).rawValue)")
+
+    step("Who signed in: the profile kept sealed in the store")
+    let profile = try session.userProfile(account: account)
+    show("user id \(shortened(profile?.userID)) (matches the Apple user: \(profile?.userID == appleUserID))")
+    show("subject \(shortened(profile?.subject))")
+    show("name \(profile?.name ?? "none"), email \(shortened(profile?.email))")
 
     step("Use: read the access token back (from the sealed cache, no network)")
     let cached = try await session.acquireTokenSilently(account: account, scopes: ["read:items"])
@@ -66,10 +107,12 @@ do {
     var hits = 0
     for suffix in ["", "-wal", "-shm"] {
         guard let bytes = FileManager.default.contents(atPath: storePath + suffix) else { continue }
-        for needle in [token, appleUserID, account.name] where bytes.range(of: Data(needle.utf8)) != nil { hits += 1 }
+        for needle in [token, appleUserID, account.name, userName, userEmail] where bytes.range(of: Data(needle.utf8)) != nil {
+            hits += 1
+        }
         show("tokens.sqlite\(suffix): \(bytes.count) bytes scanned")
     }
-    show("refresh token, Apple user id, account name found: \(hits) times")
+    show("refresh token, Apple user id, account name, user name, email found: \(hits) times")
 
     step("Log out while the server is failing (503 ×3): the user is logged out here at once")
     _ = try await control("faults", ["path": "/oauth/revoke", "status": 503, "count": 3])

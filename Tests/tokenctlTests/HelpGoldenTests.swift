@@ -36,7 +36,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["get", "put", "login", "state", "reset"])
+    @Test(arguments: ["get", "put", "login", "profile", "state", "reset"])
     func commandHelp(command: String) throws {
         try expectGolden("help-\(command)", ["help", command])
     }
@@ -54,7 +54,7 @@ import Testing
     /// Every command has a help screen that names it in its usage, and nothing is wider than 80 columns.
     @Test func everyCommandHasHelpWithin80Columns() throws {
         let commands = [
-            "status", "list", "get", "put", "delete", "state", "history", "login", "token", "logout",
+            "status", "list", "get", "put", "delete", "state", "history", "login", "profile", "token", "logout",
             "resume", "pending", "verify", "migrate", "rotate-key", "unlock", "reset", "destroy",
         ]
         let root = try TokenctlBinary.run(["--help"]).standardOutput

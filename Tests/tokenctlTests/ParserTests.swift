@@ -186,7 +186,8 @@ import TestSupport
     @Test func invalidKind() throws {
         try expectUsageError(
             ["get", "--account", "a", "--kind", "password"],
-            message: "invalid value for '--kind <kind>': expected one of refresh-token, apple-user-id, access-token, generic",
+            message: "invalid value for '--kind <kind>': expected one of refresh-token, apple-user-id, access-token, "
+                + "generic, id-token, profile",
             usage: getUsage, see: "tokenctl help get")
     }
 
@@ -226,6 +227,60 @@ import TestSupport
             ["resume", "--domain", "auth.example", "--client-id", "c"],
             message: "invalid value for '--domain <url>': expected an http or https URL",
             usage: "tokenctl resume --domain <url> --client-id <id>", see: "tokenctl help resume")
+    }
+
+    private static let loginUsage =
+        "tokenctl login --domain <url> --client-id <id> --account <account> [--browser] "
+        + "[--connection <connection>] [--audience <api>] [--redirect-port <port> ...] [--timeout <seconds>] "
+        + "[--apple-user-id <user-id>] [--first-name <name>] [--last-name <name>] [--scope <scope> ...]"
+    private static let server = ["--domain", "http://127.0.0.1:9", "--client-id", "c", "--account", "a"]
+
+    @Test func browserOptionsNeedBrowser() throws {
+        for (option, value) in [("--timeout", "5"), ("--redirect-port", "53180"), ("--connection", "apple"), ("--audience", "x")] {
+            try expectUsageError(
+                ["login"] + Self.server + [option, value], message: "'\(option)' can only be used with '--browser'",
+                usage: Self.loginUsage, see: "tokenctl help login")
+        }
+    }
+
+    @Test func appleCodeOptionsExcludeBrowser() throws {
+        for option in ["--apple-user-id", "--first-name", "--last-name"] {
+            try expectUsageError(
+                ["login", "--browser"] + Self.server + [option, "x"],
+                message: "'--browser' and '\(option)' cannot be used together", usage: Self.loginUsage,
+                see: "tokenctl help login")
+        }
+    }
+
+    @Test func redirectPortAndTimeoutMustBeNumbersInRange() throws {
+        for port in ["0", "65536", "http", "-1"] {
+            try expectUsageError(
+                ["login", "--browser"] + Self.server + ["--redirect-port=\(port)"],
+                message: "invalid value for '--redirect-port <port>': expected a port number from 1 to 65535",
+                usage: Self.loginUsage, see: "tokenctl help login")
+        }
+        try expectUsageError(
+            ["login", "--browser"] + Self.server + ["--timeout", "0"],
+            message: "invalid value for '--timeout <seconds>': expected a positive integer", usage: Self.loginUsage,
+            see: "tokenctl help login")
+    }
+
+    /// The refused option has its own error with a hint line, and never echoes the value.
+    @Test func appleCodeArgumentIsRefusedWithAHint() throws {
+        for arguments in [["--apple-code", "c0de-canary"], ["--apple-code=c0de-canary"], ["--apple-code"]] {
+            let result = try TokenctlBinary.run(["login"] + arguments + ["--account", "a"])
+            #expect(result.exitCode == 64)
+            #expect(result.standardOutput == "")
+            #expect(
+                result.standardError == """
+                    tokenctl: error: '--apple-code' is refused: the authorization code would be readable by every \
+                    local user in the process list (/proc/PID/cmdline)
+                    tokenctl: hint: read from standard input: printf '%s' "$CODE" | tokenctl login --account A
+                    Usage: \(Self.loginUsage)
+                    See 'tokenctl help login'.
+
+                    """, "\(arguments)")
+        }
     }
 
     @Test func helpOfUnknownCommand() throws {

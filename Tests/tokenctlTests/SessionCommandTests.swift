@@ -31,7 +31,9 @@ struct SessionCommandTests {
 
         func login(account: String, userID: String) throws -> TokenctlResult {
             let code = try server.appleAuthorizationCode(for: userID)
-            return try run(["login", "--account", account, "--apple-code", code, "--apple-user-id", userID, "--scope", "openid", "--scope", "read:items"])
+            return try store.run(
+                ["login", "--account", account, "--apple-user-id", userID, "--scope", "openid", "--scope", "read:items"],
+                stdin: code, environment: environment)
         }
     }
 
@@ -42,12 +44,14 @@ struct SessionCommandTests {
 
         // login with the options on the command line (not the environment).
         let code = try fixture.server.appleAuthorizationCode(for: userID)
-        let login = try fixture.store.json([
-            "login", "--domain", fixture.server.baseURL.absoluteString, "--client-id", AuthorizationServer.publicClientID,
-            "--account", "alice", "--apple-code", code, "--apple-user-id", userID, "--scope", "read:items",
-        ])
+        let login = try fixture.store.json(
+            [
+                "login", "--domain", fixture.server.baseURL.absoluteString, "--client-id",
+                AuthorizationServer.publicClientID, "--account", "alice", "--apple-user-id", userID, "--scope", "read:items",
+            ], stdin: code + "\n")
         #expect(login.result.exitCode == 0, "\(login.result.standardError)")
-        expectKeys(login.object, ["account", "service", "state", "expiresAt", "scopes", "declinedScopes"])
+        expectKeys(login.object, ["account", "service", "state", "expiresAt", "scopes", "declinedScopes", "userID", "subject"])
+        #expect(login.object["userID"] as? String == userID)
         #expect(login.object["state"] as? String == "authorized")
         #expect((login.object["scopes"] as? [String])?.contains("read:items") == true)
         #expect(try fixture.run(["state", userID]).standardOutput == "authorized\n")
@@ -118,7 +122,8 @@ struct SessionCommandTests {
         let spareCode = try fixture.server.appleAuthorizationCode(for: "000333.apple")
 
         fixture.server.stopTemporarily()
-        let login = try fixture.run(["login", "--account", "bob", "--apple-code", spareCode, "--apple-user-id", "000333.apple"])
+        let login = try fixture.store.run(
+            ["login", "--account", "bob", "--apple-user-id", "000333.apple"], stdin: spareCode, environment: fixture.environment)
         #expect(login.exitCode == 69, "\(login.standardError)")
         #expect(login.standardError.contains("[notConnectedToInternet]"))
 

@@ -13,11 +13,13 @@ struct CommandSpec: Sendable {
     /// Groups of option names of which at most one may be given, e.g. `["store", "app-id"]`.
     let mutuallyExclusive: [[String]]
     let subcommands: [CommandSpec]
+    /// Options refused with a hint because their value would be a secret in the process list.
+    let refusedOptions: [RefusedOption]
 
     init(
         _ name: String, abstract: String, discussion: String? = nil, options: [OptionSpec] = [],
         positionals: [PositionalSpec] = [], mutuallyExclusive: [[String]] = [],
-        subcommands: [CommandSpec] = []
+        subcommands: [CommandSpec] = [], refusedOptions: [RefusedOption] = []
     ) {
         self.name = name
         self.abstract = abstract
@@ -26,6 +28,7 @@ struct CommandSpec: Sendable {
         self.positionals = positionals
         self.mutuallyExclusive = mutuallyExclusive
         self.subcommands = subcommands
+        self.refusedOptions = refusedOptions
     }
 
     /// The option called `--name`, or `-name` for a one-letter alias.
@@ -35,6 +38,11 @@ struct CommandSpec: Sendable {
 
     func option(short: Character) -> OptionSpec? {
         options.first { $0.shortName == short }
+    }
+
+    /// The refused option called `--name`, or `nil`.
+    func refusedOption(named name: String) -> RefusedOption? {
+        refusedOptions.first { $0.name == name }
     }
 
     func subcommand(named name: String) -> CommandSpec? {

@@ -62,7 +62,7 @@ struct HelpFormatter: Sendable {
         return usageElements(command).joined(separator: " ")
     }
 
-    /// The three lines printed for a usage error:
+    /// The three lines printed for a usage error (a `hint:` line after the error when it has one):
     /// ```
     /// tokenctl: error: missing required option '--account <account>'
     /// Usage: tokenctl get --account <account> --kind <kind> [--service <service>] [--reveal]
@@ -71,9 +71,10 @@ struct HelpFormatter: Sendable {
     func report(_ error: UsageError) -> String {
         let topic = error.commandName.flatMap { root.subcommand(named: $0)?.name }
         let see = topic.map { "\(root.name) help \($0)" } ?? "\(root.name) help"
+        let hint = error.hint.map { "\(root.name): hint: \($0)\n" } ?? ""
         return """
             \(root.name): error: \(error.message)
-            Usage: \(usageLine(forCommandNamed: error.commandName))
+            \(hint)Usage: \(usageLine(forCommandNamed: error.commandName))
             See '\(see)'.
 
             """

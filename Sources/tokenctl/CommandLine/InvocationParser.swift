@@ -204,6 +204,12 @@ private struct ArgumentScan {
                 if spec == nil, let global = root.option(short: letter) { (spec, isGlobal) = (global, true) }
             }
         }
+        if spec == nil, argument.hasPrefix("--"), let refused = command?.refusedOption(named: String(name.dropFirst(2))) {
+            // Its value is swallowed, so that it is never taken for a command or an argument.
+            if inlineValue == nil, index < arguments.count, !looksLikeOption(arguments[index]) { index += 1 }
+            fail(.secretInArgument(refused))
+            return
+        }
         guard let spec else {
             let known = ((command?.options ?? []) + root.options).map(\.longSpelling) + ["--help", "--version"]
             fail(.unknownOption(name: name, suggestion: closestMatch(to: name, among: known)))

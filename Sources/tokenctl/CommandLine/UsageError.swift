@@ -17,6 +17,10 @@ struct UsageError: Error, Sendable, Equatable {
         case duplicateOption(option: String)
         case flagWithValue(option: String)
         case mutuallyExclusive(options: [String])
+        /// `option` needs `required` too, e.g. `--timeout` only means something with `--browser`.
+        case requiresOption(option: String, required: String)
+        /// An option whose value would be a secret in the process list (see `RefusedOption`).
+        case secretInArgument(RefusedOption)
     }
 
     let kind: Kind
@@ -49,6 +53,19 @@ struct UsageError: Error, Sendable, Equatable {
             return "option '\(option)' takes no value"
         case .mutuallyExclusive(let options):
             return options.map { "'\($0)'" }.joined(separator: " and ") + " cannot be used together"
+        case .requiresOption(let option, let required):
+            return "'\(option)' can only be used with '\(required)'"
+        case .secretInArgument(let option):
+            return "'\(option.longSpelling)' is refused: \(option.secret) would be readable by every local user "
+                + "in the process list (/proc/PID/cmdline)"
+        }
+    }
+
+    /// One line telling the way forward, printed after the usage, or `nil`.
+    var hint: String? {
+        switch kind {
+        case .secretInArgument(let option): return option.hint
+        default: return nil
         }
     }
 

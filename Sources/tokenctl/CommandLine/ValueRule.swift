@@ -8,6 +8,10 @@ enum ValueRule: Sendable, Equatable {
     case oneOf([String])
     /// A file descriptor number or count: digits only, fits in an `Int32`.
     case nonNegativeInteger
+    /// A count of something, e.g. seconds: digits only, 1 or more, fits in an `Int32`.
+    case positiveInteger
+    /// A TCP port: digits only, 1 to 65535.
+    case port
     /// An absolute `http` or `https` URL with a host.
     case httpURL
 
@@ -20,6 +24,10 @@ enum ValueRule: Sendable, Equatable {
             return words.contains(value)
         case .nonNegativeInteger:
             return value.allSatisfy(\.isASCII) && Int32(value).map { $0 >= 0 } == true
+        case .positiveInteger:
+            return value.allSatisfy(\.isASCII) && Int32(value).map { $0 >= 1 } == true
+        case .port:
+            return value.allSatisfy(\.isASCII) && Int32(value).map { (1...65535).contains($0) } == true
         case .httpURL:
             guard let components = URLComponents(string: value),
                 let scheme = components.scheme?.lowercased(),
@@ -36,6 +44,8 @@ enum ValueRule: Sendable, Equatable {
         case .any: return "expected a non-empty value"
         case .oneOf(let words): return "expected one of \(words.joined(separator: ", "))"
         case .nonNegativeInteger: return "expected a non-negative integer"
+        case .positiveInteger: return "expected a positive integer"
+        case .port: return "expected a port number from 1 to 65535"
         case .httpURL: return "expected an http or https URL"
         }
     }

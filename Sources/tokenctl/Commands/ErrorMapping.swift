@@ -6,9 +6,9 @@ import TokenStore
 ///
 /// | status | errors |
 /// |---|---|
-/// | 65 data | integrityCheckFailed, databaseCorrupt, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput |
-/// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable, browserUnavailable |
-/// | 75 temporary | keyringLocked, databaseBusy; rateLimited |
+/// | 65 data | integrityCheckFailed, databaseCorrupt, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput; idTokenInvalid |
+/// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable |
+/// | 75 temporary | keyringLocked, databaseBusy; rateLimited; the browser sign-in's authorizationFailed (e.g. `access_denied`), stateMismatch, cancelled, browserUnavailable, and its wait for the browser timing out (see `browserSignInFailure`) |
 /// | 77 permission | unsafeFileLayout, wrongPassphrase |
 /// | 1 other | everything else |
 ///
@@ -43,13 +43,18 @@ enum ErrorMapping {
 
     static func exitCode(for code: AuthSessionError.Code) -> ExitCode {
         switch code {
-        case .notConnectedToInternet, .timedOut, .serverError, .tlsFailure, .loopbackUnavailable, .browserUnavailable:
+        case .notConnectedToInternet, .timedOut, .serverError, .tlsFailure, .loopbackUnavailable:
             return .unavailable
         case .rateLimited:
             return .tempFailure
+        // The browser sign-in ended without a session; the user can try again.
+        case .authorizationFailed, .stateMismatch, .cancelled, .browserUnavailable:
+            return .tempFailure
+        // The server's ID token is not to be trusted: nothing was stored.
+        case .idTokenInvalid:
+            return .dataError
         case .interactionRequired, .serverDeclinedScopes, .invalidClient, .invalidRequest, .unsupportedTokenType,
-            .invalidGrant, .unexpectedResponse, .cancelled, .insecureConfiguration, .storage, .authorizationFailed,
-            .stateMismatch, .idTokenInvalid:
+            .invalidGrant, .unexpectedResponse, .insecureConfiguration, .storage:
             return .failure
         default:  // a code added after this table
             return .failure
@@ -73,6 +78,17 @@ enum ErrorMapping {
         if let declined = error.declinedScopes { details.append("declined: \(declined.joined(separator: " "))") }
         if !details.isEmpty { message += " (" + details.joined(separator: ", ") + ")" }
         return CommandFailure(exitCode(for: error.code), "\(message) [\(error.code.rawValue)]", hint: hint(for: error))
+    }
+
+    /// A failure of `login --browser`: as `sessionFailure`, except that the wait for the
+    /// browser's redirect running out (a `timedOut` with neither an HTTP status nor a
+    /// transport cause, which a request's time-out always has) is 75, not 69.
+    static func browserSignInFailure(_ error: AuthSessionError, timeoutSeconds: Int) -> CommandFailure {
+        guard error.code == .timedOut, error.httpStatus == nil, error.cause == nil else { return sessionFailure(error) }
+        return CommandFailure(
+            .tempFailure, "\(error.message) [\(error.code.rawValue)]",
+            hint: "timedOut: the browser did not come back within \(timeoutSeconds) s; run 'tokenctl login --browser' "
+                + "again, with a longer --timeout if needed")
     }
 
     // MARK: Hints
@@ -110,6 +126,19 @@ enum ErrorMapping {
         case .interactionRequired: return "sign in again with 'tokenctl login'"
         case .invalidGrant: return "get a fresh Apple authorization code: each code works once and expires quickly"
         case .invalidClient: return "check --client-id (or \(CommandTable.clientIDVariable))"
+        case .authorizationFailed:
+            return "authorizationFailed: the sign-in was declined or refused in the browser; "
+                + "run 'tokenctl login --browser' to try again"
+        case .stateMismatch:
+            return "stateMismatch: the browser's answer did not belong to this sign-in; run 'tokenctl login --browser' again"
+        case .cancelled: return "cancelled: the sign-in was cancelled; run 'tokenctl login' again"
+        case .browserUnavailable:
+            return "browserUnavailable: no browser could be started; set BROWSER to a browser command and try again"
+        case .loopbackUnavailable:
+            return "loopbackUnavailable: every redirect port is in use; free one or pass another --redirect-port "
+                + "(registered in the Allowed Callback URLs)"
+        case .idTokenInvalid:
+            return "idTokenInvalid: nothing was stored; check --domain and --client-id, and the tenant's signing keys"
         default: return nil
         }
     }

@@ -2,24 +2,29 @@ import Foundation
 import TokenStore
 
 /// The secrets tokenctl reads from a file descriptor rather than from an argument: the
-/// secret `put` stores (stdin) and the store passphrase (`--passphrase-fd N`). Each is read
+/// secret `put` stores and the Apple code `login` exchanges (stdin), and the store
+/// passphrase (`--passphrase-fd N`). Each is read
 /// to the end, loses one trailing newline (`\n` or `\r\n`), and the read buffer is wiped.
 enum SecretInput {
+    /// The hint for an empty secret on `put`'s stdin.
+    static let putHint = "pipe the secret in: printf '%s' \"$SECRET\" | tokenctl put --account A --kind K"
+
     /// The whole of stdin minus one trailing newline.
+    /// - Parameters:
+    ///   - what: the secret's name in the errors, e.g. `the Apple authorization code`.
+    ///   - emptyHint: the hint shown when stdin is empty.
     /// - Throws: `CommandFailure` (65) for an empty or oversize secret, (1) when stdin cannot be read.
-    static func standardInput() throws -> SecretBytes {
+    static func standardInput(_ what: String = "the secret", emptyHint: String = putHint) throws -> SecretBytes {
         let maximum = StoreLimits.maxSecretBytes
         return try readToEnd(STDIN_FILENO, capacity: maximum + 3) { code in
-            CommandFailure(.failure, "reading the secret from stdin failed (errno \(code))")
+            CommandFailure(.failure, "reading \(what) from stdin failed (errno \(code))")
         } body: { bytes in
             if bytes.count > maximum + 1 || (bytes.count == maximum + 1 && bytes.last != newline) {
-                throw CommandFailure(.dataError, "the secret read from stdin is larger than \(maximum) bytes")
+                throw CommandFailure(.dataError, "\(what) read from stdin is larger than \(maximum) bytes")
             }
             let secret = withoutTrailingNewline(bytes)
             guard !secret.isEmpty else {
-                throw CommandFailure(
-                    .dataError, "the secret read from stdin is empty",
-                    hint: "pipe the secret in: printf '%s' \"$SECRET\" | tokenctl put --account A --kind K")
+                throw CommandFailure(.dataError, "\(what) read from stdin is empty", hint: emptyHint)
             }
             return SecretBytes(secret)
         }

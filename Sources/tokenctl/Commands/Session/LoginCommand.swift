@@ -1,57 +1,176 @@
 import AuthSession
+import Foundation
 import TokenStore
 
-/// `tokenctl login`: exchanges an Apple authorization code; stores the refresh token and user id.
+/// `tokenctl login`: signs in through the browser (`--browser`), or exchanges an Apple
+/// authorization code read from stdin; stores the refresh token, the user id and the profile.
 struct LoginCommand: TokenctlCommand {
-    static let appleCode = OptionSpec.value(
-        "apple-code", "code", required: true, "The authorization code from Sign in with Apple.")
-
+    static let browser = OptionSpec.flag("browser", "Sign in through the browser (loopback redirect, PKCE).")
+    static let connection = OptionSpec.value(
+        "connection", "connection", "The Auth0 connection (default: apple); with --browser.")
+    static let audience = OptionSpec.value("audience", "api", "The API the access token is for; with --browser.")
+    static let redirectPort = OptionSpec.value(
+        "redirect-port", "port", repeatable: true, rule: .port,
+        "A loopback redirect port, tried in order (default: 53180-53183).")
+    static let timeout = OptionSpec.value(
+        "timeout", "seconds", rule: .positiveInteger, "The longest wait for the browser (default: 300).")
     static let appleUserID = OptionSpec.value(
-        "apple-user-id", "user-id", required: true, "The user identifier from Sign in with Apple.")
+        "apple-user-id", "user-id", "The expected Apple user id (default: the ID token's).")
+    static let firstName = OptionSpec.value("first-name", "name", "The first name Apple gave on the first sign-in.")
+    static let lastName = OptionSpec.value("last-name", "name", "The last name Apple gave on the first sign-in.")
+
+    /// The code is a credential: on the command line every local user could read it.
+    static let appleCode = RefusedOption(
+        "apple-code", secret: "the authorization code",
+        hint: "read from standard input: printf '%s' \"$CODE\" | tokenctl login --account A")
+
+    /// The ports of `http://127.0.0.1:PORT/callback` when no `--redirect-port` is given.
+    static let defaultRedirectPorts: [UInt16] = [53180, 53181, 53182, 53183]
+    static let defaultTimeoutSeconds = 300
 
     static let spec = CommandSpec(
         "login",
-        abstract: "Exchange an Apple authorization code; store the refresh token and user id.",
+        abstract: "Sign in through the browser, or with an Apple authorization code read from stdin.",
+        discussion: """
+            With --browser, opens the sign-in page in $BROWSER or the desktop's browser (the URL \
+            is also printed on stderr) and waits for its redirect to \
+            http://127.0.0.1:PORT/callback: add that URL for each port to the Auth0 \
+            application's Allowed Callback URLs.
+
+            Without --browser, reads the Apple authorization code from stdin, never from an \
+            argument:
+
+              printf '%s' "$CODE" | tokenctl login --account alice
+            """,
         options: [
-            ServerOptions.domain, ServerOptions.clientID, ItemOptions.account, appleCode, appleUserID,
-            ServerOptions.scope,
-        ])
+            ServerOptions.domain, ServerOptions.clientID, ItemOptions.account, browser, connection, audience,
+            redirectPort, timeout, appleUserID, firstName, lastName, ServerOptions.scope,
+        ],
+        refusedOptions: [appleCode])
+
+    /// How the user signs in.
+    enum Method: Sendable {
+        case browser(connection: String, audience: String?, redirectURIs: [URL], timeoutSeconds: Int)
+        case appleCode(appleUserID: String?, fullName: PersonNameComponents?)
+    }
 
     let server: ServerOptions
     let account: String
-    let authorizationCode: SecretBytes
-    let appleUserID: String
+    let method: Method
     let scopes: [String]
 
     init(parsed: ParsedCommand) throws {
         server = try ServerOptions(parsed)
         account = try parsed.requiredValue(ItemOptions.account)
-        authorizationCode = SecretBytes(utf8: try parsed.requiredValue(Self.appleCode))
-        appleUserID = try parsed.requiredValue(Self.appleUserID)
-        scopes = ServerOptions.scopes(parsed, default: ["openid"])
+        if parsed.isSet(Self.browser) {
+            for option in [Self.appleUserID, Self.firstName, Self.lastName] where parsed.value(option) != nil {
+                throw UsageError(
+                    kind: .mutuallyExclusive(options: [Self.browser.longSpelling, option.longSpelling]),
+                    commandName: parsed.name)
+            }
+            // The parser checked each value against its rule.
+            let ports = parsed.values(Self.redirectPort).compactMap { UInt16($0) }
+            method = .browser(
+                connection: parsed.value(Self.connection) ?? "apple", audience: parsed.value(Self.audience),
+                redirectURIs: (ports.isEmpty ? Self.defaultRedirectPorts : ports).map {
+                    URL(string: "http://127.0.0.1:\($0)/callback")!
+                },
+                timeoutSeconds: parsed.value(Self.timeout).flatMap(Int.init) ?? Self.defaultTimeoutSeconds)
+            scopes = ServerOptions.scopes(parsed, default: ["openid", "profile", "email"])
+        } else {
+            for option in [Self.connection, Self.audience, Self.redirectPort, Self.timeout]
+            where !parsed.values(option).isEmpty {
+                throw UsageError(
+                    kind: .requiresOption(option: option.longSpelling, required: Self.browser.longSpelling),
+                    commandName: parsed.name)
+            }
+            let first = parsed.value(Self.firstName)
+            let last = parsed.value(Self.lastName)
+            var fullName: PersonNameComponents?
+            if first != nil || last != nil {
+                fullName = PersonNameComponents()
+                fullName?.givenName = first
+                fullName?.familyName = last
+            }
+            method = .appleCode(appleUserID: parsed.value(Self.appleUserID), fullName: fullName)
+            scopes = ServerOptions.scopes(parsed, default: ["openid"])
+        }
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let session = try server.openSession(context, createStore: true).session
-        let result = try waitFor {
-            try await session.signInWithApple(
-                authorizationCode: authorizationCode, appleUserID: appleUserID, account: AccountID(account), scopes: scopes)
+        let result: SignInResult
+        switch method {
+        case .browser(let connection, let audience, let redirectURIs, let timeoutSeconds):
+            result = try signInThroughBrowser(
+                context, connection: connection, audience: audience, redirectURIs: redirectURIs,
+                timeoutSeconds: timeoutSeconds)
+        case .appleCode(let appleUserID, let fullName):
+            result = try exchangeAppleCode(context, appleUserID: appleUserID, fullName: fullName)
         }
+        emit(result, context)
+        return .ok
+    }
+
+    /// `session.signIn` with `SystemBrowserOpener` (so `$BROWSER` is honoured).
+    private func signInThroughBrowser(
+        _ context: CommandContext, connection: String, audience: String?, redirectURIs: [URL], timeoutSeconds: Int
+    ) throws -> SignInResult {
+        let session = try server.openSession(context, createStore: true).session
+        let (account, scopes, console) = (AccountID(account), scopes, context.console)
+        let waiting = context.global.quiet || context.json ? nil : "waiting up to \(timeoutSeconds) s for the browser"
+        do {
+            return try waitFor {
+                try await session.signIn(
+                    account: account, redirectURIs: redirectURIs, connection: connection, scopes: scopes,
+                    audience: audience, timeout: .seconds(timeoutSeconds), browser: SystemBrowserOpener(),
+                    onAuthorizationURL: { url in
+                        // The user asked for the sign-in; the URL carries no token, only this attempt's state.
+                        console.writeError("tokenctl: open this URL to sign in: \(url.absoluteString)\n")
+                        if let waiting { console.writeError("tokenctl: \(waiting)\n") }
+                    })
+            }
+        } catch let error as AuthSessionError {
+            throw ErrorMapping.browserSignInFailure(error, timeoutSeconds: timeoutSeconds)
+        }
+    }
+
+    /// `session.signInWithApple` with the code read from stdin.
+    private func exchangeAppleCode(
+        _ context: CommandContext, appleUserID: String?, fullName: PersonNameComponents?
+    ) throws -> SignInResult {
+        if context.console.standardInputIsTerminal {
+            context.console.writeError("tokenctl: reading the Apple authorization code from stdin; end it with Ctrl-D\n")
+        }
+        let code = try SecretInput.standardInput(
+            "the Apple authorization code", emptyHint: Self.appleCode.hint + " (or sign in with --browser)")
+        let session = try server.openSession(context, createStore: true).session
+        let (account, scopes) = (AccountID(account), scopes)
+        return try waitFor {
+            try await session.signInWithApple(
+                authorizationCode: code, appleUserID: appleUserID, account: account, scopes: scopes,
+                fullName: fullName)
+        }
+    }
+
+    private func emit(_ result: SignInResult, _ context: CommandContext) {
         let access = result.accessToken
+        let profile = result.profile
+        // The user ids are printed because the user signed in and asked for the result; never logged.
         let document: JSONValue = [
             "account": .string(account), "service": .string(AccountID.defaultService), "state": "authorized",
             "expiresAt": .string(Format.date(access.expiresAt)), "scopes": Format.strings(access.scopes),
-            "declinedScopes": Format.strings(result.declinedScopes),
+            "declinedScopes": Format.strings(result.declinedScopes), "userID": Format.optional(profile.userID),
+            "subject": .string(profile.subject),
         ]
         context.emit(document) {
             var table = TextTable(header: nil)
             table.append(["signed in", account])
             table.append(["state", "authorized"])
+            table.append(["user id", profile.userID ?? "-"])
             table.append(["access token expires", Format.date(access.expiresAt)])
             table.append(["scopes", access.scopes.joined(separator: " ")])
             if !result.declinedScopes.isEmpty { table.append(["declined scopes", result.declinedScopes.joined(separator: " ")]) }
             return table.rendered()
         }
-        return .ok
     }
 }
