@@ -196,7 +196,7 @@ struct Report {
             ("  3. `recordRevocationAttempt` (delete + `revoked` transaction, WAL checkpoint)", session.stepRecord),
             ("logout of the store's last account (the above + data-key rotation in gnome-keyring: crypto-erase)", session.lastLogout),
             ("silent renewal, forced (refresh with rotation + durable swap)", session.renewal),
-            ("acquireTokenSilently, cache hit (no network)", session.cacheHit),
+            ("accessToken(for:), cache hit (no network)", session.cacheHit),
         ]
         for (name, samples) in rows {
             out.append("| \(name) | \(Format.duration(samples.p50)) | \(Format.duration(samples.p99)) | \(Format.rate(samples.opsPerSecond)) | \(samples.count) |")

@@ -85,7 +85,7 @@ do {
     show("ID token validated (signature by the JWKS, iss, aud, exp, nonce)")
     let refresh = try store.refreshToken(account: account)
     show("stored refresh token \(refresh.map(\.description) ?? "none")")
-    show("access token \(signIn.accessToken.token.fingerprint), scopes \(signIn.accessToken.scopes.joined(separator: " "))")
+    show("access token \(signIn.accessToken.token.fingerprint), scopes \(signIn.accessToken.grantedScopes.joined(separator: " "))")
     show("credential state: \(try store.credentialState(forUserID: appleUserID).rawValue)")
 
     step("Who signed in: the profile kept sealed in the store")
@@ -95,11 +95,11 @@ do {
     show("name \(profile?.name ?? "none"), email \(shortened(profile?.email))")
 
     step("Use: read the access token back (from the sealed cache, no network)")
-    let cached = try await session.acquireTokenSilently(account: account, scopes: ["read:items"])
-    show("source \(cached.source.rawValue), expires \(cached.expiresAt)")
+    let cached = try await session.accessToken(for: account, scopes: ["read:items"])
+    show("source \(cached.source.rawValue), expires \(cached.expiresAt.map { "\($0)" } ?? "unknown")")
 
     step("Renew silently: the server rotates the refresh token; the store swaps it atomically")
-    let renewed = try await session.acquireTokenSilently(account: account, scopes: ["read:items"], minimumTTL: .seconds(7200))
+    let renewed = try await session.accessToken(for: account, scopes: ["read:items"], forceRefresh: true)
     show("source \(renewed.source.rawValue); refresh token now \(try store.refreshToken(account: account)?.description ?? "none")")
 
     step("The database file holds no plaintext")

@@ -579,11 +579,11 @@ def new_family(sub, auth_time, audience=None):
     return family
 
 
-def store_token_answer(token, client, sub, family, family_scope):
+def store_token_answer(token, client, sub, family, family_scope, audience=None):
     now = time.time()
     cfg = STATE["config"]
     STATE["tokens"][token["access_token"]] = {
-        "kind": "access", "client_id": client.get_client_id(), "sub": sub,
+        "kind": "access", "client_id": client.get_client_id(), "sub": sub, "audience": audience,
         "scope": token["scope"], "family": family, "issued_at": now,
         "expires_at": now + float(cfg["access_token_ttl"]), "state": "active",
     }
@@ -639,8 +639,12 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
 
     def save_token(self, token):
         rt = self.request.refresh_token
+        # Auth0's Multi-Resource Refresh Token: the access token is for the API named by
+        # `audience` (the family's sign-in audience when none is sent).
+        fam = STATE["families"].get(rt.rec["family"]) or {}
+        audience = self.request.form.get("audience") or fam.get("audience")
         store_token_answer(token, self.request.client, rt.get_user(), rt.rec["family"],
-                           rt.get_scope())
+                           rt.get_scope(), audience=audience)
         bump("refresh_grants")
 
     def revoke_old_credential(self, refresh_token):
@@ -690,8 +694,9 @@ class AppleTokenExchangeGrant(BaseGrant, TokenEndpointMixin):
         token = self.generate_token(user=sub, scope=scope,
                                     include_refresh_token="offline_access" in granted)
         now = time.time()
-        family = new_family(sub, now)
-        store_token_answer(token, client, sub, family, scope)
+        audience = self.request.form.get("audience") or None
+        family = new_family(sub, now, audience)
+        store_token_answer(token, client, sub, family, scope, audience=audience)
         user = apple_user(sub)
         first = not user["authorized"]
         user["authorized"] = True
@@ -818,7 +823,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
                                     include_refresh_token="offline_access" in granted)
         family = new_family(sub, rec["auth_time"], rec.get("audience"))
         rec["family"] = family
-        store_token_answer(token, client, sub, family, scope)
+        store_token_answer(token, client, sub, family, scope, audience=rec.get("audience"))
         if "openid" in granted:
             token["id_token"] = make_id_token(
                 sub, client.get_client_id(), audience=rec.get("audience"), nonce=rec.get("nonce"),
@@ -1304,6 +1309,7 @@ def introspect():
             "sub": tok.rec["sub"],
             "scope": tok.rec["scope"],
             "client_id": tok.rec["client_id"],
+            "audience": tok.rec.get("audience"),
             "expires_in": None if tok.rec.get("expires_at") is None else tok.get_expires_in(),
         })
 

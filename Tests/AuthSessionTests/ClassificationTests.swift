@@ -349,7 +349,7 @@ import FoundationNetworking
             (.insecureConfiguration, "insecureConfiguration"), (.storage, "storage"),
             (.authorizationFailed, "authorizationFailed"), (.stateMismatch, "stateMismatch"),
             (.idTokenInvalid, "idTokenInvalid"), (.loopbackUnavailable, "loopbackUnavailable"),
-            (.browserUnavailable, "browserUnavailable"),
+            (.browserUnavailable, "browserUnavailable"), (.minimumTTLTooLarge, "minimumTTLTooLarge"),
         ]
         #expect(AuthSessionError.Code.allCases.map(\.rawValue) == patterns.map(\.1))
         for (pattern, rawValue) in patterns {

@@ -68,7 +68,7 @@ struct CrashAndRaceTests {
                 var outcomes: [String] = []
                 for _ in 0..<3 {
                     do {
-                        _ = try await f.session.acquireTokenSilently(account: "alice")
+                        _ = try await f.session.accessToken(for: "alice")
                         outcomes.append("token")
                     } catch let error as AuthSessionError where error.code == .interactionRequired {
                         outcomes.append("interactionRequired")
@@ -101,7 +101,7 @@ struct CrashAndRaceTests {
             async let renewal: Bool? = {
                 if round % 2 == 1 { await Task.yield() }
                 do {
-                    _ = try await session.acquireTokenSilently(account: "alice", minimumTTL: .seconds(7200))
+                    _ = try await session.accessToken(for: "alice", forceRefresh: true)
                     return true
                 } catch let error as AuthSessionError where error.code == .interactionRequired {
                     return false  // the logout won: the expected outcome for this order

@@ -19,7 +19,7 @@ struct RenewalTests {
         let f = try SessionFixture()
         try await f.signIn()
         let before = try f.server.stats().tokenRequests
-        let token = try await f.session.acquireTokenSilently(account: "alice", scopes: ["read:items"])
+        let token = try await f.session.accessToken(for: "alice", scopes: ["read:items"])
         #expect(token.source == .cache)
         #expect(try f.server.stats().tokenRequests == before)
     }
@@ -29,7 +29,7 @@ struct RenewalTests {
         let f = try SessionFixture()
         try await expiredSession(f)
         let old = try #require(try f.refreshToken())
-        let token = try await f.session.acquireTokenSilently(account: "alice", scopes: ["read:items"])
+        let token = try await f.session.accessToken(for: "alice", scopes: ["read:items"])
         #expect(token.source == .network)
         let new = try #require(try f.refreshToken())
         #expect(new != old)
@@ -37,7 +37,7 @@ struct RenewalTests {
         #expect(oldState.active == false)
         #expect(oldState.reason == "rotated")
         #expect(try f.server.introspect(new).active)
-        #expect(try f.store.ledger.cachedAccessToken(account: "alice")?.token == token.token)
+        #expect(try f.store.ledger.cachedAccessTokens(account: "alice").first?.entry.token == token.token)
     }
 
     @Test("a server that does not rotate: the old refresh token is kept")
@@ -46,7 +46,7 @@ struct RenewalTests {
         try f.server.configure(rotateRefreshTokens: false)
         try await expiredSession(f)
         let old = try #require(try f.refreshToken())
-        let token = try await f.session.acquireTokenSilently(account: "alice")
+        let token = try await f.session.accessToken(for: "alice")
         #expect(token.source == .network)
         #expect(try f.refreshToken() == old)
         #expect(try f.server.introspect(old).active)
@@ -59,7 +59,7 @@ struct RenewalTests {
         let before = try f.server.stats()
         let sources = try await withThrowingTaskGroup(of: AccessToken.Source.self) { group in
             for _ in 0..<16 {
-                group.addTask { try await f.session.acquireTokenSilently(account: "alice", scopes: ["read:items"]).source }
+                group.addTask { try await f.session.accessToken(for: "alice", scopes: ["read:items"]).source }
             }
             var sources: [AccessToken.Source] = []
             for try await source in group { sources.append(source) }
@@ -104,7 +104,7 @@ struct RenewalTests {
         let f = try SessionFixture()
         try await expiredSession(f, appleUserID: "user-reuse")
         let first = try #require(try f.refreshToken())
-        _ = try await f.session.acquireTokenSilently(account: "alice")
+        _ = try await f.session.accessToken(for: "alice")
         // Someone presents the rotated token: the server revokes the whole family.
         let replay = try f.server.post(AuthorizationServer.tokenPath, form: [
             "grant_type": "refresh_token", "refresh_token": first, "client_id": AuthorizationServer.publicClientID,
@@ -112,12 +112,12 @@ struct RenewalTests {
         #expect(replay.status == 400)
         #expect(try f.server.stats().reuseDetections == 1)
         await expectAuthCode(.interactionRequired) {
-            try await f.session.acquireTokenSilently(account: "alice", minimumTTL: .seconds(7200))
+            try await f.session.accessToken(for: "alice", forceRefresh: true)
         }
         #expect(try f.refreshToken() == nil)
         let requests = try f.server.stats().tokenRequests
         await expectAuthCode(.interactionRequired) {
-            try await f.session.acquireTokenSilently(account: "alice", minimumTTL: .seconds(7200))
+            try await f.session.accessToken(for: "alice", forceRefresh: true)
         }
         #expect(try f.server.stats().tokenRequests == requests, "no retry loop")
         #expect(try f.store.credentialStateHistory(forUserID: "user-reuse").last?.reason == .refreshRejected)
@@ -132,22 +132,25 @@ struct RenewalTests {
             403, path: AuthorizationServer.tokenPath,
             body: #"{"error":"mfa_required","error_description":"Multifactor authentication required"}"#))
         await expectAuthCode(.interactionRequired) {
-            try await f.session.acquireTokenSilently(account: "alice", minimumTTL: .seconds(7200))
+            try await f.session.accessToken(for: "alice", forceRefresh: true)
         }
         #expect(try f.refreshToken() == stored, "not refused: the token stays")
         #expect(try f.store.credentialState(forUserID: "user-mfa") == .authorized)
         // Once the server stops asking, the same token renews.
-        _ = try await f.session.acquireTokenSilently(account: "alice", minimumTTL: .seconds(7200))
+        _ = try await f.session.accessToken(for: "alice", forceRefresh: true)
         #expect(try f.refreshToken() != nil)
     }
 
-    @Test("declined scopes: serverDeclinedScopes with the right lists and the granted token")
+    @Test("declined scopes: returned on the token; serverDeclinedScopes with the right lists and the granted token when required")
     func declinedScopes() async throws {
         let f = try SessionFixture()
         try await expiredSession(f)
         try f.server.configure(declinedScopes: ["write:items"])
+        let token = try await f.session.accessToken(for: "alice", scopes: ["read:items", "write:items"])
+        #expect(token.declinedScopes == ["write:items"])
         do {
-            _ = try await f.session.acquireTokenSilently(account: "alice", scopes: ["read:items", "write:items"])
+            _ = try await f.session.accessToken(
+                for: "alice", scopes: ["read:items", "write:items"], requiringScopes: ["write:items"])
             Issue.record("expected serverDeclinedScopes")
         } catch let error as AuthSessionError {
             #expect(error.code == .serverDeclinedScopes)
@@ -155,7 +158,7 @@ struct RenewalTests {
             #expect(error.grantedScopes?.contains("read:items") == true)
             #expect(error.grantedAccessToken != nil)
         }
-        let granted = try await f.session.acquireTokenSilently(account: "alice", scopes: ["read:items"])
+        let granted = try await f.session.accessToken(for: "alice", scopes: ["read:items"])
         #expect(granted.source == .cache)
     }
 
@@ -165,7 +168,7 @@ struct RenewalTests {
         try await expiredSession(f)
         try f.server.inject(.status(429, path: AuthorizationServer.tokenPath, retryAfter: "1"))
         let start = ContinuousClock.now
-        let token = try await f.session.acquireTokenSilently(account: "alice")
+        let token = try await f.session.accessToken(for: "alice")
         #expect(token.source == .network)
         #expect(ContinuousClock.now - start >= .seconds(1))
     }
@@ -177,7 +180,7 @@ struct RenewalTests {
         try await expiredSession(f)
         let rt = try f.refreshToken()
         f.server.stopTemporarily()
-        await expectAuthCode(.notConnectedToInternet) { try await f.session.acquireTokenSilently(account: "alice") }
+        await expectAuthCode(.notConnectedToInternet) { try await f.session.accessToken(for: "alice") }
         // Within the policy's bound, as the policy applied it (wall time would measure the machine).
         #expect(log.sleeps.count == fastPolicy.maximumAttempts - 1, "\(log.sleeps)")
         #expect(log.total <= fastPolicy.maximumDelay * (fastPolicy.maximumAttempts - 1))
@@ -187,7 +190,7 @@ struct RenewalTests {
     @Test("no refresh token stored: interactionRequired")
     func noToken() async throws {
         let f = try SessionFixture()
-        await expectAuthCode(.interactionRequired) { try await f.session.acquireTokenSilently(account: "nobody") }
+        await expectAuthCode(.interactionRequired) { try await f.session.accessToken(for: "nobody") }
     }
 }
 

@@ -16,7 +16,7 @@ struct SignInAndLogoutTests {
         #expect(try f.server.introspect(rt).active)
         #expect(try f.store.appleUserID(account: "alice") == "000111.signin.user")
         #expect(try f.store.credentialState(forUserID: "000111.signin.user") == .authorized)
-        let cached = try #require(try f.store.ledger.cachedAccessToken(account: "alice"))
+        let cached = try #require(try f.store.ledger.cachedAccessTokens(account: "alice").first?.entry)
         #expect(cached.scopes.contains("read:items"))
         // Sealed: the raw file holds neither token nor user id.
         for suffix in ["", "-wal"] {
@@ -38,8 +38,8 @@ struct SignInAndLogoutTests {
         await expectAuthCode(.invalidGrant) {
             try await f.session.signInWithApple(authorizationCode: SecretBytes(utf8: code), appleUserID: "u2", account: "carol")
         }
-        // Refresh token, user id, access token, ID token, profile.
-        #expect(try f.store.counts().items == 5, "only bob's five items")
+        // Refresh token, user id, ID token, profile (the access token is in the cache table).
+        #expect(try f.store.counts().items == 4, "only bob's four items")
         #expect(try f.store.credentialState(forUserID: "u1") == .notFound)
     }
 
@@ -132,7 +132,7 @@ struct SignInAndLogoutTests {
         f.store.close()  // every store call now throws storeClosed
         var matched = "nothing thrown"
         do {
-            _ = try await f.session.acquireTokenSilently(account: "alice", scopes: ["openid"])
+            _ = try await f.session.accessToken(for: "alice", scopes: ["openid"])
         } catch TokenStoreError.storeClosed {
             matched = "storeClosed"
         } catch {
@@ -141,7 +141,7 @@ struct SignInAndLogoutTests {
         #expect(matched == "storeClosed")
         // The error itself is still the session layer's, with the store's error as its cause.
         let thrown = await #expect(throws: AuthSessionError.storage) {
-            _ = try await f.session.acquireTokenSilently(account: "alice", scopes: ["openid"])
+            _ = try await f.session.accessToken(for: "alice", scopes: ["openid"])
         }
         #expect(thrown.flatMap { storeCode(of: $0) } == .storeClosed, "got \(String(describing: thrown))")
     }
@@ -161,13 +161,13 @@ struct SignInAndLogoutTests {
         let result = try await f.signIn(appleUserID: "user-300")
         #expect(result.accessToken.token == SecretBytes(utf8: "at-rt-injected-1"))
         #expect(try f.refreshToken() == "rt-injected-1")
-        #expect(try f.store.ledger.cachedAccessToken(account: "alice") == nil)
+        #expect(try f.store.ledger.cachedAccessTokens(account: "alice").first?.entry == nil)
         // A renewal whose answer cannot be cached still keeps the rotated refresh token.
         try f.server.inject(answer("rt-injected-2"))
-        let renewed = try await f.session.acquireTokenSilently(account: "alice")
+        let renewed = try await f.session.accessToken(for: "alice")
         #expect(renewed.token == SecretBytes(utf8: "at-rt-injected-2") && renewed.source == .network)
         #expect(try f.refreshToken() == "rt-injected-2")
-        #expect(try f.store.ledger.cachedAccessToken(account: "alice") == nil)
+        #expect(try f.store.ledger.cachedAccessTokens(account: "alice").first?.entry == nil)
     }
 
     @Test("logout revokes at the server, deletes the local entries, records revoked")
@@ -264,7 +264,7 @@ struct SignInAndLogoutTests {
         #expect(outcome == .revocationPending)
         // The app sees the user logged out at once.
         #expect(try f.store.refreshToken(account: "alice") == nil)
-        #expect(try f.store.ledger.cachedAccessToken(account: "alice") == nil)
+        #expect(try f.store.ledger.cachedAccessTokens(account: "alice").first?.entry == nil)
         #expect(try f.store.appleUserID(account: "alice") == nil)
         #expect(try f.store.credentialState(forUserID: "user-offline") == .revoked)
         #expect(try f.store.credentialStateHistory(forUserID: "user-offline").last?.detail == CredentialStateDetail.remoteRevocationPending)

@@ -106,8 +106,8 @@ final class StateMachineRun {
         store = fixture.store
         session = fixture.session
         rng = SeededGenerator(seed: seed)
-        // Short-lived access tokens: the child's `acquire` (minimumTTL 5 s) always refreshes, and
-        // a renewal with a small minimumTTL sometimes uses the cache.
+        // Short-lived access tokens: the child's `acquire` always refreshes (forceRefresh), and a
+        // renewal with a small minimumTTL sometimes uses the cache.
         try fixture.server.configure(accessTokenTTL: 3)
     }
 
@@ -157,10 +157,10 @@ final class StateMachineRun {
             }
         case "renew":
             let account = Self.accounts[randomAccount()]
-            let ttl: Duration = Bool.random(using: &rng) ? .seconds(1) : .seconds(7200)
-            trace.append("renew(\(account), \(ttl))")
+            let force = Bool.random(using: &rng)
+            trace.append("renew(\(account), force: \(force))")
             do {
-                _ = try await session.acquireTokenSilently(account: AccountID(account), minimumTTL: ttl)
+                _ = try await session.accessToken(for: AccountID(account), minimumTTL: .seconds(1), forceRefresh: force)
             } catch let error as AuthSessionError where error.code == .interactionRequired {
                 // No token, or the server refused it: the user must sign in.
             } catch {
@@ -180,7 +180,7 @@ final class StateMachineRun {
             }
         case "lookup":
             let account = Self.accounts[randomAccount()]
-            _ = try store.ledger.cachedAccessToken(account: AccountID(account))
+            _ = try store.ledger.cachedAccessTokens(account: AccountID(account)).first?.entry
             _ = try store.appleUserID(account: AccountID(account))
             _ = try store.pendingRevocations()
         case "serverToggle":

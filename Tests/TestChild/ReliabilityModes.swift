@@ -146,7 +146,7 @@ private func multiprocessWorker(storePath: String, id: String, millis: Int) thro
                 try store.set(SecretBytes(utf8: "log-\(id)-\(logs)"), for: ItemKey(account: AccountID("log-\(id)-\(logs)"), kind: .generic))
                 logs += 1
             } else if roll < 95 {
-                _ = try store.ledger.cachedAccessToken(account: "shared")
+                _ = try store.ledger.cachedAccessTokens(account: "shared").first?.entry
                 _ = try store.counts()
                 reads += 1
             } else {
@@ -260,22 +260,22 @@ private func scanSession(storePath: String, url: String, logPath: String, accoun
     func record(_ error: any Error) { sink.write("ERROR \(error)"); sink.write("ERROR \(String(reflecting: error))") }
     func canaries() throws {
         if let rt = try store.refreshToken(account: AccountID(account))?.stringValue() { say("CANARY \(rt)") }
-        if let at = try store.ledger.cachedAccessToken(account: AccountID(account))?.token.stringValue() { say("CANARY \(at)") }
+        if let at = try store.ledger.cachedAccessTokens(account: AccountID(account)).first?.entry.token.stringValue() { say("CANARY \(at)") }
     }
     let signIn = try await session.signInWithApple(
         authorizationCode: SecretBytes(utf8: code), appleUserID: userID, account: AccountID(account), scopes: ["openid", "read:items"])
     say("CANARY \(signIn.accessToken.token.stringValue() ?? "")")
     if let idToken = signIn.idToken?.stringValue() { say("CANARY \(idToken)") }
     try canaries()
-    let renewed = try await session.acquireTokenSilently(account: AccountID(account), minimumTTL: .seconds(1_000_000))
+    let renewed = try await session.accessToken(for: AccountID(account), forceRefresh: true)
     say("CANARY \(renewed.token.stringValue() ?? "")")
     try canaries()
-    _ = try await session.acquireTokenSilently(account: AccountID(account))
+    _ = try await session.accessToken(for: AccountID(account))
     do {  // the code was used: invalid_grant
         _ = try await session.signInWithApple(authorizationCode: SecretBytes(utf8: code), appleUserID: userID, account: AccountID(account))
     } catch { record(error) }
     sink.write("OUTCOME \(try await session.logout(account: AccountID(account)))")
-    do { _ = try await session.acquireTokenSilently(account: AccountID(account)) } catch { record(error) }
+    do { _ = try await session.accessToken(for: AccountID(account)) } catch { record(error) }
     do { _ = try await session.logout(account: AccountID(account)) } catch { record(error) }
     say("DONE")
 }

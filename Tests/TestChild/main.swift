@@ -72,7 +72,7 @@ do {
                 for _ in 0..<callers {
                     group.addTask {
                         do {
-                            let token = try await session.acquireTokenSilently(account: AccountID(args[3]), minimumTTL: .seconds(5))
+                            let token = try await session.accessToken(for: AccountID(args[3]), forceRefresh: true)
                             return "TOKEN \(token.source.rawValue)"
                         } catch let error as AuthSessionError {
                             return "ERROR \(error.code.rawValue)"

@@ -358,6 +358,8 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
         public var subject: String?
         public var scope: String?
         public var clientID: String?
+        /// The API an access token is for (`audience` of its grant), nil for the default.
+        public var audience: String? = nil
     }
 
     public func introspect(_ token: String) throws -> Introspection {
@@ -365,7 +367,8 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
         return Introspection(
             active: j["active"] as? Bool ?? false, kind: j["kind"] as? String,
             familyRevoked: j["family_revoked"] as? Bool ?? false, reason: j["reason"] as? String,
-            subject: j["sub"] as? String, scope: j["scope"] as? String, clientID: j["client_id"] as? String)
+            subject: j["sub"] as? String, scope: j["scope"] as? String, clientID: j["client_id"] as? String,
+            audience: j["audience"] as? String)
     }
 
     public struct Stats: Sendable, Equatable {

@@ -62,8 +62,11 @@ struct MigrationTests {
         }
         #expect(try store.refreshToken(account: "alice") == secret("alice-rt"))
         #expect(try store.appleUserID(account: "alice") == "000123.alice")
-        let access = try #require(try store.ledger.cachedAccessToken(account: "alice"))
-        #expect(access.token == jwt && access.expiresAt == expiry && access.scopes == ["openid", "read"])
+        // A version-5 session kept its access token as an item: it stays an item (the session's
+        // cache is the access_tokens table since version 6 and starts empty).
+        let legacy = try #require(try store.item(for: ItemKey(account: "alice", kind: .accessToken)))
+        #expect(legacy.secret == jwt && legacy.attributes.expiresAt == expiry && legacy.attributes.scopes == ["openid", "read"])
+        #expect(try store.ledger.cachedAccessTokens(account: "alice").isEmpty)
         #expect(try store.credentialState(forUserID: "000123.alice") == .authorized)
         #expect(try store.refreshToken(account: "bob") == secret("bob-rt"))
         #expect(try store.pendingRevocations().map(\.refreshToken) == [secret("bob-rt-old")])

@@ -49,7 +49,7 @@ struct SignInReplacementTests {
 
         try t.store.ledger.recordRevocationAttempt(own, result: .retryLater(error: "offline", nextAttemptAt: Date()))
         #expect(try t.store.appleUserID(account: "alice") == nil)
-        #expect(try t.store.ledger.cachedAccessToken(account: "alice") == nil)
+        #expect(try t.store.ledger.cachedAccessTokens(account: "alice").first?.entry == nil)
         #expect(try t.store.credentialState(forUserID: current) == .revoked)
         let last = try #require(try t.store.credentialStateHistory(forUserID: current).last)
         #expect(last.reason == .userLogout)

@@ -69,6 +69,7 @@ public struct AuthorizationServerClient: Sendable {
             ("client_id", .text(configuration.clientID)),
         ]
         if !scopes.isEmpty { form.append(("scope", .text(scopes.joined(separator: " ")))) }
+        if let audience = configuration.audience { form.append(("audience", .text(audience))) }
         if let userProfile { form.append(("user_profile", .secret(SecretBytes(utf8: userProfile)))) }
         if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
         return try await requestTokens(form: form, endpoint: .tokenExchange, scopes: scopes)
@@ -105,13 +106,16 @@ public struct AuthorizationServerClient: Sendable {
     ///   error is kept), `invalidClient`, `invalidRequest`, `notConnectedToInternet`,
     ///   `timedOut`, `rateLimited`, `serverError`, `tlsFailure`, `cancelled`,
     ///   `unexpectedResponse`.
-    public func refresh(_ refreshToken: SecretBytes, scopes: [String]) async throws -> TokenResponse {
+    /// - Parameter audience: the API the new access token is for (Auth0's Multi-Resource
+    ///   Refresh Token: one refresh token, access tokens for the APIs its policy lists).
+    public func refresh(_ refreshToken: SecretBytes, scopes: [String], audience: String? = nil) async throws -> TokenResponse {
         var form: [(String, FormValue)] = [
             ("grant_type", .text("refresh_token")),
             ("client_id", .text(configuration.clientID)),
             ("refresh_token", .secret(refreshToken)),
         ]
         if !scopes.isEmpty { form.append(("scope", .text(scopes.joined(separator: " ")))) }
+        if let audience, !audience.isEmpty { form.append(("audience", .text(audience))) }
         if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
         return try await requestTokens(form: form, endpoint: .refresh, scopes: scopes)
     }

@@ -20,13 +20,17 @@ public struct AuthorizationServerConfiguration: Sendable {
     public let clientSecret: SecretBytes?
     /// The bound of one request (connect, send, receive the full answer).
     public var requestTimeout: Duration
+    /// The API access tokens are for when a call names none (Auth0's `audience`); `nil`: the
+    /// tenant's default (an opaque token for `/userinfo` unless the tenant sets a default audience).
+    public var audience: String?
 
     /// A validated configuration.
     /// - Throws: ``AuthSessionError/Code/insecureConfiguration`` for a URL that is not
     ///   `https` (or `http` to loopback), has no host, carries credentials, a query or a
     ///   fragment, or for an empty client id or a non-positive timeout.
     public init(
-        domain: URL, clientID: String, clientSecret: SecretBytes? = nil, requestTimeout: Duration = .seconds(30)
+        domain: URL, clientID: String, clientSecret: SecretBytes? = nil, requestTimeout: Duration = .seconds(30),
+        audience: String? = nil
     ) throws {
         try Self.validate(domain: domain)
         guard !clientID.isEmpty, clientID.utf8.count <= 512 else {
@@ -39,18 +43,21 @@ public struct AuthorizationServerConfiguration: Sendable {
         self.clientID = clientID
         self.clientSecret = clientSecret
         self.requestTimeout = requestTimeout
+        self.audience = (audience?.isEmpty ?? true) ? nil : audience
     }
 
     /// A validated configuration from a URL string such as `"https://tenant.auth0.com"`.
     /// - Throws: ``AuthSessionError/Code/insecureConfiguration`` as the `URL` initializer,
     ///   and for a string that is not a URL.
     public init(
-        domain: String, clientID: String, clientSecret: SecretBytes? = nil, requestTimeout: Duration = .seconds(30)
+        domain: String, clientID: String, clientSecret: SecretBytes? = nil, requestTimeout: Duration = .seconds(30),
+        audience: String? = nil
     ) throws {
         guard let url = URL(string: domain) else {
             throw AuthSessionError(.insecureConfiguration, "The domain is not a valid URL.")
         }
-        try self.init(domain: url, clientID: clientID, clientSecret: clientSecret, requestTimeout: requestTimeout)
+        try self.init(
+            domain: url, clientID: clientID, clientSecret: clientSecret, requestTimeout: requestTimeout, audience: audience)
     }
 
     /// `{domain}/authorize`: where the browser sign-in starts.

@@ -34,9 +34,14 @@ public struct AuthSessionError: CodedError {
         /// The user must sign in again: no refresh token is stored, or the server answered
         /// `invalid_grant` to a refresh (expired, revoked or reused token).
         public static let interactionRequired = Code(rawValue: "interactionRequired")
-        /// The server granted fewer scopes than asked. ``AuthSessionError/grantedScopes`` and
-        /// ``AuthSessionError/declinedScopes`` say which.
+        /// The server did not grant a scope the call required (`requiringScopes:`).
+        /// ``AuthSessionError/grantedScopes`` and ``AuthSessionError/declinedScopes`` say
+        /// which; ``AuthSessionError/grantedAccessToken`` holds the token for the granted ones.
         public static let serverDeclinedScopes = Code(rawValue: "serverDeclinedScopes")
+        /// The minimum TTL asked for is longer than the server's access tokens live, so no
+        /// refresh can satisfy it (Auth0.swift's `largeMinTTL`). ``AuthSessionError/tokenLifetime``
+        /// holds the lifetime the server gives; ask with a shorter minimum TTL.
+        public static let minimumTTLTooLarge = Code(rawValue: "minimumTTLTooLarge")
         /// The host could not be reached: no network, DNS failure, connection refused,
         /// reset or lost. Retry when the network is back.
         public static let notConnectedToInternet = Code(rawValue: "notConnectedToInternet")
@@ -94,7 +99,7 @@ public struct AuthSessionError: CodedError {
             .rateLimited, .serverError, .invalidClient, .invalidRequest, .unsupportedTokenType,
             .invalidGrant, .unexpectedResponse, .tlsFailure, .cancelled, .insecureConfiguration,
             .storage, .authorizationFailed, .stateMismatch, .idTokenInvalid, .loopbackUnavailable,
-            .browserUnavailable,
+            .browserUnavailable, .minimumTTLTooLarge,
         ]
     }
 
@@ -135,13 +140,15 @@ public struct AuthSessionError: CodedError {
     public let grantedScopes: [String]?
     /// For ``Code/serverDeclinedScopes``: the requested scopes the server did not grant.
     public let declinedScopes: [String]?
-    /// For ``Code/serverDeclinedScopes`` from a silent renewal: the access token for the
-    /// granted scopes (also stored in the cache), so the app can go on with those.
+    /// For ``Code/serverDeclinedScopes``: the access token for the granted scopes (also
+    /// stored in the cache), so the app can go on with those.
     public internal(set) var grantedAccessToken: AccessToken?
     /// The underlying cause, when there is one.
     public let cause: Cause?
     /// For ``Code/idTokenInvalid``: the check the ID token failed.
     public internal(set) var idTokenCheck: IDTokenCheck?
+    /// For ``Code/minimumTTLTooLarge``: how long the server's access tokens live.
+    public internal(set) var tokenLifetime: Duration?
 
     /// Makes an error. `oauthError` and `oauthErrorDescription` are sanitized here.
     public init(
@@ -274,6 +281,9 @@ extension AuthSessionError {
     public static let loopbackUnavailable = Self(.loopbackUnavailable, "No loopback port could be bound.")
     /// Matches ``Code/browserUnavailable``.
     public static let browserUnavailable = Self(.browserUnavailable, "No browser could be opened.")
+    /// Matches ``Code/minimumTTLTooLarge``.
+    public static let minimumTTLTooLarge = Self(
+        .minimumTTLTooLarge, "The minimum TTL is longer than the server's access tokens live.")
 }
 
 /// Turns server-supplied text into something safe to show: printable ASCII only, runs that

@@ -19,9 +19,9 @@ import TokenStore
 /// an explicit, recorded ``discardPendingRevocations(account:service:)``.
 ///
 /// Logouts of different accounts run at once; operations on one account are serialized.
-public actor LogoutCoordinator {
-    public let store: TokenStore
-    public let client: AuthorizationServerClient
+package actor LogoutCoordinator {
+    package let store: TokenStore
+    package let client: AuthorizationServerClient
     let logger: TokenStoreLogger
     private let serializer = KeyedSerializer()
 
@@ -37,7 +37,7 @@ public actor LogoutCoordinator {
     /// are due are tried again, others are left alone.
     /// - Throws: ``AuthSessionError`` with code `storage` when the store fails (nothing is lost:
     ///   the steps already done are durable).
-    public func logout(
+    package func logout(
         account: AccountID, reason: CredentialStateReason = .userLogout
     ) async throws -> LogoutOutcome {
         let outcome = try await serializer.run(account) {
@@ -49,7 +49,7 @@ public actor LogoutCoordinator {
 
     /// Retries every due outbox entry (not those flagged as permanently failed) and reports
     /// what happened. Call at start-up and when the network returns.
-    public func resumePendingRevocations(now: Date = Date()) async throws -> RevocationReport {
+    package func resumePendingRevocations(now: Date = Date()) async throws -> RevocationReport {
         var report = RevocationReport()
         let entries = try storage { try self.store.pendingRevocations(includeFailed: false) }
         for entry in entries {
@@ -93,7 +93,7 @@ public actor LogoutCoordinator {
     /// The app learned from Apple (relayed by its backend: consent revoked, account deleted)
     /// that the user withdrew: every account with this Apple user id is logged out with reason
     /// `appleRevoked`, and the user is recorded `revoked` even if no account is stored.
-    public func handleAppleCredentialRevoked(userID: String) async throws -> [LogoutOutcome] {
+    package func handleAppleCredentialRevoked(userID: String) async throws -> [LogoutOutcome] {
         let accounts = try storage { try self.store.accounts(forAppleUserID: userID) }
         var outcomes: [LogoutOutcome] = []
         for account in accounts {
@@ -111,7 +111,7 @@ public actor LogoutCoordinator {
     /// - Warning: the refresh tokens may still be valid at the server.
     /// - Returns: how many entries were discarded.
     @discardableResult
-    public func discardPendingRevocations(account: AccountID) async throws -> Int {
+    package func discardPendingRevocations(account: AccountID) async throws -> Int {
         let discarded = try await serializer.run(account) {
             try self.storage {
                 let entries = try self.store.pendingRevocations().filter { $0.account == account }

@@ -1,7 +1,8 @@
 import Foundation
 import TokenStore
 
-/// An access token handed to the app, with its expiry and the scopes it was granted.
+/// An access token handed to the app: the token, the API it is for, its expiry, and the
+/// scopes the server granted and declined.
 public struct AccessToken: Sendable, CustomStringConvertible {
     /// Where the token came from.
     public enum Source: String, Sendable {
@@ -13,14 +14,48 @@ public struct AccessToken: Sendable, CustomStringConvertible {
         case signIn
     }
 
-    /// The token. Convert with ``SecretBytes/stringValue()`` only to put it in a request header.
+    /// The token. Put it in a request with ``authorizationHeaderValue()``.
     public let token: SecretBytes
-    public let expiresAt: Date
-    public let scopes: [String]
+    /// When the token expires; `nil` when the server did not say (`expires_in` absent): such
+    /// a token is handed on but never cached.
+    public let expiresAt: Date?
+    /// The API the token is for (`audience`), `nil` for the tenant's default.
+    public let audience: String?
+    /// The scopes the server granted.
+    public let grantedScopes: [String]
+    /// Scopes asked for and not granted. A call that cannot go on without some scopes asks
+    /// for them with `requiringScopes:` and gets ``AuthSessionError/Code/serverDeclinedScopes``.
+    public let declinedScopes: [String]
     public let source: Source
 
+    package init(
+        token: SecretBytes, expiresAt: Date?, audience: String?, grantedScopes: [String], declinedScopes: [String],
+        source: Source
+    ) {
+        self.token = token
+        self.expiresAt = expiresAt
+        self.audience = audience
+        self.grantedScopes = grantedScopes
+        self.declinedScopes = declinedScopes
+        self.source = source
+    }
+
+    /// The value of an HTTP `Authorization` header: `Bearer <token>`. This is the one place
+    /// the token becomes a `String`: send it, do not keep or log it.
+    public func authorizationHeaderValue() -> String {
+        "Bearer " + (token.stringValue() ?? "")
+    }
+
+    /// Whether the token is still valid for at least `minimumTTL` (false without an expiry).
+    public func isValid(minimumTTL: Duration = .zero, now: Date = Date()) -> Bool {
+        guard let expiresAt else { return false }
+        return expiresAt.timeIntervalSince(now) >= minimumTTL.timeInterval
+    }
+
     public var description: String {
-        "AccessToken(\(token), expires \(expiresAt), scopes \(scopes.joined(separator: " ")), from \(source.rawValue))"
+        "AccessToken(\(token), expires \(expiresAt.map { "\($0)" } ?? "unknown"), "
+            + "audience \(audience ?? "default"), scopes \(grantedScopes.joined(separator: " ")), "
+            + "from \(source.rawValue))"
     }
 }
 

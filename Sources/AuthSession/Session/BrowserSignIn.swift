@@ -30,7 +30,8 @@ extension TokenSession {
     ///     any free port (for servers that allow any loopback port; Auth0 does not).
     ///   - connection: the Auth0 connection (`apple`); `nil` shows the tenant's login page.
     ///   - scopes: `openid` and `offline_access` are always added.
-    ///   - audience: the API the access token is for (Auth0 returns a JWT access token then).
+    ///   - audience: the API the access token is for (Auth0 returns a JWT access token then);
+    ///     `nil` uses the configuration's ``AuthorizationServerConfiguration/audience``.
     ///   - maxAge: `max_age`: the longest time since the user last authenticated; checked
     ///     against the ID token's `auth_time`.
     ///   - timeout: the longest wait for the browser's redirect (5 minutes by default).
@@ -51,6 +52,7 @@ extension TokenSession {
         onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
     ) async throws -> SignInResult {
         try storage { try SessionLedger.validateSignIn(account: account, appleUserID: nil) }
+        let audience = audience ?? client.configuration.audience
         let deadline = ContinuousClock.now + timeout
         let secrets = SignInSecrets()
         let requested = Self.withRequiredScopes(scopes)
@@ -75,7 +77,7 @@ extension TokenSession {
         let response = try await client.exchangeAuthorizationCode(
             callback.code, codeVerifier: secrets.pkce.verifier, redirectURI: callback.redirectURI, scopes: requested)
         return try await completeSignIn(
-            response, requested: requested, account: account, nonce: secrets.nonce, maxAge: maxAge,
+            response, requested: requested, audience: audience, account: account, nonce: secrets.nonce, maxAge: maxAge,
             expectedAppleUserID: nil)
     }
 

@@ -9,6 +9,8 @@ enum LookupDomain: UInt8 {
     case account = 2
     /// An Apple user id — `user_ref` of credential states and their history.
     case user = 3
+    /// A cached access token: (service, account, audience, scope set) — `access_tokens.lookup`.
+    case accessToken = 4
 }
 
 /// The store id and one data key: everything sealed, opened or hashed under that key.
@@ -32,6 +34,13 @@ struct Envelope: Sendable {
 
     func accountRef(_ account: AccountID) -> [UInt8] {
         lookup(.account, [Array(account.service.utf8), Array(account.name.utf8)])
+    }
+
+    func accessTokenLookup(_ key: AccessTokenKey) -> [UInt8] {
+        lookup(
+            .accessToken,
+            [Array(key.account.service.utf8), Array(key.account.name.utf8), Array((key.audience ?? "").utf8),
+             [key.audience == nil ? 0 : 1], Array(key.scopeSet.utf8)])
     }
 
     func userRef(_ userID: String) -> [UInt8] {

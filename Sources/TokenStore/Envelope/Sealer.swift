@@ -90,6 +90,7 @@ package enum RecordKind: UInt8, CustomStringConvertible {
     case item = 2
     case credentialUser = 3
     case pendingRevocation = 4
+    case accessToken = 5
 
     package var description: String {
         switch self {
@@ -97,6 +98,7 @@ package enum RecordKind: UInt8, CustomStringConvertible {
         case .item: return "item"
         case .credentialUser: return "credential-state"
         case .pendingRevocation: return "pending-revocation"
+        case .accessToken: return "access-token"
         }
     }
 }

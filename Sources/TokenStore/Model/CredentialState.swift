@@ -33,6 +33,8 @@ public struct CredentialStateReason: RawRepresentable, Sendable, Hashable, Custo
     public static let replacedBySignIn = Self(rawValue: "replacedBySignIn")
     /// The data key was lost and the store was reset.
     public static let keyLost = Self(rawValue: "keyLost")
+    /// The app removed the account's local entries without revoking its refresh token.
+    public static let clearedLocally = Self(rawValue: "clearedLocally")
 
     public var description: String { rawValue }
 
@@ -57,6 +59,8 @@ public struct CredentialStateTransition: Sendable, Equatable {
 public enum CredentialStateDetail {
     /// Logged out here; the refresh token is still queued for revocation at the server.
     public static let remoteRevocationPending = "remoteRevocationPending"
+    /// Removed here without revoking: the refresh token may stay valid at the server until it expires.
+    public static let notRevokedAtServer = "notRevokedAtServer"
     /// Logged out here; the server refused the revocation with a configuration error.
     public static let remoteRevocationFailed = "remoteRevocationFailed"
 }

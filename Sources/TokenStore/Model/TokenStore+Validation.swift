@@ -31,12 +31,24 @@ extension TokenStore {
             throw TokenStoreError(.invalidInput, "The label is longer than \(StoreLimits.maxLabelBytes) bytes.")
         }
         if let expiresAt = attributes.expiresAt { try validate(date: expiresAt, what: "expiry") }
-        guard attributes.scopes.count <= StoreLimits.maxScopes else {
+        try validate(scopes: attributes.scopes)
+    }
+
+    static func validate(scopes: [String]) throws {
+        guard scopes.count <= StoreLimits.maxScopes else {
             throw TokenStoreError(.invalidInput, "More than \(StoreLimits.maxScopes) scopes.")
         }
-        for scope in attributes.scopes where scope.isEmpty || scope.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) || scope.utf8.count > 256 {
+        for scope in scopes where scope.isEmpty || scope.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) || scope.utf8.count > 256 {
             throw TokenStoreError(.invalidInput, "A scope is empty, too long, or holds whitespace or control characters.")
         }
+    }
+
+    static func validate(_ key: AccessTokenKey) throws {
+        try validate(key.account)
+        if let audience = key.audience, audience.utf8.count > StoreLimits.maxIdentifierBytes {
+            throw TokenStoreError(.invalidInput, "The audience is longer than \(StoreLimits.maxIdentifierBytes) bytes.")
+        }
+        try validate(scopes: key.scopes)
     }
 
     static func validate(userID: String) throws {

@@ -69,6 +69,11 @@ struct ItemRecord: SealedTable {
         }
     }
 
+    /// Whether an item is stored at `key` (its row is found by the keyed hash; nothing is opened).
+    static func exists(_ db: Database, _ key: ItemKey, envelope: Envelope) throws -> Bool {
+        (try db.scalarInt("SELECT count(*) FROM items WHERE lookup = ?", [.blob(envelope.itemLookup(key))]) ?? 0) > 0
+    }
+
     /// The secret at `key` as a string (an Apple user id), or nil.
     static func string(_ db: Database, _ key: ItemKey, envelope: Envelope) throws -> String? {
         try find(db, key, envelope: envelope)?.secret.stringValue()

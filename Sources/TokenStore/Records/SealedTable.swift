@@ -29,8 +29,12 @@ protocol SealedTable: Sendable {
 }
 
 extension SealedTable {
+    /// The table's rows; 0 for a table a store's older schema does not have yet (a store is
+    /// looked at before it is migrated).
     static func count(_ db: Database) throws -> Int {
-        Int(try db.scalarInt("SELECT count(*) FROM \(table)") ?? 0)
+        let exists = try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(table)])
+        guard (exists ?? 0) > 0 else { return 0 }
+        return Int(try db.scalarInt("SELECT count(*) FROM \(table)") ?? 0)
     }
 
     static func rotationCopies(_ db: Database) throws -> Int {
@@ -53,7 +57,9 @@ extension SealedTable {
 
 /// Every sealed table of the store.
 enum SealedTables {
-    static let all: [any SealedTable.Type] = [ItemRecord.self, OutboxRecord.self, CredentialRecord.self]
+    static let all: [any SealedTable.Type] = [
+        ItemRecord.self, AccessTokenRecord.self, OutboxRecord.self, CredentialRecord.self,
+    ]
 
     /// Every rotation work table (the sealed tables' and the keyed-hash map).
     static var rotationTables: [String] { all.map { $0.rotationTable } + ["rotation_refs"] }

@@ -32,12 +32,15 @@ package struct SessionLedger: Sendable {
     @discardableResult
     package func saveSignIn(
         account: AccountID, refreshToken: SecretBytes,
-        appleUserID: String, accessToken: AccessTokenEntry?, identity: SignInIdentity? = nil
+        appleUserID: String, accessToken: AccessTokenEntry?, cacheKey: AccessTokenKey? = nil,
+        identity: SignInIdentity? = nil
     ) throws -> Bool {
         let rtKey = ItemKey(account: account, kind: .refreshToken)
+        let cacheKey = cacheKey ?? AccessTokenKey(account: account, audience: nil, scopes: accessToken?.scopes ?? [])
         try Self.validateSignIn(account: account, appleUserID: appleUserID)
         try TokenStore.validate(secret: refreshToken, attributes: .init())
-        if let accessToken { try TokenStore.validate(secret: accessToken.token, attributes: accessToken.attributes) }
+        try TokenStore.validate(cacheKey)
+        if let accessToken { try accessToken.validate() }
         if let identity {
             try TokenStore.validate(secret: identity.idToken, attributes: .init())
             try TokenStore.validate(secret: identity.profile.sealedForm, attributes: .init())
@@ -59,22 +62,43 @@ package struct SessionLedger: Sendable {
             try Self.storeIdentity(db, account, identity, sameUser: previousUser == appleUserID, envelope: envelope)
             try ItemRecord.upsert(db, rtKey, secret: refreshToken, envelope: envelope)
             try ItemRecord.upsert(db, rtKey.sibling(.appleUserID), secret: SecretBytes(utf8: appleUserID), envelope: envelope)
-            try Self.storeCache(db, rtKey.sibling(.accessToken), accessToken, envelope: envelope)
+            // The cache belonged to the session this sign-in replaces.
+            try AccessTokenRecord.deleteAll(db, of: account, envelope: envelope)
+            try ItemRecord.delete(db, rtKey.sibling(.accessToken), envelope: envelope)
+            if let accessToken { try AccessTokenRecord.upsert(db, cacheKey, accessToken, envelope: envelope) }
             try AccountMarks.clear(db, account, envelope: envelope)
             try CredentialRecord.record(db, userID: appleUserID, to: .authorized, reason: .signIn, detail: nil, envelope: envelope)
             return queued
         }
     }
 
-    /// The account's cached access token, or `nil` (none, or the account is logging out).
-    package func cachedAccessToken(account: AccountID) throws -> AccessTokenEntry? {
-        let key = ItemKey(account: account, kind: .accessToken)
+    /// The access token cached at `key`, or `nil` (none, or the account is logging out).
+    package func cachedAccessToken(_ key: AccessTokenKey) throws -> AccessTokenEntry? {
         try TokenStore.validate(key)
         return try connection.read { db, envelope in
-            guard try !AccountMarks.isLoggingOut(db, account, envelope: envelope),
-                let item = try ItemRecord.find(db, key, envelope: envelope), let expiresAt = item.attributes.expiresAt
-            else { return nil }
-            return AccessTokenEntry(token: item.secret, expiresAt: expiresAt, scopes: item.attributes.scopes)
+            guard try !AccountMarks.isLoggingOut(db, key.account, envelope: envelope) else { return nil }
+            return try AccessTokenRecord.find(db, key, envelope: envelope)?.entry
+        }
+    }
+
+    /// Every access token cached for `account`, most recently stored first (none while it is
+    /// logging out).
+    package func cachedAccessTokens(account: AccountID) throws -> [CachedAccessToken] {
+        try TokenStore.validate(account)
+        return try connection.read { db, envelope in
+            guard try !AccountMarks.isLoggingOut(db, account, envelope: envelope) else { return [] }
+            return try AccessTokenRecord.all(db, of: account, envelope: envelope)
+        }
+    }
+
+    /// Whether `account` has a refresh token to renew with (and is not logging out), read
+    /// without opening the token.
+    package func hasRefreshToken(account: AccountID) throws -> Bool {
+        let rtKey = ItemKey(account: account, kind: .refreshToken)
+        try TokenStore.validate(rtKey)
+        return try connection.read { db, envelope in
+            guard try ItemRecord.exists(db, rtKey, envelope: envelope) else { return false }
+            return try !AccountMarks.isLoggingOut(db, account, envelope: envelope)
         }
     }
 
@@ -84,14 +108,17 @@ package struct SessionLedger: Sendable {
     /// With rotation, `newRefreshToken` replaces the presented one; without, the presented
     /// one is kept. When the account was logged out or signed in anew meanwhile, nothing is
     /// stored and a new refresh token goes to the revocation outbox (``RefreshTokenReplacement/superseded``).
-    /// A `nil` access token clears the account's cache entry.
+    /// The access token is cached at `cacheKey` (the account's other cached tokens stay
+    /// valid: one refresh token serves every audience); a `nil` one clears that entry.
     package func replaceRefreshToken(
         account: AccountID, presented: SecretBytes,
-        with newRefreshToken: SecretBytes?, accessToken: AccessTokenEntry?
+        with newRefreshToken: SecretBytes?, accessToken: AccessTokenEntry?, cacheKey: AccessTokenKey? = nil
     ) throws -> RefreshTokenReplacement {
         let rtKey = ItemKey(account: account, kind: .refreshToken)
+        let cacheKey = cacheKey ?? AccessTokenKey(account: account, audience: nil, scopes: accessToken?.scopes ?? [])
         try TokenStore.validate(rtKey)
-        if let accessToken { try TokenStore.validate(secret: accessToken.token, attributes: accessToken.attributes) }
+        try TokenStore.validate(cacheKey)
+        if let accessToken { try accessToken.validate() }
         if let newRefreshToken { try TokenStore.validate(secret: newRefreshToken, attributes: .init()) }
         return try connection.write { db, envelope in
             let current = try ItemRecord.find(db, rtKey, envelope: envelope)
@@ -99,7 +126,11 @@ package struct SessionLedger: Sendable {
                 try !AccountMarks.isLoggingOut(db, account, envelope: envelope)
             {
                 if let newRefreshToken { try ItemRecord.upsert(db, rtKey, secret: newRefreshToken, envelope: envelope) }
-                try Self.storeCache(db, rtKey.sibling(.accessToken), accessToken, envelope: envelope)
+                if let accessToken {
+                    try AccessTokenRecord.upsert(db, cacheKey, accessToken, envelope: envelope)
+                } else {
+                    try AccessTokenRecord.delete(db, cacheKey, envelope: envelope)
+                }
                 return .stored
             }
             if let newRefreshToken {
@@ -125,6 +156,7 @@ package struct SessionLedger: Sendable {
             guard let current = try ItemRecord.find(db, rtKey, envelope: envelope), current.secret == presented else { return false }
             try ItemRecord.delete(db, rtKey, envelope: envelope)
             try ItemRecord.delete(db, rtKey.sibling(.accessToken), envelope: envelope)
+            try AccessTokenRecord.deleteAll(db, of: account, envelope: envelope)
             if let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope) {
                 try CredentialRecord.record(db, userID: userID, to: .revoked, reason: .refreshRejected, detail: nil, envelope: envelope)
             }
@@ -159,6 +191,7 @@ package struct SessionLedger: Sendable {
             let pending = try OutboxRecord.entries(db, of: account, envelope: envelope)
             if !pending.isEmpty { return .queued(pending) }
             let hasItems = try ItemRecord.accountHasItems(db, account, envelope: envelope)
+                || !(try AccessTokenRecord.all(db, of: account, envelope: envelope).isEmpty)
             return hasItems ? .localOnly(appleUserID: userID) : .nothingStored
         }
         CrashPoint.reach("logout.afterBegin")
@@ -257,9 +290,36 @@ package struct SessionLedger: Sendable {
         }
     }
 
+    /// Removes `account`'s local entries without revoking anything at the server (Auth0's
+    /// `CredentialsManager.clear()`): its refresh token, Apple user id, cached access tokens,
+    /// ID token and profile. Outbox entries already queued stay queued. The user is recorded
+    /// `revoked` with reason `clearedLocally`: the history says the token was not revoked.
+    /// - Returns: whether anything was removed.
+    /// - Warning: the refresh token stays valid at the server until it expires.
+    @discardableResult
+    package func clearLocally(account: AccountID) throws -> Bool {
+        let rtKey = ItemKey(account: account, kind: .refreshToken)
+        try TokenStore.validate(rtKey)
+        let removed: Bool = try connection.write { db, envelope in
+            let hadItems = try ItemRecord.accountHasItems(db, account, envelope: envelope)
+                || !(try AccessTokenRecord.all(db, of: account, envelope: envelope).isEmpty)
+            guard hadItems else { return false }
+            let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
+            try Self.deleteLocalEntries(db, account, envelope: envelope)
+            if let userID {
+                try CredentialRecord.record(
+                    db, userID: userID, to: .revoked, reason: .clearedLocally,
+                    detail: CredentialStateDetail.notRevokedAtServer, envelope: envelope)
+            }
+            try markEraseOwedIfEmpty(db)
+            return true
+        }
+        connection.checkpointQuietly()
+        return removed
+    }
+
     // MARK: Internals
 
-    /// Stores (or, for nil, clears) the access-token cache entry at `key`.
     /// Stores the ID token and the profile of a sign-in. A profile of the same user keeps the
     /// name and email the new ID token no longer carries (Apple sends them once); another
     /// user's profile is replaced whole. Without an identity, another user's are deleted.
@@ -286,20 +346,13 @@ package struct SessionLedger: Sendable {
         try ItemRecord.upsert(db, profileKey, secret: profile.sealedForm, envelope: envelope)
     }
 
-    private static func storeCache(_ db: Database, _ key: ItemKey, _ entry: AccessTokenEntry?, envelope: Envelope) throws {
-        if let entry {
-            try ItemRecord.upsert(db, key, secret: entry.token, attributes: entry.attributes, envelope: envelope)
-        } else {
-            try ItemRecord.delete(db, key, envelope: envelope)
-        }
-    }
-
     /// Deletes an account's remaining local entries (Apple user id, access-token cache, ID
     /// token, profile, any refresh token) and its logout mark.
     private static func deleteLocalEntries(_ db: Database, _ account: AccountID, envelope: Envelope) throws {
         for kind in ItemKind.session {
             try ItemRecord.delete(db, ItemKey(account: account, kind: kind), envelope: envelope)
         }
+        try AccessTokenRecord.deleteAll(db, of: account, envelope: envelope)
         try AccountMarks.clear(db, account, envelope: envelope)
     }
 

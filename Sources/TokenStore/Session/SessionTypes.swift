@@ -41,16 +41,38 @@ package enum RevocationAttemptResult: Sendable {
     case failedPermanently(code: String, error: String)
 }
 
-/// A cached access token with its expiry and granted scopes.
+/// Where a cached access token is filed: its account, the API it is for (`audience`, `nil`
+/// for the tenant's default) and the scope set it was asked for (sorted, without
+/// `offline_access`, which belongs to the refresh token).
+package struct AccessTokenKey: Sendable, Hashable {
+    package let account: AccountID
+    package let audience: String?
+    package let scopes: [String]
+
+    package init(account: AccountID, audience: String?, scopes: [String]) {
+        self.account = account
+        self.audience = (audience?.isEmpty ?? true) ? nil : audience
+        self.scopes = Array(Set(scopes).subtracting(["offline_access"])).sorted()
+    }
+
+    /// The canonical scope set, space-separated.
+    var scopeSet: String { scopes.joined(separator: " ") }
+}
+
+/// A cached access token with its expiry, granted and declined scopes.
 package struct AccessTokenEntry: Sendable {
     package let token: SecretBytes
     package let expiresAt: Date
+    /// The scopes the server granted.
     package let scopes: [String]
+    /// The scopes asked for and not granted.
+    package let declinedScopes: [String]
 
-    package init(token: SecretBytes, expiresAt: Date, scopes: [String]) {
+    package init(token: SecretBytes, expiresAt: Date, scopes: [String], declinedScopes: [String] = []) {
         self.token = token
         self.expiresAt = expiresAt
         self.scopes = scopes
+        self.declinedScopes = declinedScopes
     }
 
     var attributes: ItemAttributes { ItemAttributes(expiresAt: expiresAt, scopes: scopes) }
@@ -59,8 +81,20 @@ package struct AccessTokenEntry: Sendable {
     /// store's limits). A session stores a refresh token without the cache entry rather than
     /// lose the refresh token over an access token it cannot cache.
     package var isCacheable: Bool {
-        (try? TokenStore.validate(secret: token, attributes: attributes)) != nil
+        (try? validate()) != nil
     }
+
+    func validate() throws {
+        try TokenStore.validate(secret: token, attributes: attributes)
+        try TokenStore.validate(scopes: declinedScopes)
+    }
+}
+
+/// A cached access token with where it is filed.
+package struct CachedAccessToken: Sendable {
+    package let key: AccessTokenKey
+    package let entry: AccessTokenEntry
+    package let updatedAt: Date
 }
 
 /// What ``SessionLedger/replaceRefreshToken(account:presented:with:accessToken:)`` did.

@@ -106,7 +106,7 @@ struct ChromiumSignInTests {
         #expect(result.profile.subject == "apple|" + user)
         #expect(result.profile.name == "Jane Appleseed")
         #expect(result.profile.email == "jane@privaterelay.appleid.com")
-        #expect(result.accessToken.scopes.contains("read:items"))
+        #expect(result.accessToken.grantedScopes.contains("read:items"))
         #expect(try f.store.appleUserID(account: "alice") == user)
         #expect(try f.store.credentialState(forUserID: user) == .authorized)
         #expect(try f.session.userProfile(account: "alice")?.name == "Jane Appleseed")

@@ -88,7 +88,7 @@ struct PlaintextScanTests {
         #expect(try store.ledger.replaceRefreshToken(
             account: AccountID(account, service: service), presented: secret(refresh), with: secret(rotated),
             accessToken: AccessTokenEntry(token: secret(access), expiresAt: Date() + 3600, scopes: [scope])) == .stored)
-        _ = try store.ledger.cachedAccessToken(account: AccountID(account, service: service))
+        _ = try store.ledger.cachedAccessTokens(account: AccountID(account, service: service)).first?.entry
         _ = try store.appleUserID(account: AccountID(account, service: service))
         _ = try store.accounts(forAppleUserID: user)
         _ = try store.items()
@@ -98,7 +98,7 @@ struct PlaintextScanTests {
         try store.ledger.saveSignIn(account: AccountID(otherAccount), refreshToken: secret(otherToken), appleUserID: user, accessToken: nil)
         scan.scanForSecrets(
             "descriptions of returned values",
-            "\(try store.items()) \(try store.counts()) \(try store.verify()) \(try store.item(for: key(account, .generic, service: service)) as Any) \(try store.ledger.cachedAccessToken(account: AccountID(account, service: service)) as Any)",
+            "\(try store.items()) \(try store.counts()) \(try store.verify()) \(try store.item(for: key(account, .generic, service: service)) as Any) \(try store.ledger.cachedAccessTokens(account: AccountID(account, service: service)).first?.entry as Any)",
             secrets: secrets)
 
         // Errors: invalid input carrying canaries, a tampered row, a wrong key, a closed store.

@@ -158,7 +158,7 @@ struct LoginCommand: TokenctlCommand {
         // The user ids are printed because the user signed in and asked for the result; never logged.
         let document: JSONValue = [
             "account": .string(account), "service": .string(AccountID.defaultService), "state": "authorized",
-            "expiresAt": .string(Format.date(access.expiresAt)), "scopes": Format.strings(access.scopes),
+            "expiresAt": Format.date(access.expiresAt), "scopes": Format.strings(access.grantedScopes),
             "declinedScopes": Format.strings(result.declinedScopes), "userID": Format.optional(profile.userID),
             "subject": .string(profile.subject),
         ]
@@ -167,8 +167,8 @@ struct LoginCommand: TokenctlCommand {
             table.append(["signed in", account])
             table.append(["state", "authorized"])
             table.append(["user id", profile.userID ?? "-"])
-            table.append(["access token expires", Format.date(access.expiresAt)])
-            table.append(["scopes", access.scopes.joined(separator: " ")])
+            table.append(["access token expires", access.expiresAt.map(Format.date) ?? "unknown"])
+            table.append(["scopes", access.grantedScopes.joined(separator: " ")])
             if !result.declinedScopes.isEmpty { table.append(["declined scopes", result.declinedScopes.joined(separator: " ")]) }
             return table.rendered()
         }

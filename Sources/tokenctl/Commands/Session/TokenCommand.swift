@@ -27,10 +27,10 @@ struct TokenCommand: TokenctlCommand {
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let session = try server.openSession(context).session
-        let token = try waitFor { try await session.acquireTokenSilently(account: AccountID(account), scopes: scopes) }
+        let token = try waitFor { try await session.accessToken(for: AccountID(account), scopes: scopes) }
         var document: [String: JSONValue] = [
-            "account": .string(account), "expiresAt": .string(Format.date(token.expiresAt)),
-            "scopes": Format.strings(token.scopes), "source": .string(token.source.rawValue),
+            "account": .string(account), "expiresAt": Format.date(token.expiresAt),
+            "scopes": Format.strings(token.grantedScopes), "source": .string(token.source.rawValue),
         ]
         if reveal {
             RevealWarning.emitIfNeeded(on: context.console)
@@ -40,8 +40,8 @@ struct TokenCommand: TokenctlCommand {
         context.emit(.object(document)) {
             var table = TextTable(header: nil)
             table.append(["account", account])
-            table.append(["expires", Format.date(token.expiresAt)])
-            table.append(["scopes", token.scopes.joined(separator: " ")])
+            table.append(["expires", token.expiresAt.map(Format.date) ?? "unknown"])
+            table.append(["scopes", token.grantedScopes.joined(separator: " ")])
             table.append(["source", token.source.rawValue])
             if reveal { table.append(["access token", token.token.stringValue() ?? "(not UTF-8)"]) }
             return table.rendered()

@@ -1,0 +1,148 @@
+import Foundation
+import TokenStore
+
+extension TokenSession {
+    // MARK: Sign-in
+
+    /// Signs in with an Apple authorization code (Auth0's native token exchange): for apps
+    /// that get a code from Apple themselves — a companion device, a web page using Sign in
+    /// with Apple JS. A Linux desktop app has no way to get one: it signs in through the
+    /// browser with ``signIn(account:redirectURIs:connection:scopes:audience:maxAge:timeout:browser:onAuthorizationURL:)``.
+    ///
+    /// `openid` and `offline_access` are always requested. The ID token is validated as in
+    /// the browser sign-in (without a nonce: the native exchange has none), and the refresh
+    /// token, the Apple user id, the ID token, the profile and the access token are stored
+    /// in one transaction, the user recorded `authorized`.
+    ///
+    /// - Parameters:
+    ///   - appleUserID: the user id Apple gave with the code, when the app has it: it must
+    ///     be the one in the ID token. `nil`: taken from the ID token.
+    ///   - fullName: the name Apple gives the app on the user's first authorization only;
+    ///     sent as Auth0's `user_profile` so the profile keeps it.
+    /// - Returns: the access token, the ID token and the profile.
+    /// - Throws: ``AuthSessionError`` — `invalidGrant` (bad or used code: nothing stored),
+    ///   `idTokenInvalid` (nothing stored), `notConnectedToInternet`, `timedOut`,
+    ///   `rateLimited`, `serverError`, `invalidClient`, `unexpectedResponse` (no refresh
+    ///   token or ID token in the answer), `storage`.
+    @discardableResult
+    public func signInWithApple(
+        authorizationCode: SecretBytes, appleUserID: String? = nil, account: AccountID,
+        scopes: [String] = ["openid"], fullName: PersonNameComponents? = nil
+    ) async throws -> SignInResult {
+        // Bad names are refused before the server issues tokens that could then not be stored.
+        try storage { try SessionLedger.validateSignIn(account: account, appleUserID: appleUserID) }
+        let requested = Self.withRequiredScopes(scopes)
+        let response = try await client.exchangeAppleAuthorizationCode(
+            authorizationCode, scopes: requested, userProfile: fullName.flatMap(Self.appleUserProfile))
+        return try await completeSignIn(
+            response, requested: requested, audience: client.configuration.audience, account: account, nonce: nil,
+            maxAge: nil, expectedAppleUserID: appleUserID)
+    }
+
+    /// The scopes of a sign-in: `openid` (for the ID token) and `offline_access` (without a
+    /// refresh token there is no session to keep) always, once each.
+    static func withRequiredScopes(_ scopes: [String]) -> [String] {
+        var requested = ["openid"]
+        for scope in scopes where !requested.contains(scope) { requested.append(scope) }
+        if !requested.contains("offline_access") { requested.append("offline_access") }
+        return requested
+    }
+
+    /// Auth0's `user_profile` of a first Apple sign-in: `{"name":{"firstName":…,"lastName":…}}`.
+    static func appleUserProfile(_ name: PersonNameComponents) -> String? {
+        var parts: [String: String] = [:]
+        if let given = name.givenName, !given.isEmpty { parts["firstName"] = given }
+        if let middle = name.middleName, !middle.isEmpty { parts["middleName"] = middle }
+        if let family = name.familyName, !family.isEmpty { parts["lastName"] = family }
+        guard !parts.isEmpty,
+            let data = try? JSONSerialization.data(withJSONObject: ["name": parts], options: [.sortedKeys])
+        else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The common end of both sign-ins: validates the ID token, stores everything in one
+    /// transaction, and revokes what it replaced. Nothing is stored when the ID token fails
+    /// a check; the refresh token the server issued is then revoked (one try), so it does
+    /// not stay valid unseen.
+    func completeSignIn(
+        _ response: TokenResponse, requested: [String], audience: String?, account: AccountID, nonce: String?,
+        maxAge: Duration?, expectedAppleUserID: String?
+    ) async throws -> SignInResult {
+        let identity: SignInIdentity
+        let appleUserID: String
+        do {
+            guard let idToken = response.idToken else {
+                throw AuthSessionError(.unexpectedResponse, "The token answer has no ID token; nothing was stored.")
+            }
+            let claims = try await idTokenValidator.validate(idToken, nonce: nonce, maxAge: maxAge)
+            // With account linking `sub` may name another identity: the credential state is then
+            // kept under `sub` itself.
+            appleUserID = claims.appleUserID ?? claims.subject
+            if let expectedAppleUserID, expectedAppleUserID != appleUserID {
+                throw AuthSessionError.idTokenInvalid(check: .subject)
+            }
+            try storage { try SessionLedger.validateSignIn(account: account, appleUserID: appleUserID) }
+            guard response.refreshToken != nil else {
+                throw AuthSessionError(
+                    .unexpectedResponse, "The token answer has no refresh token; nothing was stored.")
+            }
+            identity = SignInIdentity(
+                idToken: idToken,
+                profile: UserProfile(
+                    userID: claims.appleUserID, subject: claims.subject, name: claims.name, email: claims.email,
+                    emailVerified: claims.emailVerified))
+        } catch {
+            await revokeUnstored(response.refreshToken, because: error)
+            throw error
+        }
+        // Checked above.
+        let refreshToken = response.refreshToken!
+        let access = Self.token(from: response, requested: requested, audience: audience, source: .signIn)
+        let replacedSession: Bool
+        do {
+            replacedSession = try storage {
+                try self.store.ledger.saveSignIn(
+                    account: account, refreshToken: refreshToken, appleUserID: appleUserID,
+                    accessToken: Self.cacheEntry(access),
+                    cacheKey: AccessTokenKey(account: account, audience: audience, scopes: requested), identity: identity)
+            }
+        } catch {
+            await revokeUnstored(refreshToken, because: error)
+            throw error
+        }
+        if replacedSession {
+            // The account's previous refresh token went to the outbox: one try to revoke it now.
+            // A failure leaves it queued for the next resume; the sign-in itself has succeeded and
+            // is not held up by retries, nor by other accounts' queued entries.
+            do {
+                _ = try await logoutCoordinator.revokeQueuedOnce(account: account)
+            } catch {
+                logger.warning("revoking the replaced session failed; it stays queued", metadata: ["error": "\(type(of: error))"])
+            }
+        }
+        logger.info("signed in", metadata: ["token.fp": refreshToken.fingerprint])
+        let profile = (try? store.userProfile(account: account)) ?? identity.profile
+        return SignInResult(
+            accessToken: access,
+            idToken: identity.idToken,
+            declinedScopes: response.declinedScopes(requested: requested),
+            profile: profile)
+    }
+
+    /// A refresh token the server issued but the sign-in will not store: one try to revoke it.
+    private func revokeUnstored(_ refreshToken: SecretBytes?, because error: any Error) async {
+        guard let refreshToken else { return }
+        let revoked = await client.withoutRetries.revoke(refreshToken)
+        let code = (error as? AuthSessionError)?.code.rawValue ?? "\(type(of: error))"
+        logger.warning(
+            "sign-in not stored; tried to revoke the new refresh token",
+            metadata: ["revoke.outcome": revoked.outcome, "error.code": code])
+    }
+
+    /// The account's profile: user id, `sub`, name and email from its sign-ins' ID tokens
+    /// (the name Apple sends once is kept). `nil` when the account has none.
+    /// - Throws: ``AuthSessionError`` `storage`.
+    public func userProfile(account: AccountID) throws -> UserProfile? {
+        try storage { try store.userProfile(account: account) }
+    }
+}
