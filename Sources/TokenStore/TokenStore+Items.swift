@@ -9,6 +9,10 @@ extension TokenStore {
     public func set(_ secret: SecretBytes, for key: ItemKey, attributes: ItemAttributes = .init()) throws {
         try Self.validate(key)
         try Self.validate(secret: secret, attributes: attributes)
+        // The profile's layout is the store's own (what `userProfile(account:)` reads).
+        guard key.kind != .profile || UserProfile(sealedForm: secret, userID: nil) != nil else {
+            throw TokenStoreError(.invalidInput, "A profile item must hold the profile JSON a sign-in writes.")
+        }
         try connection.write { db, envelope in
             try ItemRecord.upsert(db, key, secret: secret, attributes: attributes, envelope: envelope)
             if key.kind == .refreshToken {

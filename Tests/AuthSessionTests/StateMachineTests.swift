@@ -4,9 +4,9 @@ import Testing
 import TestSupport
 import TokenStore
 
-/// `state_machine`: random, seeded sequences of sign-in, renewal, logout, Apple
-/// revocation, lookups, server outages, process restarts and kill -9 crashes, against the real
-/// server and the real keyring. After every step:
+/// `state_machine`: random, seeded sequences of sign-in, renewal (per audience, forced or
+/// not), logout, local clearing, Apple revocation, lookups, server outages, process restarts
+/// and kill -9 crashes, against the real server and the real keyring. After every step:
 ///
 /// - per Apple user: `authorized` ⇔ one of its accounts holds a refresh token that is stored
 ///   AND active at the server (checked after `resumePendingRevocations` while the server is up;
@@ -81,6 +81,8 @@ final class StateMachineRun {
     /// Account i is always signed in as user i; the last user never signs in.
     static let accounts = ["sm-acct-0", "sm-acct-1", "sm-acct-2"]
     static let users = ["sm-user-0", "sm-user-1", "sm-user-2", "sm-user-never"]
+    /// The APIs renewals ask tokens for (nil: the tenant's default).
+    static let audiences: [String?] = [nil, "https://notes.example.com/", "https://photos.example.com/"]
     static let crashPoints = [
         "logout.afterBegin", "logout.afterRevoke", "logout.afterRecord", "renewal.afterServerAnswer", "renewal.afterCommit",
     ]
@@ -93,7 +95,8 @@ final class StateMachineRun {
     /// Per account, the stored refresh token that the server rotated away before a kill -9 let
     /// the renewal commit (stale until the account's token changes).
     var staleTokens: [String: String] = [:]
-    /// Refresh tokens issued by the server that no store ever saw (kill -9 after the answer).
+    /// Refresh tokens active at the server that no store holds: issued but never seen (kill -9
+    /// after the answer), or left unrevoked on purpose by `clearLocally`.
     var orphans = 0
     var totals = Totals()
     var failures: [String] = []
@@ -127,7 +130,7 @@ final class StateMachineRun {
     private func pickKind() -> String {
         let weights: [(String, Int)] = [
             ("signIn", 18), ("renew", 20), ("logout", 12), ("appleRevoked", 6), ("lookup", 8), ("serverToggle", 7),
-            ("restart", 6), ("crash", 8),
+            ("restart", 6), ("crash", 8), ("clear", 4),
         ]
         var roll = Int.random(in: 0..<weights.reduce(0) { $0 + $1.1 }, using: &rng)
         for (kind, weight) in weights {
@@ -158,9 +161,11 @@ final class StateMachineRun {
         case "renew":
             let account = Self.accounts[randomAccount()]
             let force = Bool.random(using: &rng)
-            trace.append("renew(\(account), force: \(force))")
+            let audience = Self.audiences[Int.random(in: 0..<Self.audiences.count, using: &rng)]
+            trace.append("renew(\(account), \(audience ?? "default"), force: \(force))")
             do {
-                _ = try await session.accessToken(for: AccountID(account), minimumTTL: .seconds(1), forceRefresh: force)
+                _ = try await session.accessToken(
+                    for: AccountID(account), audience: audience, minimumTTL: .seconds(1), forceRefresh: force)
             } catch let error as AuthSessionError where error.code == .interactionRequired {
                 // No token, or the server refused it: the user must sign in.
             } catch {
@@ -183,6 +188,21 @@ final class StateMachineRun {
             _ = try store.ledger.cachedAccessTokens(account: AccountID(account)).first?.entry
             _ = try store.appleUserID(account: AccountID(account))
             _ = try store.pendingRevocations()
+            _ = try session.accounts()
+            let canRenew = try session.canRenew(account: AccountID(account))
+            if canRenew != (try store.refreshToken(account: AccountID(account)) != nil) {
+                violation("canRenew(\(account)) is \(canRenew) but the stored refresh token says otherwise", kind)
+            }
+        case "clear":
+            // Removes the local entries without revoking: the token stays active at the server on
+            // purpose, so it joins the tokens the store does not hold.
+            let account = Self.accounts[randomAccount()]
+            let held = try store.refreshToken(account: AccountID(account)) != nil
+            do {
+                let removed = try await session.clearLocally(account: AccountID(account))
+                trace.append("clear(\(account)) → \(removed)")
+                if held { orphans += 1 }
+            } catch { unexpected(kind, error) }
         case "serverToggle":
             if serverUp {
                 fixture.server.stopTemporarily()
@@ -226,7 +246,7 @@ final class StateMachineRun {
         let account = Self.accounts[randomAccount()]
         let child = try BuiltProducts.executable("tokenstore-testchild")
         let url = fixture.server.baseURL.absoluteString
-        let arguments = point.hasPrefix("logout") ? ["logout", fixture.path, url, account] : ["acquire", fixture.path, url, account, "1"]
+        let arguments = point.hasPrefix("logout") ? ["logout", fixture.path, url, account] : ["acquire", fixture.path, url, account, "1", "force"]
         let result = try runChild(child, arguments, environment: ["TOKENSTORE_CRASH_POINT": point], timeout: 60)
         let died = result.diedAtCrashPoint(point)
         trace.append("crash(\(point), \(account)) killed=\(died) out=\(result.stdout.prefix(80))")

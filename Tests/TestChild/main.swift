@@ -6,7 +6,8 @@
 //   tokenstore-testchild pending STORE           print the number of pending revocations
 //   tokenstore-testchild logout STORE URL ACCOUNT        log out; print the outcome
 //   tokenstore-testchild resume STORE URL                resume pending revocations; print the report
-//   tokenstore-testchild acquire STORE URL ACCOUNT N     N concurrent silent acquisitions; print each result
+//   tokenstore-testchild acquire STORE URL ACCOUNT N [force]   N concurrent silent acquisitions (minimum
+//                                                      TTL 5 s, or forced refreshes); print each result
 //   tokenstore-testchild first-use TAG N         N threads store, load and delete a key each, released at once
 //                                                (the process's first libsecret calls); print "FIRST-USE ok=<n> failed=<n>"
 // Crash points are armed with TOKENSTORE_CRASH_POINT=<name> (debug builds).
@@ -68,11 +69,13 @@ do {
             say("REPORT \(try await session.logoutCoordinator.resumePendingRevocations())")
         default:
             let callers = Int(args[4]) ?? 1
+            let force = args.count > 5 && args[5] == "force"
             let lines = await withTaskGroup(of: String.self) { group in
                 for _ in 0..<callers {
                     group.addTask {
                         do {
-                            let token = try await session.accessToken(for: AccountID(args[3]), forceRefresh: true)
+                            let token = try await session.accessToken(
+                                for: AccountID(args[3]), minimumTTL: .seconds(5), forceRefresh: force)
                             return "TOKEN \(token.source.rawValue)"
                         } catch let error as AuthSessionError {
                             return "ERROR \(error.code.rawValue)"

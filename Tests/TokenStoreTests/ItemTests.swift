@@ -8,18 +8,22 @@ struct ItemTests {
     @Test("every kind round-trips with its attributes")
     func roundTripEveryKind() throws {
         let t = try TestStore()
+        // A profile item holds the profile JSON the session writes; any other kind any bytes.
+        func value(_ kind: ItemKind) -> SecretBytes {
+            kind == .profile ? secret(#"{"sub":"apple|value-profile","name":"N"}"#) : secret("value-\(kind.rawValue)")
+        }
         let expiry = Date(timeIntervalSince1970: 2_000_000_000)
         for kind in ItemKind.allCases {
             let attributes = ItemAttributes(
                 label: kind == .generic ? "Backup code" : nil,
                 expiresAt: kind == .accessToken ? expiry : nil,
                 scopes: kind == .accessToken ? ["openid", "read:items"] : [])
-            try t.store.set(secret("value-\(kind.rawValue)"), for: key("alice", kind), attributes: attributes)
+            try t.store.set(value(kind), for: key("alice", kind), attributes: attributes)
         }
         let reopened = try t.reopen()
         for kind in ItemKind.allCases {
             let item = try #require(try reopened.item(for: key("alice", kind)))
-            #expect(item.secret.stringValue() == "value-\(kind.rawValue)")
+            #expect(item.secret == value(kind))
             #expect(item.key == key("alice", kind))
             if kind == .accessToken {
                 #expect(item.attributes.expiresAt == expiry)
@@ -28,6 +32,17 @@ struct ItemTests {
             if kind == .generic { #expect(item.attributes.label == "Backup code") }
         }
         #expect(try reopened.item(for: key("bob")) == nil)
+    }
+
+    @Test("a profile item that is not the profile JSON is invalidInput and stores nothing; a good one reads back")
+    func profileItemIsChecked() throws {
+        let t = try TestStore()
+        #expect(throws: TokenStoreError.invalidInput) { try t.store.set(secret("not json"), for: key("alice", .profile)) }
+        #expect(throws: TokenStoreError.invalidInput) { try t.store.set(secret(#"{"name":"no sub"}"#), for: key("alice", .profile)) }
+        #expect(try t.store.items().isEmpty)
+        try t.store.set(secret(#"{"sub":"apple|000792.x","email":"e@x"}"#), for: key("alice", .profile))
+        let profile = try #require(try t.store.userProfile(account: "alice"))
+        #expect(profile.subject == "apple|000792.x" && profile.email == "e@x" && profile.name == nil && profile.userID == nil)
     }
 
     @Test("set is an upsert and keeps the creation time")

@@ -38,13 +38,18 @@ struct MigrationTests {
                 written[item] = secret("secret-\(n)-" + String(repeating: "x", count: n * 37))
                 try old.set(written[item]!, for: item, attributes: .init(label: "label \(n)"))
             }
-            try old.ledger.saveSignIn(
-                account: "alice", refreshToken: secret("alice-rt"), appleUserID: "000123.alice",
-                accessToken: AccessTokenEntry(token: jwt, expiresAt: expiry, scopes: ["openid", "read"]))
-            // An outbox entry: bob signs in over his own live session. (Only what version 2's
-            // tables hold: a logout would write version 5's mark column.)
-            try old.ledger.saveSignIn(account: "bob", refreshToken: secret("bob-rt-old"), appleUserID: "000456.bob", accessToken: nil)
-            try old.ledger.saveSignIn(account: "bob", refreshToken: secret("bob-rt"), appleUserID: "000456.bob", accessToken: nil)
+            // What a session of those days wrote (only through what version 2's tables hold):
+            // alice's refresh token, user id and access token as items, her state authorized.
+            try old.set(secret("alice-rt"), for: key("alice", .refreshToken))
+            try old.set(secret("000123.alice"), for: key("alice", .appleUserID))
+            try old.set(jwt, for: key("alice", .accessToken), attributes: .init(expiresAt: expiry, scopes: ["openid", "read"]))
+            try old.recordCredentialState(.authorized, forUserID: "000123.alice", reason: .signIn)
+            // An outbox entry: a refresh answer for bob that lost to a newer token is queued.
+            try old.set(secret("bob-rt"), for: key("bob", .refreshToken))
+            try old.set(secret("000456.bob"), for: key("bob", .appleUserID))
+            #expect(
+                try old.ledger.replaceRefreshToken(
+                    account: "bob", presented: secret("not-bobs"), with: secret("bob-rt-old"), accessToken: nil) == .superseded)
             old.close()
         }
         let raw = try Database(path: path)
