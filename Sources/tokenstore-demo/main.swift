@@ -86,7 +86,7 @@ do {
     let refresh = try store.refreshToken(account: account)
     show("stored refresh token \(refresh.map(\.description) ?? "none")")
     show("access token \(signIn.accessToken.token.fingerprint), scopes \(signIn.accessToken.grantedScopes.joined(separator: " "))")
-    show("credential state: \(try store.credentialState(forUserID: appleUserID).rawValue)")
+    show("credential state: \(try session.credentialState(forUserID: appleUserID).rawValue)")
 
     step("Who signed in: the profile kept sealed in the store")
     let profile = try session.userProfile(account: account)
@@ -119,19 +119,19 @@ do {
     let outcome = try await session.logout(account: account)
     show("outcome: \(outcome)")
     show("refresh token offered to the app: \(try store.refreshToken(account: account) == nil ? "none" : "STILL THERE")")
-    for entry in try store.pendingRevocations() {
+    for entry in try session.pendingRevocations() {
         show("outbox: 1 entry, attempts \(entry.attempts), last error \(entry.lastError ?? "-")")
     }
 
     step("The server is back: resume pending revocations (at start-up, or when the network returns)")
-    let report = try await session.logoutCoordinator.resumePendingRevocations(now: Date() + 3600)
+    let report = try await session.resumePendingRevocations(includingNotDue: true)
     show("resume: \(report)")
     let introspection = try await control("introspect", ["token": token])
     show("server says the refresh token is active: \(introspection["active"] as? Bool ?? true)")
 
     step("Credential state history")
-    show("state now: \(try store.credentialState(forUserID: appleUserID).rawValue)")
-    for transition in try store.credentialStateHistory(forUserID: appleUserID) {
+    show("state now: \(try session.credentialState(forUserID: appleUserID).rawValue)")
+    for transition in try session.credentialStateHistory(forUserID: appleUserID) {
         show("\(transition.date)  \(transition.from.rawValue) → \(transition.to.rawValue)  \(transition.reason)\(transition.detail.map { " (\($0))" } ?? "")")
     }
     print("\nDemo finished.")
