@@ -80,6 +80,29 @@ import TestSupport
              "--scope", "openid", "--scope=offline_access"], command: "token")
     }
 
+    private static let tokenUsage =
+        "tokenctl token --domain <url> --client-id <id> --account <account> [--audience <api>] [--scope <scope> ...] "
+        + "[--require-scope <scope> ...] [--min-ttl <seconds> | --force] [--reveal]"
+
+    @Test func tokenOptions() throws {
+        let server = ["--domain", "https://auth.example", "--client-id", "c", "--account", "a"]
+        try expectParsed(
+            ["token"] + server + ["--audience", "https://api.example/", "--min-ttl", "0", "--require-scope", "read:items",
+             "--require-scope=write:items"], command: "token")
+        try expectParsed(["token"] + server + ["--force", "--reveal"], command: "token")
+        try expectUsageError(
+            ["token"] + server + ["--min-ttl", "120", "--force"],
+            message: "'--min-ttl' and '--force' cannot be used together", usage: Self.tokenUsage,
+            see: "tokenctl help token")
+        try expectUsageError(
+            ["token"] + server + ["--min-ttl", "-1"], message: "missing value for '--min-ttl <seconds>'",
+            usage: Self.tokenUsage, see: "tokenctl help token")
+        try expectUsageError(
+            ["token"] + server + ["--min-ttl=1m"],
+            message: "invalid value for '--min-ttl <seconds>': expected a non-negative integer",
+            usage: Self.tokenUsage, see: "tokenctl help token")
+    }
+
     @Test func requiredFlagsConfirmDestructiveCommands() throws {
         try expectParsed(["reset", "--yes"], command: "reset")
         try expectParsed(["destroy", "--yes"], command: "destroy")

@@ -29,13 +29,21 @@ struct SessionCommandTests {
             try store.json(arguments, environment: environment, sourceLocation: sourceLocation)
         }
 
-        func login(account: String, userID: String) throws -> TokenctlResult {
+        func login(account: String, userID: String, scopes: [String] = ["openid", "read:items"]) throws -> TokenctlResult {
             let code = try server.appleAuthorizationCode(for: userID)
             return try store.run(
-                ["login", "--account", account, "--apple-user-id", userID, "--scope", "openid", "--scope", "read:items"],
+                ["login", "--account", account, "--apple-user-id", userID] + scopes.flatMap { ["--scope", $0] },
                 stdin: code, environment: environment)
         }
+
+        /// The refresh grants the server has answered so far.
+        func refreshGrants() throws -> Int { try server.stats().refreshGrants }
     }
+
+    /// The keys of `token --json` without `--reveal`.
+    static let tokenKeys: Set<String> = [
+        "account", "audience", "expiresAt", "grantedScopes", "scopes", "declinedScopes", "source",
+    ]
 
     @Test("login → token → logout → state = revoked → history, text and JSON; no token without --reveal")
     func fullCycle() throws {
@@ -59,15 +67,19 @@ struct SessionCommandTests {
         // token: cached after the sign-in; the token only with --reveal.
         let token = try fixture.json(["token", "--account", "alice"])
         #expect(token.result.exitCode == 0)
-        expectKeys(token.object, ["account", "expiresAt", "scopes", "source"])
+        expectKeys(token.object, Self.tokenKeys)
         #expect(token.object["source"] as? String == "cache")
+        #expect(token.object["audience"] is NSNull)
+        #expect(token.object["declinedScopes"] as? [String] == [])
+        #expect(token.object["grantedScopes"] as? [String] == token.object["scopes"] as? [String])
         let revealed = try fixture.json(["token", "--account", "alice", "--reveal"])
-        expectKeys(revealed.object, ["account", "expiresAt", "scopes", "source", "accessToken"])
+        expectKeys(revealed.object, Self.tokenKeys.union(["accessToken"]))
         let accessToken = try #require(revealed.object["accessToken"] as? String)
         #expect(try fixture.server.introspect(accessToken).active)
         let tokenText = try fixture.run(["token", "--account", "alice"])
         #expect(tokenText.exitCode == 0)
-        #expect(tokenText.standardOutput.contains("source   cache"))
+        #expect(tokenText.standardOutput.contains("source    cache"))
+        #expect(tokenText.standardOutput.contains("audience  (default)"))
         #expect(!tokenText.standardOutput.contains(accessToken))
 
         // The refresh token never shows in list or status.
