@@ -21,8 +21,8 @@ enum CommandTable {
         StatusCommand.self, ListCommand.self, GetCommand.self, PutCommand.self, DeleteCommand.self,
         StateCommand.self, HistoryCommand.self,
         // Driving the session and the logout
-        LoginCommand.self, ProfileCommand.self, TokenCommand.self, LogoutCommand.self, ResumeCommand.self,
-        PendingCommand.self,
+        LoginCommand.self, ProfileCommand.self, AccountsCommand.self, TokenCommand.self, LogoutCommand.self,
+        ResumeCommand.self, PendingCommand.self,
         // Maintenance
         VerifyCommand.self, MigrateCommand.self, RotateKeyCommand.self, UnlockCommand.self, ResetCommand.self,
         DestroyCommand.self,
