@@ -36,7 +36,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["get", "put", "login", "profile", "state", "reset", "token", "accounts"])
+    @Test(arguments: ["get", "put", "login", "profile", "state", "reset", "token", "accounts", "clear"])
     func commandHelp(command: String) throws {
         try expectGolden("help-\(command)", ["help", command])
     }
@@ -55,7 +55,7 @@ import Testing
     @Test func everyCommandHasHelpWithin80Columns() throws {
         let commands = [
             "status", "list", "get", "put", "delete", "state", "history", "login", "profile", "accounts", "token", "logout",
-            "resume", "pending", "verify", "migrate", "rotate-key", "unlock", "reset", "destroy",
+            "clear", "resume", "pending", "verify", "migrate", "rotate-key", "unlock", "reset", "destroy",
         ]
         let root = try TokenctlBinary.run(["--help"]).standardOutput
         for command in commands {

@@ -109,6 +109,10 @@ import TestSupport
         try expectUsageError(
             ["destroy"], message: "missing required option '--yes'", usage: "tokenctl destroy --yes",
             see: "tokenctl help destroy")
+        try expectParsed(["clear", "--account", "a", "--yes"], command: "clear")
+        try expectUsageError(
+            ["clear", "--account", "a"], message: "missing required option '--yes'",
+            usage: "tokenctl clear --account <account> [--service <service>] --yes", see: "tokenctl help clear")
     }
 
     @Test func commandsWithoutOptionsParse() throws {
