@@ -36,7 +36,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["get", "put", "login", "profile", "state", "reset", "token", "accounts", "clear"])
+    @Test(arguments: ["get", "put", "login", "profile", "state", "reset", "token", "accounts", "clear", "resume"])
     func commandHelp(command: String) throws {
         try expectGolden("help-\(command)", ["help", command])
     }

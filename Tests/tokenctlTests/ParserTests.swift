@@ -128,10 +128,11 @@ import TestSupport
     @Test func domainAndClientIDFromEnvironment() throws {
         let environment = ["TOKENCTL_DOMAIN": "https://auth.example", "TOKENCTL_CLIENT_ID": "client"]
         try expectParsed(["resume"], command: "resume", environment: environment)
+        try expectParsed(["resume", "--all"], command: "resume", environment: environment)
         try expectParsed(["logout", "--account", "a"], command: "logout", environment: environment)
         try expectUsageError(
             ["resume"], message: "missing required option '--domain <url>'",
-            usage: "tokenctl resume --domain <url> --client-id <id>", see: "tokenctl help resume")
+            usage: "tokenctl resume --domain <url> --client-id <id> [--all]", see: "tokenctl help resume")
     }
 
     @Test func commandLineWinsOverEnvironment() throws {
@@ -144,14 +145,14 @@ import TestSupport
         try expectUsageError(
             ["resume", "--client-id", "c"], environment: ["TOKENCTL_DOMAIN": "ftp://auth.example"],
             message: "invalid value for '--domain <url>' (from TOKENCTL_DOMAIN): expected an http or https URL",
-            usage: "tokenctl resume --domain <url> --client-id <id>", see: "tokenctl help resume")
+            usage: "tokenctl resume --domain <url> --client-id <id> [--all]", see: "tokenctl help resume")
     }
 
     @Test func emptyEnvironmentVariableCountsAsUnset() throws {
         try expectUsageError(
             ["resume", "--domain", "https://auth.example"], environment: ["TOKENCTL_CLIENT_ID": ""],
             message: "missing required option '--client-id <id>'",
-            usage: "tokenctl resume --domain <url> --client-id <id>", see: "tokenctl help resume")
+            usage: "tokenctl resume --domain <url> --client-id <id> [--all]", see: "tokenctl help resume")
     }
 
     // MARK: Usage errors
@@ -253,7 +254,7 @@ import TestSupport
         try expectUsageError(
             ["resume", "--domain", "auth.example", "--client-id", "c"],
             message: "invalid value for '--domain <url>': expected an http or https URL",
-            usage: "tokenctl resume --domain <url> --client-id <id>", see: "tokenctl help resume")
+            usage: "tokenctl resume --domain <url> --client-id <id> [--all]", see: "tokenctl help resume")
     }
 
     private static let loginUsage =

@@ -124,7 +124,7 @@ struct SessionCommandTests {
         #expect(noToken.standardError.contains("tokenctl: hint: sign in again with 'tokenctl login'"))
     }
 
-    @Test("server down: login exits 69, logout 75 with the token in the outbox, resume 75, then 0 once it is back")
+    @Test("server down: login exits 69, logout 75 with the token in the outbox, resume --all 75, then 0 once it is back")
     func serverDown() throws {
         let fixture = try Fixture()
         let userID = "000222.\(UUID().uuidString.prefix(8)).apple"
@@ -160,14 +160,15 @@ struct SessionCommandTests {
             #expect(!output.standardOutput.contains(refreshToken) && !output.standardError.contains(refreshToken))
         }
 
-        let stillDown = try fixture.json(["resume"])
+        // --all: the entry is retried although its next attempt may not be due yet.
+        let stillDown = try fixture.json(["resume", "--all"])
         #expect(stillDown.result.exitCode == 75)
         expectKeys(stillDown.object, ["revoked", "stillPending", "failed", "notDue", "remaining"])
         #expect(stillDown.object["stillPending"] as? Int == 1)
 
         try fixture.server.restart()
         #expect(try fixture.server.introspect(refreshToken).active)
-        let resumed = try fixture.json(["resume"])
+        let resumed = try fixture.json(["resume", "--all"])
         #expect(resumed.result.exitCode == 0, "\(resumed.result.standardError)")
         #expect(resumed.object["revoked"] as? Int == 1)
         #expect(resumed.object["remaining"] as? Int == 0)

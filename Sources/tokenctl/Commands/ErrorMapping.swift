@@ -123,7 +123,7 @@ enum ErrorMapping {
     private static func hint(for error: AuthSessionError) -> String? {
         switch error.code {
         case .notConnectedToInternet, .timedOut:
-            return "check the --domain URL and the network; for a logout, 'tokenctl resume' retries later"
+            return "check the --domain URL and the network; for a logout, 'tokenctl resume --all' retries later"
         case .rateLimited:
             if let after = error.retryAfter { return "the server asked to wait \(after.components.seconds) s; try again then" }
             return "the server is rate limiting; try again later"
