@@ -36,7 +36,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["get", "put", "login", "profile", "state", "reset"])
+    @Test(arguments: ["get", "put", "login", "profile", "state", "reset", "token", "accounts", "clear", "resume"])
     func commandHelp(command: String) throws {
         try expectGolden("help-\(command)", ["help", command])
     }
@@ -54,8 +54,8 @@ import Testing
     /// Every command has a help screen that names it in its usage, and nothing is wider than 80 columns.
     @Test func everyCommandHasHelpWithin80Columns() throws {
         let commands = [
-            "status", "list", "get", "put", "delete", "state", "history", "login", "profile", "token", "logout",
-            "resume", "pending", "verify", "migrate", "rotate-key", "unlock", "reset", "destroy",
+            "status", "list", "get", "put", "delete", "state", "history", "login", "profile", "accounts", "token", "logout",
+            "clear", "resume", "pending", "verify", "migrate", "rotate-key", "unlock", "reset", "destroy",
         ]
         let root = try TokenctlBinary.run(["--help"]).standardOutput
         for command in commands {

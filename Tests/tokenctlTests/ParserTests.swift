@@ -80,12 +80,39 @@ import TestSupport
              "--scope", "openid", "--scope=offline_access"], command: "token")
     }
 
+    private static let tokenUsage =
+        "tokenctl token --domain <url> --client-id <id> --account <account> [--audience <api>] [--scope <scope> ...] "
+        + "[--require-scope <scope> ...] [--min-ttl <seconds> | --force] [--reveal]"
+
+    @Test func tokenOptions() throws {
+        let server = ["--domain", "https://auth.example", "--client-id", "c", "--account", "a"]
+        try expectParsed(
+            ["token"] + server + ["--audience", "https://api.example/", "--min-ttl", "0", "--require-scope", "read:items",
+             "--require-scope=write:items"], command: "token")
+        try expectParsed(["token"] + server + ["--force", "--reveal"], command: "token")
+        try expectUsageError(
+            ["token"] + server + ["--min-ttl", "120", "--force"],
+            message: "'--min-ttl' and '--force' cannot be used together", usage: Self.tokenUsage,
+            see: "tokenctl help token")
+        try expectUsageError(
+            ["token"] + server + ["--min-ttl", "-1"], message: "missing value for '--min-ttl <seconds>'",
+            usage: Self.tokenUsage, see: "tokenctl help token")
+        try expectUsageError(
+            ["token"] + server + ["--min-ttl=1m"],
+            message: "invalid value for '--min-ttl <seconds>': expected a non-negative integer",
+            usage: Self.tokenUsage, see: "tokenctl help token")
+    }
+
     @Test func requiredFlagsConfirmDestructiveCommands() throws {
         try expectParsed(["reset", "--yes"], command: "reset")
         try expectParsed(["destroy", "--yes"], command: "destroy")
         try expectUsageError(
             ["destroy"], message: "missing required option '--yes'", usage: "tokenctl destroy --yes",
             see: "tokenctl help destroy")
+        try expectParsed(["clear", "--account", "a", "--yes"], command: "clear")
+        try expectUsageError(
+            ["clear", "--account", "a"], message: "missing required option '--yes'",
+            usage: "tokenctl clear --account <account> [--service <service>] --yes", see: "tokenctl help clear")
     }
 
     @Test func commandsWithoutOptionsParse() throws {
@@ -101,10 +128,11 @@ import TestSupport
     @Test func domainAndClientIDFromEnvironment() throws {
         let environment = ["TOKENCTL_DOMAIN": "https://auth.example", "TOKENCTL_CLIENT_ID": "client"]
         try expectParsed(["resume"], command: "resume", environment: environment)
+        try expectParsed(["resume", "--all"], command: "resume", environment: environment)
         try expectParsed(["logout", "--account", "a"], command: "logout", environment: environment)
         try expectUsageError(
             ["resume"], message: "missing required option '--domain <url>'",
-            usage: "tokenctl resume --domain <url> --client-id <id>", see: "tokenctl help resume")
+            usage: "tokenctl resume --domain <url> --client-id <id> [--all]", see: "tokenctl help resume")
     }
 
     @Test func commandLineWinsOverEnvironment() throws {
@@ -117,14 +145,14 @@ import TestSupport
         try expectUsageError(
             ["resume", "--client-id", "c"], environment: ["TOKENCTL_DOMAIN": "ftp://auth.example"],
             message: "invalid value for '--domain <url>' (from TOKENCTL_DOMAIN): expected an http or https URL",
-            usage: "tokenctl resume --domain <url> --client-id <id>", see: "tokenctl help resume")
+            usage: "tokenctl resume --domain <url> --client-id <id> [--all]", see: "tokenctl help resume")
     }
 
     @Test func emptyEnvironmentVariableCountsAsUnset() throws {
         try expectUsageError(
             ["resume", "--domain", "https://auth.example"], environment: ["TOKENCTL_CLIENT_ID": ""],
             message: "missing required option '--client-id <id>'",
-            usage: "tokenctl resume --domain <url> --client-id <id>", see: "tokenctl help resume")
+            usage: "tokenctl resume --domain <url> --client-id <id> [--all]", see: "tokenctl help resume")
     }
 
     // MARK: Usage errors
@@ -226,7 +254,7 @@ import TestSupport
         try expectUsageError(
             ["resume", "--domain", "auth.example", "--client-id", "c"],
             message: "invalid value for '--domain <url>': expected an http or https URL",
-            usage: "tokenctl resume --domain <url> --client-id <id>", see: "tokenctl help resume")
+            usage: "tokenctl resume --domain <url> --client-id <id> [--all]", see: "tokenctl help resume")
     }
 
     private static let loginUsage =

@@ -29,13 +29,21 @@ struct SessionCommandTests {
             try store.json(arguments, environment: environment, sourceLocation: sourceLocation)
         }
 
-        func login(account: String, userID: String) throws -> TokenctlResult {
+        func login(account: String, userID: String, scopes: [String] = ["openid", "read:items"]) throws -> TokenctlResult {
             let code = try server.appleAuthorizationCode(for: userID)
             return try store.run(
-                ["login", "--account", account, "--apple-user-id", userID, "--scope", "openid", "--scope", "read:items"],
+                ["login", "--account", account, "--apple-user-id", userID] + scopes.flatMap { ["--scope", $0] },
                 stdin: code, environment: environment)
         }
+
+        /// The refresh grants the server has answered so far.
+        func refreshGrants() throws -> Int { try server.stats().refreshGrants }
     }
+
+    /// The keys of `token --json` without `--reveal`.
+    static let tokenKeys: Set<String> = [
+        "account", "audience", "expiresAt", "grantedScopes", "scopes", "declinedScopes", "source",
+    ]
 
     @Test("login → token → logout → state = revoked → history, text and JSON; no token without --reveal")
     func fullCycle() throws {
@@ -59,15 +67,19 @@ struct SessionCommandTests {
         // token: cached after the sign-in; the token only with --reveal.
         let token = try fixture.json(["token", "--account", "alice"])
         #expect(token.result.exitCode == 0)
-        expectKeys(token.object, ["account", "expiresAt", "scopes", "source"])
+        expectKeys(token.object, Self.tokenKeys)
         #expect(token.object["source"] as? String == "cache")
+        #expect(token.object["audience"] is NSNull)
+        #expect(token.object["declinedScopes"] as? [String] == [])
+        #expect(token.object["grantedScopes"] as? [String] == token.object["scopes"] as? [String])
         let revealed = try fixture.json(["token", "--account", "alice", "--reveal"])
-        expectKeys(revealed.object, ["account", "expiresAt", "scopes", "source", "accessToken"])
+        expectKeys(revealed.object, Self.tokenKeys.union(["accessToken"]))
         let accessToken = try #require(revealed.object["accessToken"] as? String)
         #expect(try fixture.server.introspect(accessToken).active)
         let tokenText = try fixture.run(["token", "--account", "alice"])
         #expect(tokenText.exitCode == 0)
-        #expect(tokenText.standardOutput.contains("source   cache"))
+        #expect(tokenText.standardOutput.contains("source    cache"))
+        #expect(tokenText.standardOutput.contains("audience  (default)"))
         #expect(!tokenText.standardOutput.contains(accessToken))
 
         // The refresh token never shows in list or status.
@@ -112,7 +124,7 @@ struct SessionCommandTests {
         #expect(noToken.standardError.contains("tokenctl: hint: sign in again with 'tokenctl login'"))
     }
 
-    @Test("server down: login exits 69, logout 75 with the token in the outbox, resume 75, then 0 once it is back")
+    @Test("server down: login exits 69, logout 75 with the token in the outbox, resume --all 75, then 0 once it is back")
     func serverDown() throws {
         let fixture = try Fixture()
         let userID = "000222.\(UUID().uuidString.prefix(8)).apple"
@@ -148,14 +160,15 @@ struct SessionCommandTests {
             #expect(!output.standardOutput.contains(refreshToken) && !output.standardError.contains(refreshToken))
         }
 
-        let stillDown = try fixture.json(["resume"])
+        // --all: the entry is retried although its next attempt may not be due yet.
+        let stillDown = try fixture.json(["resume", "--all"])
         #expect(stillDown.result.exitCode == 75)
         expectKeys(stillDown.object, ["revoked", "stillPending", "failed", "notDue", "remaining"])
         #expect(stillDown.object["stillPending"] as? Int == 1)
 
         try fixture.server.restart()
         #expect(try fixture.server.introspect(refreshToken).active)
-        let resumed = try fixture.json(["resume"])
+        let resumed = try fixture.json(["resume", "--all"])
         #expect(resumed.result.exitCode == 0, "\(resumed.result.standardError)")
         #expect(resumed.object["revoked"] as? Int == 1)
         #expect(resumed.object["remaining"] as? Int == 0)

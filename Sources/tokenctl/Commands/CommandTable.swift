@@ -21,8 +21,8 @@ enum CommandTable {
         StatusCommand.self, ListCommand.self, GetCommand.self, PutCommand.self, DeleteCommand.self,
         StateCommand.self, HistoryCommand.self,
         // Driving the session and the logout
-        LoginCommand.self, ProfileCommand.self, TokenCommand.self, LogoutCommand.self, ResumeCommand.self,
-        PendingCommand.self,
+        LoginCommand.self, ProfileCommand.self, AccountsCommand.self, TokenCommand.self, LogoutCommand.self,
+        ClearCommand.self, ResumeCommand.self, PendingCommand.self,
         // Maintenance
         VerifyCommand.self, MigrateCommand.self, RotateKeyCommand.self, UnlockCommand.self, ResetCommand.self,
         DestroyCommand.self,
@@ -35,7 +35,8 @@ enum CommandTable {
         discussion: """
             Secrets are never printed unless a command is given --reveal, and are read from \
             stdin, never from an argument. Exit statuses follow sysexits: 0 ok, 64 usage error, \
-            65 data error, 69 unavailable, 75 temporary failure, 77 permission, 1 anything else.
+            65 data error, 69 unavailable, 75 temporary failure, 77 permission, 78 \
+            configuration (the server cannot give what was asked), 1 anything else.
             """,
         options: GlobalOptions.specs,
         mutuallyExclusive: GlobalOptions.mutuallyExclusive,

@@ -10,6 +10,7 @@ import TokenStore
 /// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable |
 /// | 75 temporary | keyringLocked, databaseBusy; rateLimited; the browser sign-in's authorizationFailed (e.g. `access_denied`), stateMismatch, cancelled, browserUnavailable, and its wait for the browser timing out (see `browserSignInFailure`) |
 /// | 77 permission | unsafeFileLayout, wrongPassphrase |
+/// | 78 config | minimumTTLTooLarge (the server's tokens never live as long as asked; known only after the server answered, so not a usage error) |
 /// | 1 other | everything else |
 ///
 /// Messages come from the errors themselves, which never hold a secret or an identifier.
@@ -47,6 +48,10 @@ enum ErrorMapping {
             return .unavailable
         case .rateLimited:
             return .tempFailure
+        // The command line is well formed, but the server's access tokens never live as long
+        // as asked: a mismatch with the server's configuration, learnt from its answer.
+        case .minimumTTLTooLarge:
+            return .config
         // The browser sign-in ended without a session; the user can try again.
         case .authorizationFailed, .stateMismatch, .cancelled, .browserUnavailable:
             return .tempFailure
@@ -118,12 +123,18 @@ enum ErrorMapping {
     private static func hint(for error: AuthSessionError) -> String? {
         switch error.code {
         case .notConnectedToInternet, .timedOut:
-            return "check the --domain URL and the network; for a logout, 'tokenctl resume' retries later"
+            return "check the --domain URL and the network; for a logout, 'tokenctl resume --all' retries later"
         case .rateLimited:
             if let after = error.retryAfter { return "the server asked to wait \(after.components.seconds) s; try again then" }
             return "the server is rate limiting; try again later"
         case .serverError: return "the server failed; try again later"
         case .interactionRequired: return "sign in again with 'tokenctl login'"
+        case .minimumTTLTooLarge:
+            guard let lifetime = error.tokenLifetime else {
+                return "minimumTTLTooLarge: ask for a shorter --min-ttl"
+            }
+            return "minimumTTLTooLarge: the server's access tokens live \(wholeSeconds(lifetime)) s; "
+                + "ask for a shorter --min-ttl"
         case .invalidGrant: return "get a fresh Apple authorization code: each code works once and expires quickly"
         case .invalidClient: return "check --client-id (or \(CommandTable.clientIDVariable))"
         case .authorizationFailed:
@@ -141,6 +152,12 @@ enum ErrorMapping {
             return "idTokenInvalid: nothing was stored; check --domain and --client-id, and the tenant's signing keys"
         default: return nil
         }
+    }
+
+    /// `duration` rounded to whole seconds.
+    private static func wholeSeconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return Int((Double(seconds) + Double(attoseconds) / 1e18).rounded())
     }
 
     /// The store's hints are sentences for developers; a CLI hint starts lower-case without a final period.

@@ -13,4 +13,7 @@ enum ExitCode: Int32, Sendable, CaseIterable {
     case tempFailure = 75
     /// `EX_NOPERM`: unsafe file layout or permissions.
     case noPermission = 77
+    /// `EX_CONFIG`: what was asked cannot work with the server's configuration, e.g. a
+    /// `--min-ttl` longer than the server's access tokens live (`minimumTTLTooLarge`).
+    case config = 78
 }

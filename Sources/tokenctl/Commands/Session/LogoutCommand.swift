@@ -9,7 +9,7 @@ struct LogoutCommand: TokenctlCommand {
         abstract: "Revoke the refresh token, delete the account's items and record the logout.",
         discussion: """
             When the revocation cannot reach the server, the account is still signed out and \
-            the revocation is kept in the outbox for 'tokenctl resume'; the exit status is then 75.
+            the revocation is kept in the outbox for 'tokenctl resume --all'; the exit status is then 75.
             """,
         options: [ServerOptions.domain, ServerOptions.clientID, ItemOptions.account])
 
@@ -40,7 +40,7 @@ struct LogoutCommand: TokenctlCommand {
         case .revocationPending:
             (name, status) = ("revocationPending", .tempFailure)
             explanation = "Logged out here, but the server could not be reached: the refresh token waits in the "
-                + "outbox. Run 'tokenctl resume' when the server is reachable."
+                + "outbox. Run 'tokenctl resume --all' when the server is reachable."
         case .revocationFailed(let code):
             (name, status) = ("revocationFailed", .failure)
             failureCode = code.rawValue
