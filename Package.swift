@@ -60,7 +60,9 @@ let package = Package(
         // libFuzzer entry points over the decoders (`make fuzz`); without -DFUZZING it replays a corpus.
         .executableTarget(
             name: "tokenstore-fuzz", dependencies: ["TokenStore", "AuthSession"], path: "Tests/Fuzz", exclude: ["Corpus"]),
-        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "TestSupport"]),
+        // A fault-injecting SQLite VFS (wraps "unix", fails the Nth write, sync or read): tests only.
+        .target(name: "CFaultVFS", dependencies: ["CSQLite"], path: "Tests/FaultVFS"),
+        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "TestSupport", "CFaultVFS"]),
         .testTarget(name: "AuthSessionTests", dependencies: ["AuthSession", "TokenStore", "TestSupport", "CCrypto"]),
         .testTarget(name: "tokenctlTests", dependencies: ["TestSupport"], exclude: ["Golden"]),
     ],

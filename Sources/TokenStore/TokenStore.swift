@@ -48,8 +48,9 @@ public final class TokenStore: Sendable {
 
     /// Opens (or creates) the store at the default location for `appID`.
     /// - Throws: ``TokenStoreError`` — `secretServiceUnavailable`, `keyringLocked`,
-    ///   `dataKeyMissing`, `dataKeyCorrupt`, `databaseCorrupt`, `schemaTooNew`,
-    ///   `migrationFailed`, `unsafeFileLayout`, `invalidInput`, `ioError`.
+    ///   `dataKeyMissing`, `dataKeyCorrupt`, `databaseCorrupt`, `schemaTampered` (a trigger,
+    ///   view, table or index was added or changed outside this library), `schemaTooNew`,
+    ///   `migrationFailed`, `unsafeFileLayout`, `invalidInput`, `ioError`, `diskFull`.
     public convenience init(
         appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(), logger: TokenStoreLogger = .disabled,
         options: Options = Options()
@@ -75,22 +76,26 @@ public final class TokenStore: Sendable {
     }
 
     /// Opens the store bringing its schema up to `migrator`'s newest version (tests build
-    /// stores of an older version this way, to check the upgrade from them).
+    /// stores of an older version this way, to check the upgrade from them), through the SQLite
+    /// VFS named `vfs` (tests inject I/O faults this way; nil: SQLite's default).
     init(
-        path: String, appID: String, keyProvider: any KeyProvider, logger: TokenStoreLogger, options: Options, migrator: Migrator
+        path: String, appID: String, keyProvider: any KeyProvider, logger: TokenStoreLogger, options: Options, migrator: Migrator,
+        vfs: String? = nil
     ) throws {
         try Self.validateAppID(appID)
         self.path = path
         self.appID = appID
         try FileLayout.prepare(databasePath: path)
-        let db = try Database(path: path)
+        let db = try Database(path: path, vfs: vfs)
         let applied = try migrator.migrate(db)
         if !applied.isEmpty { logger.info("applied migrations", metadata: ["migrations": "\(applied)"]) }
+        try SchemaCheck.check(db, migrator: migrator)
         let setup = try KeySetup(database: db, provider: keyProvider, appID: appID, logger: logger).openOrCreate()
         connection = StoreConnection(
             path: path, appID: appID, keyProvider: keyProvider, options: options, logger: logger, database: db,
             envelope: Envelope(storeID: setup.storeID, key: setup.key))
         logger.debug("store opened", metadata: ["key.provider": keyProvider.name, "key.created": "\(setup.created)"])
+        connection.checkpointLeftoverWAL()
         do {
             try performOwedMaintenance()
         } catch {

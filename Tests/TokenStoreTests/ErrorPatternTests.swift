@@ -20,7 +20,7 @@ private let everyPattern: [(TokenStoreError, String)] = [
     (.databaseBusy, "databaseBusy"), (.schemaTooNew, "schemaTooNew"), (.migrationFailed, "migrationFailed"),
     (.unsafeFileLayout, "unsafeFileLayout"), (.invalidInput, "invalidInput"), (.ioError, "ioError"),
     (.storeClosed, "storeClosed"), (.timedOut, "timedOut"), (.cancelled, "cancelled"),
-    (.wrongPassphrase, "wrongPassphrase"),
+    (.wrongPassphrase, "wrongPassphrase"), (.schemaTampered, "schemaTampered"), (.diskFull, "diskFull"),
 ]
 
 @Test(.timeLimit(.minutes(TestTimeLimit.minutes))) func everyCodeHasAPatternThatMatchesOnlyItsCode() {

@@ -9,6 +9,25 @@ import Glibc
 /// Modes, links and hostile directories: Reliability/FileModesLinksTests.swift (file_modes_links).
 @Suite("File modes and links", .serialized, keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct FileLayoutTests {
+    /// Review finding 14: a store directory that already existed with mode 0755 stayed 0755
+    /// (the README promises 0700). It is tightened when this user owns it, refused otherwise.
+    @Test("an existing 0755 store directory is tightened to 0700; one of another user is refused")
+    func existingDirectoryIsTightened() throws {
+        let directory = try TemporaryDirectory()
+        let storeDirectory = directory.appending("store").path
+        #expect(mkdir(storeDirectory, 0o755) == 0)
+        #expect(chmod(storeDirectory, 0o755) == 0)
+        _ = try TokenStore(path: storeDirectory + "/tokens.sqlite", appID: testAppID)
+        #expect(FileLayout.mode(of: storeDirectory) == 0o700)
+
+        guard geteuid() == 0 else { return }  // only root can hand a directory to another user
+        let foreign = directory.appending("foreign").path
+        #expect(mkdir(foreign, 0o755) == 0)
+        #expect(chown(foreign, 65534, 65534) == 0)
+        #expect(throws: TokenStoreError.unsafeFileLayout) { _ = try TokenStore(path: foreign + "/tokens.sqlite", appID: testAppID) }
+        #expect(FileLayout.mode(of: foreign) == 0o755, "another user's directory is left alone")
+    }
+
     @Test("a file that is not a database is databaseCorrupt")
     func notADatabase() throws {
         let dir = try TemporaryDirectory()

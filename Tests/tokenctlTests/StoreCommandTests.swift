@@ -128,7 +128,7 @@ struct StoreCommandTests {
         try store.put(makeCanary(), account: "bob")
         let clean = try store.json(["verify"])
         #expect(clean.result.exitCode == 0)
-        expectKeys(clean.object, ["healthy", "integrityCheck", "rowsChecked", "badRows"])
+        expectKeys(clean.object, ["healthy", "integrityCheck", "rowsChecked", "badRows", "schemaDifferences"])
         #expect(clean.object["healthy"] as? Bool == true)
         #expect(clean.object["rowsChecked"] as? Int == 2)
 

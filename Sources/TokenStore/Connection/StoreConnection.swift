@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One open store: its connection, the envelope of its active key, and the lock that
 /// serializes every call on them.
@@ -22,6 +25,8 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// `PRAGMA data_version` when the active key was last confirmed: unchanged means no other
     /// connection committed since, so no key switch can have happened.
     private var confirmedDataVersion: Int64?
+    /// Checkpoints held back by a reader since the last one that finished (see ``checkpointQuietly()``).
+    private var owedCheckpoints = 0
 
     init(
         path: String, appID: String, keyProvider: any KeyProvider, options: TokenStore.Options,
@@ -55,12 +60,15 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     }
 
     /// A write transaction (`BEGIN IMMEDIATE`), serialized, under the active key.
+    /// After the commit, a checkpoint still owed (see ``checkpointQuietly()``) is tried again.
     func write<T>(_ body: (Database, Envelope) throws -> T) throws -> T {
         try withDatabase { db in
-            try db.writeTransaction {
+            let value = try db.writeTransaction {
                 try followKeyRotation(db)
                 return try body(db, current)
             }
+            if owedCheckpoints > 0 { checkpoint(db) }
+            return value
         }
     }
 
@@ -83,20 +91,60 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
                 return try body(db, current)
             }
             activate(key)
+            if owedCheckpoints > 0 { checkpoint(db) }
             return value
         }
     }
 
     /// Moves WAL content into the main file so deleted ciphertext does not linger in -wal.
-    /// A checkpoint that cannot run now (readers in other processes) is simply partial; one
-    /// that fails is logged, never thrown: it runs after a commit, which has succeeded.
+    ///
+    /// It never waits: while another connection holds a read transaction the checkpoint stops
+    /// where that reader's snapshot begins, and the ciphertext that snapshot may still need
+    /// stays in the file and the WAL. Such a checkpoint is counted as owed (logged with the
+    /// count, see ``checkpointsOwed``) and tried again after the next write and at the next
+    /// open. A checkpoint that fails is logged, never thrown: it runs after a commit, which
+    /// has succeeded.
     func checkpointQuietly() {
         do {
-            try withDatabase { db in try db.checkpoint() }
+            try withDatabase { db in checkpoint(db) }
         } catch {
             logger.info(
                 "WAL checkpoint after a commit failed; the next one catches up", metadata: ["error": TokenStoreError.code(of: error)])
         }
+    }
+
+    /// Checkpoints not finished because a reader held them back, since the last one that finished.
+    /// - Throws: `storeClosed`.
+    func checkpointsOwed() throws -> Int { try withDatabase { _ in owedCheckpoints } }
+
+    /// With `lock` held: one non-blocking checkpoint, counting it as owed when held back.
+    private func checkpoint(_ db: Database) {
+        do {
+            if try db.checkpoint() {
+                if owedCheckpoints > 0 {
+                    logger.info("finished the WAL checkpoint a reader had held back", metadata: ["checkpoints.owed": "0"])
+                }
+                owedCheckpoints = 0
+            } else {
+                owedCheckpoints += 1
+                logger.info(
+                    "WAL checkpoint held back by another connection's read transaction; owed until the next write or open",
+                    metadata: ["checkpoints.owed": "\(owedCheckpoints)"])
+            }
+        } catch {
+            owedCheckpoints += 1
+            logger.info(
+                "WAL checkpoint failed; owed until the next write or open",
+                metadata: ["error": TokenStoreError.code(of: error), "checkpoints.owed": "\(owedCheckpoints)"])
+        }
+    }
+
+    /// At open: a WAL left with content (a checkpoint another process could not finish, or a
+    /// crash) is checkpointed now, without waiting.
+    func checkpointLeftoverWAL() {
+        var info = stat()
+        guard lstat(path + "-wal", &info) == 0, info.st_size > 0 else { return }
+        checkpointQuietly()
     }
 
     /// Makes `key` the active one. Called with `lock` held, after the transaction that switched to it.

@@ -62,13 +62,18 @@ public struct TokenStoreError: CodedError {
         public static let cancelled = Code(rawValue: "cancelled")
         /// The passphrase given to a ``PassphraseKeyProvider`` does not open the wrapped key.
         public static let wrongPassphrase = Code(rawValue: "wrongPassphrase")
+        /// The database's schema (its tables, indexes, triggers, views) is not the one its
+        /// migrations make: an object was added, removed or changed outside this library.
+        public static let schemaTampered = Code(rawValue: "schemaTampered")
+        /// The disk (or the file-size limit) is full; the write was rolled back whole.
+        public static let diskFull = Code(rawValue: "diskFull")
 
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
             .secretServiceUnavailable, .keyringLocked, .dataKeyMissing, .dataKeyCorrupt,
             .integrityCheckFailed, .databaseCorrupt, .databaseBusy, .schemaTooNew, .migrationFailed,
             .unsafeFileLayout, .invalidInput, .ioError, .storeClosed, .timedOut, .cancelled,
-            .wrongPassphrase,
+            .wrongPassphrase, .schemaTampered, .diskFull,
         ]
     }
 
@@ -172,6 +177,11 @@ extension TokenStoreError {
     /// Matches ``Code/wrongPassphrase``.
     public static let wrongPassphrase = Self(
         .wrongPassphrase, "The passphrase does not open the wrapped key.")
+    /// Matches ``Code/schemaTampered``.
+    public static let schemaTampered = Self(
+        .schemaTampered, "The database schema is not the one its migrations make.")
+    /// Matches ``Code/diskFull``.
+    public static let diskFull = Self(.diskFull, "The disk is full.")
 }
 
 extension TokenStoreError {

@@ -12,16 +12,21 @@ public struct VerificationReport: Sendable {
     public let integrityCheck: [String]
     public let rowsChecked: Int
     public let badRows: [BadRow]
-    public var isHealthy: Bool { integrityCheck == ["ok"] && badRows.isEmpty }
+    /// How the schema differs from the one the migrations make (a planted trigger, view,
+    /// table or index), one line each; empty when it matches.
+    public let schemaDifferences: [String]
+    public var isHealthy: Bool { integrityCheck == ["ok"] && badRows.isEmpty && schemaDifferences.isEmpty }
 }
 
 extension TokenStore {
-    /// Runs `PRAGMA integrity_check` and opens every sealed row, reporting each bad one.
+    /// Runs `PRAGMA integrity_check`, compares the schema with the one the migrations make,
+    /// and opens every sealed row, reporting each bad one.
     /// - Parameter progress: called with (done, total) as rows are checked.
     public func verify(progress: ((Int, Int) -> Void)? = nil) throws -> VerificationReport {
         try connection.read { db, envelope in
             var integrity: [String] = []
             try db.forEachRow("PRAGMA integrity_check") { integrity.append($0.text(0)) }
+            let schemaDifferences = try SchemaCheck.differences(in: db)
             let total = try SealedTables.rowCount(db)
             var done = 0
             var bad: [VerificationReport.BadRow] = []
@@ -38,7 +43,8 @@ extension TokenStore {
                     progress?(done, total)
                 }
             }
-            return VerificationReport(integrityCheck: integrity, rowsChecked: done, badRows: bad)
+            return VerificationReport(
+                integrityCheck: integrity, rowsChecked: done, badRows: bad, schemaDifferences: schemaDifferences)
         }
     }
 

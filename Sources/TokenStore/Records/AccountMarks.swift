@@ -17,6 +17,10 @@ enum AccountMarks {
             ON CONFLICT(account_ref) DO UPDATE SET logging_out = 1, updated_at = excluded.updated_at,
                 logout_entry = excluded.logout_entry
             """, [.blob(envelope.accountRef(account)), .int(Timestamp.nowMillis()), .blob(entryID)])
+        // The logout relies on the mark: a write that did not take effect must not pass silently.
+        guard db.changes == 1 else {
+            throw TokenStoreError(.ioError, "The logout mark was not written; nothing was changed.")
+        }
     }
 
     static func clear(_ db: Database, _ account: AccountID, envelope: Envelope) throws {

@@ -17,12 +17,26 @@ final class Database {
     /// Opens (creating if needed) the database at `path`, never following a symlink.
     /// `readOnly`: opens an existing file for reading and changes nothing in it (no journal
     /// mode switch); SQLite may still create the -wal/-shm companions it needs to read a WAL file.
-    init(path: String, readOnly: Bool = false) throws {
+    /// `vfs`: the name of a registered SQLite VFS to open through (tests inject I/O faults
+    /// this way); nil for SQLite's default.
+    ///
+    /// Triggers and views are turned off on every connection: the schema has neither, and one
+    /// planted in the file (by someone who can write it but has no key) must not run.
+    convenience init(path: String, readOnly: Bool = false, vfs: String? = nil) throws {
+        try self.init(path: path, readOnly: readOnly, vfs: vfs, inMemory: false)
+    }
+
+    /// A private in-memory database with the same settings (for computing the expected schema).
+    static func inMemory() throws -> Database {
+        try Database(path: ":memory:", readOnly: false, vfs: nil, inMemory: true)
+    }
+
+    private init(path: String, readOnly: Bool, vfs: String?, inMemory: Bool) throws {
         self.path = path
         var db: OpaquePointer?
         let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         let flags = access | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        let rc = sqlite3_open_v2(path, &db, flags, vfs)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             if let db { sqlite3_close_v2(db) }
@@ -33,6 +47,8 @@ final class Database {
             try check(tokenstore_sqlite_db_config_int(db, SQLITE_DBCONFIG_DEFENSIVE, 1), "enabling defensive mode")
             try check(tokenstore_sqlite_db_config_int(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0), "distrusting the schema")
             try check(tokenstore_sqlite_db_config_int(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0), "disabling extensions")
+            try check(tokenstore_sqlite_db_config_int(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0), "disabling triggers")
+            try check(tokenstore_sqlite_db_config_int(db, SQLITE_DBCONFIG_ENABLE_VIEW, 0), "disabling views")
             try check(sqlite3_busy_timeout(db, Self.busyTimeoutMilliseconds), "setting busy_timeout")
             // Reading the schema first makes a file that is not a database fail here, typed.
             try execute("PRAGMA trusted_schema = OFF")
@@ -43,6 +59,7 @@ final class Database {
             }
             try execute("PRAGMA secure_delete = ON")
             try execute("PRAGMA foreign_keys = ON")
+            if inMemory { return }
             let mode = try Self.retryingBusy { try scalarText("PRAGMA journal_mode = WAL") }
             guard mode?.lowercased() == "wal" else {
                 throw TokenStoreError(.ioError, "The database could not be switched to WAL mode.")
@@ -176,10 +193,29 @@ final class Database {
         try scalarInt("PRAGMA data_version") ?? 0
     }
 
+    /// Whether a connection-level option (`SQLITE_DBCONFIG_*`) is on, read back from SQLite.
+    func configFlag(_ option: Int32) throws -> Bool {
+        var value: Int32 = -1
+        try check(tokenstore_sqlite_db_config_read(handle, option, &value), "reading a connection option")
+        return value != 0
+    }
+
     /// Moves the WAL content into the database file and truncates the WAL, so deleted
     /// secrets do not linger in the -wal file.
-    func checkpoint() throws {
-        try execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    ///
+    /// It never waits: another connection's read transaction makes it stop where it must
+    /// (the pages that reader may still need stay in the file and the WAL) and return false.
+    /// - Returns: whether the WAL was checkpointed whole and truncated.
+    @discardableResult
+    func checkpoint() throws -> Bool {
+        try check(sqlite3_busy_timeout(handle, 0), "suspending busy_timeout")
+        defer { sqlite3_busy_timeout(handle, Self.busyTimeoutMilliseconds) }
+        var logFrames: Int32 = 0
+        var checkpointed: Int32 = 0
+        let rc = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, &logFrames, &checkpointed)
+        if rc & 0xff == SQLITE_BUSY || rc & 0xff == SQLITE_LOCKED { return false }
+        try check(rc, "checkpointing the WAL")
+        return true
     }
 
     // MARK: Errors
@@ -205,6 +241,10 @@ final class Database {
             // A damaged header (schema format number SQLite does not know) comes back as a
             // plain SQLITE_ERROR with this message, not as SQLITE_CORRUPT or SQLITE_FORMAT.
             return TokenStoreError(.databaseCorrupt, "The database file is corrupt or not a TokenStore database (\(context)).", cause: cause)
+        case SQLITE_FULL:
+            return TokenStoreError(
+                .diskFull, "The disk is full (\(context)); the write was rolled back.", hint: "Free some disk space and try again.",
+                cause: cause)
         case SQLITE_CANTOPEN where code == SQLITE_CANTOPEN | (6 << 8):  // SQLITE_CANTOPEN_SYMLINK
             return TokenStoreError(.unsafeFileLayout, "The database path is a symbolic link; refusing to open it.", cause: cause)
         default:

@@ -72,7 +72,8 @@ package enum FileLayout {
     package static func syncDirectory(of path: String) { POSIXFile.syncDirectory(of: path) }
 
     /// Makes `directory` (and missing parents) with mode 0700, or checks an existing one: a
-    /// directory (not a link), of this user, not writable by others.
+    /// directory (not a link), of this user, not writable by others; one others can read or
+    /// enter (e.g. 0755) is tightened to 0700.
     /// - Throws: `unsafeFileLayout` naming `what` ("store", "key"), `ioError`.
     static func prepareDirectory(_ directory: String, what: String = "store") throws {
         var info = stat()
@@ -90,6 +91,19 @@ package enum FileLayout {
         guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
             throw unsafe("The \(what) directory is writable by other users; make it 0700.")
         }
+        if info.st_mode & 0o077 != 0 { try tighten(directory, what: what) }
+    }
+
+    /// Makes an existing directory of this user 0700 (one that others could list or enter),
+    /// through a descriptor opened without following links and checked again.
+    private static func tighten(_ directory: String, what: String) throws {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw posixError("opening the \(what) directory to tighten its mode", errno) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw posixError("inspecting the \(what) directory", errno) }
+        guard info.st_uid == geteuid() else { throw unsafe("The \(what) directory is owned by another user.") }
+        guard fchmod(fd, 0o700) == 0 else { throw posixError("setting the \(what) directory mode to 0700", errno) }
     }
 
     /// Creates missing directories with mode 0700 (chmod after mkdir, so the umask does not matter).

@@ -6,12 +6,12 @@ import TokenStore
 ///
 /// | status | errors |
 /// |---|---|
-/// | 65 data | integrityCheckFailed, databaseCorrupt, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput; idTokenInvalid |
+/// | 65 data | integrityCheckFailed, databaseCorrupt, schemaTampered, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput; idTokenInvalid |
 /// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable |
 /// | 75 temporary | keyringLocked, databaseBusy; rateLimited; the browser sign-in's authorizationFailed (e.g. `access_denied`), stateMismatch, cancelled, browserUnavailable, and its wait for the browser timing out (see `browserSignInFailure`) |
 /// | 77 permission | unsafeFileLayout, wrongPassphrase |
 /// | 78 config | minimumTTLTooLarge (the server's tokens never live as long as asked; known only after the server answered, so not a usage error) |
-/// | 1 other | everything else |
+/// | 1 other | ioError, diskFull, storeClosed, cancelled, and everything else |
 ///
 /// Messages come from the errors themselves, which never hold a secret or an identifier.
 enum ErrorMapping {
@@ -26,7 +26,7 @@ enum ErrorMapping {
 
     static func exitCode(for code: TokenStoreError.Code) -> ExitCode {
         switch code {
-        case .integrityCheckFailed, .databaseCorrupt, .migrationFailed, .schemaTooNew, .dataKeyMissing,
+        case .integrityCheckFailed, .databaseCorrupt, .schemaTampered, .migrationFailed, .schemaTooNew, .dataKeyMissing,
             .dataKeyCorrupt, .invalidInput:
             return .dataError
         case .secretServiceUnavailable, .timedOut:
@@ -35,7 +35,7 @@ enum ErrorMapping {
             return .tempFailure
         case .unsafeFileLayout, .wrongPassphrase:
             return .noPermission
-        case .ioError, .storeClosed, .cancelled:
+        case .ioError, .storeClosed, .cancelled, .diskFull:
             return .failure
         default:  // a code added after this table
             return .failure
@@ -114,6 +114,10 @@ enum ErrorMapping {
         case .dataKeyMissing: return keyMissingHint
         case .integrityCheckFailed: return "run 'tokenctl verify' to list every damaged row"
         case .databaseCorrupt: return "run 'tokenctl verify'; restore the store file from a backup if it fails"
+        case .schemaTampered:
+            return "the file was changed outside TokenStore (a planted trigger, view, table or index); "
+                + "restore the store file from a backup"
+        case .diskFull: return "free some disk space and try again; nothing was half written"
         case .databaseBusy: return "another process holds the store; try again in a moment"
         case .timedOut: return "the Secret Service did not answer in time; check that it is running and not stuck"
         default: return error.hint.map(sentenceToHint)

@@ -7,6 +7,7 @@
 /// console.write(table.rendered())
 /// ```
 /// For `status`-style key/value output, use `TextTable(header: nil)` with two columns.
+/// Cells are escaped for the terminal (``TerminalEscaping``): names and labels come from the store.
 struct TextTable: Sendable {
     enum Alignment: Sendable { case left, right }
 
@@ -20,7 +21,7 @@ struct TextTable: Sendable {
         self.alignments = alignments
     }
 
-    mutating func append(_ row: [String]) { rows.append(row) }
+    mutating func append(_ row: [String]) { rows.append(row.map(TerminalEscaping.escaped)) }
 
     /// The table as text, each line ending with a newline; empty when there are no rows and no header.
     func rendered() -> String {

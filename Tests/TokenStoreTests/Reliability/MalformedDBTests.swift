@@ -18,6 +18,8 @@ import Glibc
 /// - `dataKeyMissing`: the store id / key id / data_keys row changed, so no key in the
 ///   keyring matches, or the key record is gone while sealed rows remain (no new key is made).
 /// - `dataKeyCorrupt`: the key-check constant changed, so the right key looks wrong.
+/// - `schemaTampered`: a flipped byte in `sqlite_schema`'s SQL text makes the schema differ
+///   from the one the migrations make (caught before any statement uses it).
 /// - `schemaTooNew`, `migrationFailed`: the migration ledger changed (a higher version, a
 ///   different checksum, a ledger that looks missing so re-running migration 1 fails).
 /// Never a crash, never an untyped error, never a wrong secret. A file that reads as a new,
@@ -28,6 +30,7 @@ import Glibc
 struct MalformedDBTests {
     static let acceptable: Set<String> = [
         "ok", "databaseCorrupt", "integrityCheckFailed", "dataKeyMissing", "dataKeyCorrupt", "schemaTooNew", "migrationFailed",
+        "schemaTampered",
     ]
     static let accounts = 12
 
@@ -67,7 +70,7 @@ struct MalformedDBTests {
             walBase = (Array(FileManager.default.contents(atPath: walPath) ?? Data()),
                        Array(FileManager.default.contents(atPath: walPath + "-wal") ?? Data()))
             // The base: a copy of this store (same id, same key), checkpointed and closed.
-            try store.connection.withDatabase { db in try db.checkpoint() }
+            #expect(try store.connection.withDatabase { db in try db.checkpoint() }, "the base checkpoint finished")
             try FileManager.default.createDirectory(atPath: (basePath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             chmod((basePath as NSString).deletingLastPathComponent, 0o700)
             _ = FileManager.default.createFile(atPath: basePath, contents: FileManager.default.contents(atPath: walPath), attributes: [.posixPermissions: 0o600])
@@ -167,7 +170,7 @@ struct MalformedDBTests {
     /// them: an unknown schema format number in the header ("unsupported file format", a plain
     /// SQLITE_ERROR), and schema text that still parses but names other columns ("no such
     /// column" when the library prepares its statements). Both are `databaseCorrupt`.
-    @Test("a damaged schema format number or schema text is databaseCorrupt")
+    @Test("a damaged schema format number is databaseCorrupt, a damaged schema text schemaTampered")
     func damagedSchema() throws {
         let work = try TemporaryDirectory()
         chmod(work.path, 0o700)
@@ -201,7 +204,8 @@ struct MalformedDBTests {
             replaced += 1
         }
         #expect(replaced > 0, "the schema text names updated_at")
-        #expect(open(renamed) == "databaseCorrupt")
+        // The schema check sees the changed column name first; SQLite's own prepare would say databaseCorrupt.
+        #expect(open(renamed) == "schemaTampered")
     }
 
     /// One damaged copy: (what was done, the db bytes, the -wal bytes if any).

@@ -21,6 +21,7 @@ struct VerifyCommand: TokenctlCommand {
             "healthy": .bool(report.isHealthy),
             "integrityCheck": Format.strings(report.integrityCheck),
             "rowsChecked": .int(report.rowsChecked),
+            "schemaDifferences": Format.strings(report.schemaDifferences),
             "badRows": .array(report.badRows.map { row in
                 ["table": .string(row.table), "rowID": .string(row.rowID), "reason": .string(row.reason)]
             }),
@@ -30,19 +31,22 @@ struct VerifyCommand: TokenctlCommand {
             summary.append(["integrity check", report.integrityCheck.joined(separator: "; ")])
             summary.append(["rows checked", String(report.rowsChecked)])
             summary.append(["bad rows", String(report.badRows.count)])
+            summary.append(["schema", report.schemaDifferences.isEmpty ? "as migrated" : "\(report.schemaDifferences.count) difference(s)"])
             var text = summary.rendered()
             if !report.badRows.isEmpty {
                 var table = TextTable(header: ["TABLE", "ROW", "REASON"])
                 for row in report.badRows { table.append([row.table, row.rowID, row.reason]) }
                 text += "\n" + table.rendered()
             }
+            for line in report.schemaDifferences { text += "schema: \(line)\n" }
             return text
         }
         guard report.isHealthy else {
             throw CommandFailure(
                 .dataError,
                 "the store failed verification: \(report.badRows.count) bad row(s)"
-                    + (report.integrityCheck == ["ok"] ? "" : ", integrity_check failed"),
+                    + (report.integrityCheck == ["ok"] ? "" : ", integrity_check failed")
+                    + (report.schemaDifferences.isEmpty ? "" : ", the schema was changed outside TokenStore"),
                 hint: "a bad row was tampered with or damaged; delete its item ('tokenctl delete') or restore the store from a backup")
         }
         return .ok

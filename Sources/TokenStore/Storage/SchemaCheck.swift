@@ -1,0 +1,100 @@
+import Foundation
+
+/// Compares a store's `sqlite_schema` with the schema its applied migrations make.
+///
+/// Someone who can write the file but has no key can still add a trigger, a view, an index or
+/// a table, or change one (the review's planted `RAISE(IGNORE)` trigger made a logout drop a
+/// refresh token it never revoked). Connections run with triggers and views off, and an open
+/// refuses a schema that differs from the expected one with `schemaTampered`.
+///
+/// The expected schema is computed, not stored: the embedded migrations up to the store's
+/// version are applied to a private in-memory database (cached per version).
+enum SchemaCheck {
+    /// One schema object as compared: type, name, table, and its SQL with whitespace collapsed.
+    struct Object: Hashable, Comparable {
+        let type: String
+        let name: String
+        let table: String
+        let sql: String
+
+        static func < (lhs: Object, rhs: Object) -> Bool {
+            (lhs.type, lhs.name, lhs.table, lhs.sql) < (rhs.type, rhs.name, rhs.table, rhs.sql)
+        }
+    }
+
+    /// What differs between `db`'s schema and the one `migrator`'s migrations make at the
+    /// store's version, one line each (names clipped to printable ASCII); empty when it matches.
+    static func differences(in db: Database, migrator: Migrator = Migrator()) throws -> [String] {
+        let version = try migrator.currentVersion(in: db)
+        let expected = try expectedObjects(version: version, migrator: migrator)
+        let found = try objects(in: db)
+        var lines: [String] = []
+        let expectedByName = Dictionary(expected.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let foundByName = Dictionary(found.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        for object in found.sorted() where !expected.contains(object) {
+            if expectedByName[object.name] != nil {
+                lines.append("\(object.type) '\(clip(object.name))' differs from the one the migrations make")
+            } else {
+                lines.append("unexpected \(object.type) '\(clip(object.name))' on '\(clip(object.table))'")
+            }
+        }
+        for object in expected.sorted() where foundByName[object.name] == nil {
+            lines.append("missing \(object.type) '\(clip(object.name))'")
+        }
+        return lines
+    }
+
+    /// Throws `schemaTampered` when `db`'s schema is not the expected one.
+    static func check(_ db: Database, migrator: Migrator = Migrator()) throws {
+        let differences = try differences(in: db, migrator: migrator)
+        guard differences.isEmpty else {
+            throw TokenStoreError(
+                .schemaTampered,
+                "The database schema is not the one its migrations make (\(differences.count) difference(s): "
+                    + differences.prefix(3).joined(separator: "; ") + "); refusing to use it.",
+                hint: "The file was changed outside this library. Restore it from a backup.")
+        }
+    }
+
+    /// Every object of `db`'s schema except SQLite's own (`sqlite_%`: autoindexes, statistics).
+    static func objects(in db: Database) throws -> Set<Object> {
+        var objects: Set<Object> = []
+        try db.forEachRow("SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'") { row in
+            objects.insert(Object(type: row.text(0), name: row.text(1), table: row.text(2), sql: normalized(row.textOrNil(3) ?? "")))
+        }
+        return objects
+    }
+
+    /// The objects `migrator`'s migrations up to `version` make, applied to an in-memory database.
+    static func expectedObjects(version: Int, migrator: Migrator) throws -> Set<Object> {
+        let migrations = migrator.migrations.filter { $0.version <= version }
+        let cacheKey = migrations.map(\.checksum).joined(separator: ",")
+        if let cached = cache.value(for: cacheKey) { return cached }
+        let memory = try Database.inMemory()
+        try Migrator(migrations: migrations).migrate(memory)
+        let objects = try objects(in: memory)
+        cache.store(objects, for: cacheKey)
+        return objects
+    }
+
+    private static let cache = ExpectedSchemaCache()
+
+    static func normalized(_ sql: String) -> String {
+        sql.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }).joined(separator: " ")
+    }
+
+    /// A name from the file, safe for an error text or a terminal: printable ASCII, at most 64 characters.
+    private static func clip(_ text: String) -> String {
+        let printable = text.unicodeScalars.filter { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f && $0 != "'" }
+        return String(String.UnicodeScalarView(printable.prefix(64)))
+    }
+}
+
+/// The expected schema per list of migrations, computed once per process.
+private final class ExpectedSchemaCache: @unchecked Sendable {  // `entries` is guarded by `lock`
+    private let lock = NSLock()
+    private var entries: [String: Set<SchemaCheck.Object>] = [:]
+
+    func value(for key: String) -> Set<SchemaCheck.Object>? { lock.withLock { entries[key] } }
+    func store(_ value: Set<SchemaCheck.Object>, for key: String) { lock.withLock { entries[key] = value } }
+}
