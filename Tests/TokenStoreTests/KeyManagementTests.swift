@@ -311,7 +311,7 @@ struct KeyManagementTests {
         let ghost = try DataKey.generate()
         try raw.run(
             "INSERT INTO data_keys(key_id, status, key_check, created_at) VALUES (?, 'next', ?, 0)",
-            [.blob(ghost.keyID), .blob(KeySetup.sealKeyCheck(storeID: Hex.decode(storeID)!, key: ghost))])
+            [.blob(ghost.keyID), .blob(KeyCheck.seal(storeID: Hex.decode(storeID)!, key: ghost))])
         let store = try t.reopen()
         #expect(store.keyIdentifier == active)
         #expect(try store.dataKeys().map(\.status) == [.active])
