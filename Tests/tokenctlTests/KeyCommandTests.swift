@@ -43,7 +43,7 @@ struct KeyCommandTests {
         let reset = try store.json(["reset", "--yes"])
         #expect(reset.result.exitCode == 0, "\(reset.result.standardError)")
         expectKeys(reset.object, [
-            "itemsDestroyed", "credentialStatesRevoked", "pendingRevocationsLost", "discardedKeyIDs", "newKeyID",
+            "itemsDestroyed", "credentialStatesRevoked", "pendingRevocationsLost", "discardedKeyIDs", "keptKeyIDs", "newKeyID",
         ])
         #expect(reset.object["itemsDestroyed"] as? Int == 1)
         let list = try store.json(["list"])

@@ -99,7 +99,8 @@ enum ErrorMapping {
         "start a Secret Service in this session, e.g. 'gnome-keyring-daemon --start --components=secrets' "
         + "(DBUS_SESSION_BUS_ADDRESS must name the session bus)"
     static let keyMissingHint =
-        "restore the keyring that held the store's data key, or start over with 'tokenctl reset --yes' "
+        "restore the keyring that held the store's data key (or the store file from a backup, if that is what was damaged); "
+        + "start over with 'tokenctl reset --yes' only when neither can be restored "
         + "(deletes the stored secrets, keeps the credential-state history)"
 
     private static func hint(for error: TokenStoreError) -> String? {
@@ -108,7 +109,9 @@ enum ErrorMapping {
         case .secretServiceUnavailable: return secretServiceHint
         case .dataKeyMissing: return keyMissingHint
         case .integrityCheckFailed: return "run 'tokenctl verify' to list every damaged row"
-        case .databaseCorrupt: return "run 'tokenctl verify'; restore the store file from a backup if it fails"
+        // A damaged key record says what to do itself (restore the file; never reset: the key is intact).
+        case .databaseCorrupt:
+            return error.hint.map(sentenceToHint) ?? "run 'tokenctl verify'; restore the store file from a backup if it fails"
         case .databaseBusy: return "another process holds the store; try again in a moment"
         case .timedOut: return "the Secret Service did not answer in time; check that it is running and not stuck"
         default: return error.hint.map(sentenceToHint)
