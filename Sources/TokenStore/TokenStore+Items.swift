@@ -27,7 +27,16 @@ extension TokenStore {
     /// - Throws: `integrityCheckFailed`, `databaseCorrupt`, `databaseBusy`, `storeClosed`, `invalidInput`.
     public func item(for key: ItemKey) throws -> StoredItem? {
         try Self.validate(key)
-        return try connection.read { db, envelope in try ItemRecord.find(db, key, envelope: envelope)?.stored }
+        return try connection.read { db, envelope in try ItemRecord.find(db, key, envelope: envelope)?.stored(envelope) }
+    }
+
+    /// The short fingerprint this store shows for `secret` (the one in ``ItemInfo/fingerprint``
+    /// and ``StoredItem/fingerprint``): keyed BLAKE2b under a subkey of the store's data key, 4
+    /// bytes in hex. Stable for this store while its data key stays; the same secret in another
+    /// store has another fingerprint, and without the key it cannot be brute-forced back to a
+    /// short secret. Answers from inside a callback of the store too.
+    public func fingerprint(of secret: SecretBytes) -> String {
+        connection.envelope.fingerprint(secret)
     }
 
     /// The secret at `key`, or `nil` when there is none. See ``item(for:)``.
@@ -57,7 +66,7 @@ extension TokenStore {
     /// `invalidInput`). To act on items, collect their keys and act after the call returns.
     public func forEachItem(_ body: (ItemInfo) throws -> Void) throws {
         try connection.read { db, envelope in
-            try ItemRecord.forEach(db, envelope: envelope) { try body($0.info) }
+            try ItemRecord.forEach(db, envelope: envelope) { try body($0.info(envelope)) }
         }
     }
 

@@ -48,8 +48,10 @@ extension TokenStore {
     }
 
     /// Runs the maintenance the store owes, if any: finishes (or rolls back) a key rotation
-    /// that a crash or a time-out interrupted, and runs the crypto-erase owed since the last
-    /// account was logged out (see ``Options/rotatesKeyAfterLastLogout``). Every open runs it;
+    /// that a crash or a time-out interrupted, runs the crypto-erase owed since the last
+    /// account was logged out (see ``Options/rotatesKeyAfterLastLogout``), and moves a store
+    /// whose data key is used the pre-version-8 way (the key itself sealing) to a new key whose
+    /// subkeys seal, look up, fingerprint and authenticate (a rotation). Every open runs it;
     /// the session layer runs it after a logout, outside its logout transactions. Skipped
     /// (nil) when another process is rotating the key.
     ///
@@ -59,19 +61,22 @@ extension TokenStore {
     ///   readable) and the maintenance stays owed.
     @discardableResult
     public func performOwedMaintenance() throws -> KeyRotationReport? {
-        let (unfinished, owed) = try connection.withDatabase { db in
+        let (unfinished, owed, upgradable) = try connection.withDatabase { db in
             (try db.scalarInt("SELECT count(*) FROM data_keys WHERE status != 'active'") ?? 0,
-             try db.scalarInt("SELECT count(*) FROM store_info WHERE erase_owed_since IS NOT NULL") ?? 0)
+             try db.scalarInt("SELECT count(*) FROM store_info WHERE erase_owed_since IS NOT NULL") ?? 0,
+             try KeyCheck.hasSchemeColumn(db))
         }
         let eraseOwed = owed > 0 && options.rotatesKeyAfterLastLogout
-        guard unfinished > 0 || eraseOwed else { return nil }
+        let schemeOwed = upgradable && connection.envelope.key.scheme < connection.newKeyScheme
+        guard unfinished > 0 || eraseOwed || schemeOwed else { return nil }
         guard let lock = try RotationLock.acquire(storePath: path) else { return nil }
         return try withExtendedLifetime(lock) {
-            let report = try KeyRotation(connection: connection).run(batchSize: 500, progress: nil, startNew: eraseOwed)
+            let report = try KeyRotation(connection: connection).run(batchSize: 500, progress: nil, startNew: eraseOwed || schemeOwed)
             if let report {
-                logger.info(
-                    eraseOwed ? "ran the crypto-erase owed since the last logout" : "finished an interrupted key rotation",
-                    metadata: ["rows": "\(report.rowsResealed)"])
+                let what =
+                    eraseOwed ? "ran the crypto-erase owed since the last logout"
+                    : schemeOwed ? "moved the store to a data key with separate subkeys" : "finished an interrupted key rotation"
+                logger.info("\(what)", metadata: ["rows": "\(report.rowsResealed)"])
             }
             return report
         }

@@ -75,12 +75,13 @@ public final class TokenStore: Sendable {
         try self.init(path: path, appID: appID, keyProvider: keyProvider, logger: logger, options: options, migrator: Migrator())
     }
 
-    /// Opens the store bringing its schema up to `migrator`'s newest version (tests build
-    /// stores of an older version this way, to check the upgrade from them), through the SQLite
-    /// VFS named `vfs` (tests inject I/O faults this way; nil: SQLite's default).
+    /// Opens the store bringing its schema up to `migrator`'s newest version, making keys of
+    /// `keyScheme` (tests build stores of an older version or key scheme this way, to check the
+    /// upgrade from them; a store opened with an older scheme is not upgraded by that object),
+    /// through the SQLite VFS named `vfs` (tests inject I/O faults this way; nil: SQLite's default).
     init(
         path: String, appID: String, keyProvider: any KeyProvider, logger: TokenStoreLogger, options: Options, migrator: Migrator,
-        vfs: String? = nil
+        vfs: String? = nil, keyScheme: KeyScheme = .current
     ) throws {
         try Self.validateAppID(appID)
         self.path = path
@@ -90,10 +91,12 @@ public final class TokenStore: Sendable {
         let applied = try migrator.migrate(db)
         if !applied.isEmpty { logger.info("applied migrations", metadata: ["migrations": "\(applied)"]) }
         try SchemaCheck.check(db, migrator: migrator)
-        let setup = try KeySetup(database: db, provider: keyProvider, appID: appID, logger: logger).openOrCreate()
+        var keySetup = KeySetup(database: db, provider: keyProvider, appID: appID, logger: logger)
+        keySetup.newKeyScheme = keyScheme
+        let setup = try keySetup.openOrCreate()
         connection = StoreConnection(
             path: path, appID: appID, keyProvider: keyProvider, options: options, logger: logger, database: db,
-            envelope: Envelope(storeID: setup.storeID, key: setup.key))
+            envelope: Envelope(storeID: setup.storeID, key: setup.key), newKeyScheme: keyScheme)
         logger.debug("store opened", metadata: ["key.provider": keyProvider.name, "key.created": "\(setup.created)"])
         connection.checkpointLeftoverWAL()
         do {

@@ -91,7 +91,7 @@ struct ItemTests {
         let text = "\(items) \(try t.store.accounts())"
         #expect(!text.contains(canary))
         let alice = try #require(items.first { $0.key.account == "alice" })
-        #expect(alice.fingerprint == secret(canary).fingerprint)
+        #expect(alice.fingerprint == t.store.fingerprint(of: secret(canary)))
         #expect(alice.byteCount == canary.utf8.count)
         #expect(try t.store.accounts().map(\.account) == ["alice", "bob"])
     }

@@ -311,7 +311,7 @@ struct KeyManagementTests {
         let ghost = try DataKey.generate()
         try raw.run(
             "INSERT INTO data_keys(key_id, status, key_check, created_at) VALUES (?, 'next', ?, 0)",
-            [.blob(ghost.keyID), .blob(KeySetup.sealKeyCheck(storeID: Hex.decode(storeID)!, key: ghost))])
+            [.blob(ghost.keyID), .blob(KeyCheck.seal(storeID: Hex.decode(storeID)!, key: ghost))])
         let store = try t.reopen()
         #expect(store.keyIdentifier == active)
         #expect(try store.dataKeys().map(\.status) == [.active])
@@ -360,8 +360,13 @@ struct KeyManagementTests {
 
 @Suite("PassphraseKeyProvider", .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct PassphraseKeyProviderTests {
+    /// Key files go to `keys/` beside the store's directory (the default is under $XDG_STATE_HOME).
     private func provider(_ path: String, _ phrase: String) -> PassphraseKeyProvider {
-        PassphraseKeyProvider(storePath: path, passphrase: secret(phrase), limits: .interactive)
+        PassphraseKeyProvider(storePath: path, passphrase: secret(phrase), limits: .interactive, keyDirectory: keysDirectory(path))
+    }
+
+    private func keysDirectory(_ path: String) -> String {
+        (((path as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent as NSString).appendingPathComponent("keys")
     }
 
     private func fileBytes(_ directory: String) throws -> [String: Data] {
@@ -382,7 +387,7 @@ struct PassphraseKeyProviderTests {
     func rightAndWrong() throws {
         let dir = try TemporaryDirectory()
         let path = dir.appending("store/tokens.sqlite").path
-        let storeDir = dir.appending("store").path
+        let storeDir = dir.appending("keys").path
         let store = try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, "correct horse battery"))
         try store.set(secret("s3cret"), for: key("alice"))
         store.close()
@@ -408,7 +413,7 @@ struct PassphraseKeyProviderTests {
         let store = try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, "pw"))
         try store.set(secret("v"), for: key("alice"))
         store.close()
-        let file = try keyFile(dir.appending("store").path)
+        let file = try keyFile(dir.appending("keys").path)
         let original = try #require(FileManager.default.contents(atPath: file))
         #expect(original.count == WrappedKeyFile.totalCount)
 
@@ -440,7 +445,7 @@ struct PassphraseKeyProviderTests {
     func rotateAndDestroy() throws {
         let dir = try TemporaryDirectory()
         let path = dir.appending("store/tokens.sqlite").path
-        let storeDir = dir.appending("store").path
+        let storeDir = dir.appending("keys").path
         let store = try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, "pw"))
         try store.ledger.saveSignIn(account: "alice", refreshToken: secret("rt"), appleUserID: "user", accessToken: nil)
         let before = try keyFile(storeDir)
@@ -451,6 +456,7 @@ struct PassphraseKeyProviderTests {
         #expect(try store.refreshToken(account: "alice")?.stringValue() == "rt")
         try store.destroyStore(confirm: .yesDestroyEverything)
         #expect(try FileManager.default.contentsOfDirectory(atPath: storeDir).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.appending("store").path).isEmpty)
     }
 
     @Test("a symlinked or group-readable key file is refused")
@@ -459,7 +465,7 @@ struct PassphraseKeyProviderTests {
         let path = dir.appending("store/tokens.sqlite").path
         let store = try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, "pw"))
         store.close()
-        let file = try keyFile(dir.appending("store").path)
+        let file = try keyFile(dir.appending("keys").path)
         _ = chmod(file, 0o640)
         #expect(throws: TokenStoreError.unsafeFileLayout) { try TokenStore(path: path, appID: testAppID, keyProvider: provider(path, "pw")) }
         _ = chmod(file, 0o600)

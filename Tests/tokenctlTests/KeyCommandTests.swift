@@ -43,7 +43,7 @@ struct KeyCommandTests {
         let reset = try store.json(["reset", "--yes"])
         #expect(reset.result.exitCode == 0, "\(reset.result.standardError)")
         expectKeys(reset.object, [
-            "itemsDestroyed", "credentialStatesRevoked", "pendingRevocationsLost", "discardedKeyIDs", "newKeyID",
+            "itemsDestroyed", "credentialStatesRevoked", "pendingRevocationsLost", "discardedKeyIDs", "keptKeyIDs", "newKeyID",
         ])
         #expect(reset.object["itemsDestroyed"] as? Int == 1)
         let list = try store.json(["list"])
@@ -84,8 +84,8 @@ struct KeyCommandTests {
         func run(_ passphrase: URL, _ arguments: String, input: String = "") throws -> PrivateKeyring.ProcessResult {
             try PrivateKeyring.run(
                 "/bin/sh",
-                ["-c", "exec \"$0\" --store \"$1\" --passphrase-fd 3 \(arguments) 3<\"$2\"",
-                 TokenctlBinary.url.path, store.path, passphrase.path],
+                ["-c", "XDG_STATE_HOME=\"$3\" exec \"$0\" --store \"$1\" --passphrase-fd 3 \(arguments) 3<\"$2\"",
+                 TokenctlBinary.url.path, store.path, passphrase.path, store.directory.appending("state").path],
                 input: Data(input.utf8), timeout: .seconds(120))
         }
 
@@ -96,6 +96,11 @@ struct KeyCommandTests {
         #expect(get.standardOutput.contains(canary))
         let status = try run(right, "--json status")
         #expect(status.standardOutput.contains("\"keyProvider\": \"passphrase\""))
+        // The wrapped key lives under $XDG_STATE_HOME, not beside the database (review finding 15).
+        let keyFiles = try FileManager.default.contentsOfDirectory(atPath: store.directory.appending("state/tokenstore/keys").path)
+        #expect(keyFiles.filter { $0.hasSuffix(".key") }.count == 1)
+        let storeFiles = try FileManager.default.contentsOfDirectory(atPath: (store.path as NSString).deletingLastPathComponent)
+        #expect(storeFiles.filter { $0.hasSuffix(".key") }.isEmpty)
 
         let refused = try run(wrong, "get --account alice --kind generic --reveal")
         #expect(refused.status == 77, "\(refused)")

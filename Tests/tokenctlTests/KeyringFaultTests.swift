@@ -114,9 +114,41 @@ struct KeyringFaultTests {
         let list = try store.run(["list"])
         #expect(list.exitCode == 65)
         #expect(list.standardError.contains("[dataKeyMissing]"))
-        #expect(list.standardError.contains("tokenctl: hint: restore the keyring that held the store's data key, or start over with 'tokenctl reset --yes'"))
+        #expect(list.standardError.contains("tokenctl: hint: restore the keyring that held the store's data key"))
+        #expect(list.standardError.contains("start over with 'tokenctl reset --yes' only when neither can be restored"))
         for output in [status, json.result, list] {
             #expect(!output.standardOutput.contains(canary) && !output.standardError.contains(canary))
         }
+    }
+}
+
+@Suite("tokenctl: damaged key records", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+struct DamagedKeyRecordCommandTests {
+    /// Reproduces review finding 5 through the binary: a retired status on the active key gave
+    /// `dataKeyMissing` with the hint "reset --yes" and status "no data key yet"; `reset` then
+    /// deleted the intact key. Now: databaseCorrupt (65), restore-the-file hint, and reset keeps it.
+    @Test("status retired by hand: list is databaseCorrupt with the restore hint; reset keeps the key item")
+    func retiredStatus() throws {
+        let store = try TokenctlStore()
+        try store.put(makeCanary())
+        let status = try store.json(["status"])
+        let storeID = try #require(status.object["storeID"] as? String)
+        let keyID = try #require(status.object["keyID"] as? String)
+        defer { try? PrivateKeyring.clearItems(storeID: storeID) }
+        _ = try store.sqlite("UPDATE data_keys SET status = 'retired'")
+
+        let list = try store.run(["list"])
+        #expect(list.exitCode == 65)
+        #expect(list.standardError.contains("[databaseCorrupt]"))
+        #expect(list.standardError.contains("restore the database file from a backup"))
+        #expect(!list.standardError.contains("reset --yes"))
+        let text = try store.run(["status"])
+        #expect(!text.standardOutput.contains("no data key yet"))
+        #expect(text.standardOutput.contains("do not reset it"))
+
+        let reset = try store.json(["reset", "--yes"])
+        #expect(reset.result.exitCode == 0)
+        #expect(reset.object["keptKeyIDs"] as? [String] == [keyID])
+        #expect(try PrivateKeyring.itemCount(attributes: ["store-id": storeID, "key-id": keyID]) == 1)
     }
 }

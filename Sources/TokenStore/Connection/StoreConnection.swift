@@ -15,6 +15,9 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     let keyProvider: any KeyProvider
     let options: TokenStore.Options
     let logger: TokenStoreLogger
+    /// The scheme of the keys this connection makes; a store whose active key is older is
+    /// upgraded by a rotation (``TokenStore/performOwedMaintenance()``).
+    let newKeyScheme: KeyScheme
 
     private let lock = StoreLock()
     /// Guards `current` for ``envelope``, which must answer even from inside a callback;
@@ -30,8 +33,9 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
 
     init(
         path: String, appID: String, keyProvider: any KeyProvider, options: TokenStore.Options,
-        logger: TokenStoreLogger, database: Database, envelope: Envelope
+        logger: TokenStoreLogger, database: Database, envelope: Envelope, newKeyScheme: KeyScheme = .current
     ) {
+        self.newKeyScheme = newKeyScheme
         self.path = path
         self.appID = appID
         self.keyProvider = keyProvider
@@ -162,9 +166,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// provider has none.
     func loadKey(_ db: Database, keyID: [UInt8]) throws -> DataKey? {
         guard let material = try keyProvider.loadKey(reference(keyID)) else { return nil }
-        let key = try DataKey(keyID: keyID, material: material)
-        try KeySetup.verifyKeyCheck(database: db, storeID: current.storeID, key: key)
-        return key
+        return try KeyCheck.checkedKey(database: db, storeID: current.storeID, keyID: keyID, material: material)
     }
 
     /// Inside a transaction: if another store object switched the store to a new key, load

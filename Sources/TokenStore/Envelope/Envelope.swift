@@ -28,6 +28,11 @@ struct Envelope: Sendable {
         key.lookupHash(domain: domain.rawValue, fields)
     }
 
+    /// The secret's fingerprint under this key's fingerprint subkey (see ``DataKey/fingerprint(_:)``).
+    func fingerprint(_ secret: SecretBytes) -> String {
+        key.fingerprint(secret)
+    }
+
     func itemLookup(_ item: ItemKey) -> [UInt8] {
         lookup(.item, [Array(item.account.service.utf8), Array(item.account.name.utf8), [item.kind.code]])
     }

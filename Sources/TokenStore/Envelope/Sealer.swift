@@ -43,7 +43,7 @@ package enum Sealer {
             let nonce = out.baseAddress! + 1
             randombytes_buf(nonce, nonceBytes)
             var written: UInt64 = 0
-            let rc = key.material.withUnsafeBytes { k in
+            let rc = key.sealingKey.withUnsafeBytes { k in
                 crypto_aead_xchacha20poly1305_ietf_encrypt(
                     nonce + nonceBytes, &written,
                     plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
@@ -67,7 +67,7 @@ package enum Sealer {
             blob.withUnsafeBufferPointer { input in
                 let nonce = input.baseAddress! + 1
                 var written: UInt64 = 0
-                let rc = key.material.withUnsafeBytes { k in
+                let rc = key.sealingKey.withUnsafeBytes { k in
                     crypto_aead_xchacha20poly1305_ietf_decrypt(
                         out.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafeMutablePointer(mutating: nonce), &written, nil,
                         nonce + nonceBytes, UInt64(blob.count - 1 - nonceBytes),

@@ -81,18 +81,22 @@ public final class SecretBytes: Sendable, Equatable, CustomStringConvertible,
         withUnsafeBytes { Array($0) }
     }
 
-    /// A short, non-reversible fingerprint (BLAKE2b, 4 bytes, hex) to tell secrets apart in
-    /// logs and listings without showing them.
+    /// A short fingerprint (keyed BLAKE2b, 4 bytes, hex) to tell secrets apart in this
+    /// process's logs without showing them.
+    ///
+    /// Keyed with a random key made once per process, so it cannot be brute-forced back to a
+    /// short secret (a PIN) nor used to confirm a guessed token, and it differs from one run to
+    /// the next. Listings of a store use ``TokenStore/fingerprint(of:)`` instead, which is
+    /// stable for that store.
     public var fingerprint: String {
-        var digest = [UInt8](repeating: 0, count: 4)
-        let personal = Array("tokenstore/fp/v1".utf8)
-        withUnsafeBytes { bytes in
-            _ = crypto_generichash(
-                &digest, digest.count, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                UInt64(bytes.count), personal, personal.count)
+        let digest = Self.processFingerprintKey.withUnsafeBytes { key in
+            withUnsafeBytes { Blake2b.digest($0, key: key, length: 4) }
         }
         return Hex.encode(digest)
     }
+
+    /// The per-process fingerprint key (guarded memory, never written anywhere).
+    private static let processFingerprintKey = SecretBytes.random(count: 32)
 
     public var description: String { "SecretBytes(\(count) bytes, fp \(fingerprint))" }
     public var debugDescription: String { description }

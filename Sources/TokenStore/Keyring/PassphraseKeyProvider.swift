@@ -15,7 +15,10 @@ import Glibc
 /// ```
 ///
 /// Each key is one file, `tokenstore-<store-id>-<key-id>.key` (mode 0600, opened with
-/// `O_NOFOLLOW`, replaced atomically), in ``directory``: the 32-byte data key sealed with
+/// `O_NOFOLLOW`, replaced atomically), in ``directory`` — by default not the database's
+/// directory but ``defaultDirectory(environment:)`` (`$XDG_STATE_HOME/tokenstore/keys`), so one
+/// backup of the database folder is not enough to start guessing the passphrase offline. A
+/// deleted key's file is overwritten before it is unlinked. The file holds the 32-byte data key sealed with
 /// XChaCha20-Poly1305 under a key derived with Argon2id (libsodium `crypto_pwhash`,
 /// `ALG_ARGON2ID13`). The file holds the Argon2id parameters (opslimit, memlimit), the salt
 /// and the nonce next to the wrapped key, a passphrase verifier, and a checksum of the whole
@@ -41,7 +44,8 @@ public struct PassphraseKeyProvider: KeyProvider {
         /// Memory in bytes.
         public let memLimit: UInt64
 
-        /// Custom limits; values outside libsodium's bounds are `invalidInput` when a key is stored.
+        /// Custom limits. Below ``minimum`` (libsodium's interactive limits) or above libsodium's
+        /// bounds they are `invalidInput` when a key is stored.
         public init(opsLimit: UInt64, memLimit: UInt64) {
             self.opsLimit = opsLimit
             self.memLimit = memLimit
@@ -54,6 +58,15 @@ public struct PassphraseKeyProvider: KeyProvider {
         /// libsodium's interactive limits (2 passes, 64 MiB): for tests and small devices.
         public static let interactive = Limits(
             opsLimit: UInt64(crypto_pwhash_opslimit_interactive()), memLimit: UInt64(crypto_pwhash_memlimit_interactive()))
+        /// The weakest limits a key is wrapped with: libsodium's interactive ones. (A file
+        /// written earlier with weaker limits still opens; a rotation rewraps it.)
+        public static let minimum = interactive
+
+        /// Whether these limits may wrap a key: at least ``minimum``, within libsodium's bounds.
+        var allowedForWrapping: Bool {
+            opsLimit >= Self.minimum.opsLimit && memLimit >= Self.minimum.memLimit
+                && opsLimit <= WrappedKeyFile.maximumOps && memLimit <= WrappedKeyFile.maximumMemory
+        }
     }
 
     public var name: String { "passphrase" }
@@ -61,6 +74,9 @@ public struct PassphraseKeyProvider: KeyProvider {
     public let directory: String
     /// The limits used when a key is wrapped (a file is opened with the limits it records).
     public let limits: Limits
+    /// Where ``init(storePath:passphrase:limits:)`` kept key files before they moved out of the
+    /// database's directory: still read, and cleaned on delete; never written.
+    let legacyDirectory: String?
     private let passphrase: SecretBytes
 
     /// A provider keeping its files in `directory` (made with mode 0700 if missing).
@@ -70,15 +86,37 @@ public struct PassphraseKeyProvider: KeyProvider {
     ///     guarded memory.
     ///   - limits: Argon2id cost for newly wrapped keys; ``Limits/moderate`` by default.
     public init(directory: String, passphrase: SecretBytes, limits: Limits = .moderate) {
+        self.init(directory: directory, legacyDirectory: nil, passphrase: passphrase, limits: limits)
+    }
+
+    /// A provider for the database at `storePath`, keeping its files in `keyDirectory` —
+    /// ``defaultDirectory(environment:)`` unless given; never the database's own directory
+    /// (key files an earlier version left there are still read, and deleted with their key).
+    public init(storePath: String, passphrase: SecretBytes, limits: Limits = .moderate, keyDirectory: String? = nil) {
+        let storeDirectory = (storePath as NSString).deletingLastPathComponent
+        self.init(
+            directory: keyDirectory ?? Self.defaultDirectory(), legacyDirectory: storeDirectory.isEmpty ? "." : storeDirectory,
+            passphrase: passphrase, limits: limits)
+    }
+
+    private init(directory: String, legacyDirectory: String?, passphrase: SecretBytes, limits: Limits) {
         self.directory = directory
+        self.legacyDirectory = legacyDirectory == directory ? nil : legacyDirectory
         self.passphrase = passphrase
         self.limits = limits
     }
 
-    /// A provider keeping its files next to the database at `storePath`.
-    public init(storePath: String, passphrase: SecretBytes, limits: Limits = .moderate) {
-        let directory = (storePath as NSString).deletingLastPathComponent
-        self.init(directory: directory.isEmpty ? "." : directory, passphrase: passphrase, limits: limits)
+    /// The default directory of wrapped-key files: `$XDG_STATE_HOME/tokenstore/keys`, or
+    /// `~/.local/state/tokenstore/keys` when `XDG_STATE_HOME` is unset or not absolute. State,
+    /// not data: kept apart from the databases under `$XDG_DATA_HOME`.
+    public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        let base: String
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
+            base = state
+        } else {
+            base = (environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? NSHomeDirectory()) + "/.local/state"
+        }
+        return base + "/tokenstore/keys"
     }
 
     /// The path of the file holding `reference`'s key.
@@ -97,13 +135,23 @@ public struct PassphraseKeyProvider: KeyProvider {
     /// - Throws: `wrongPassphrase`, `integrityCheckFailed`, `unsafeFileLayout` (a link, not
     ///   a regular file, another owner, readable by others), `ioError`.
     public func loadKey(_ reference: DataKeyReference) throws -> SecretBytes? {
+        for path in try paths(for: reference) {
+            guard let bytes = try Self.readFile(path) else { continue }
+            return try WrappedKeyFile.unwrap(bytes, passphrase: passphrase, reference: reference)
+        }
+        return nil
+    }
+
+    /// Where `reference`'s file is looked for: ``directory``, then the legacy location.
+    private func paths(for reference: DataKeyReference) throws -> [String] {
         let path = try filePath(for: reference)
-        guard let bytes = try Self.readFile(path) else { return nil }
-        return try WrappedKeyFile.unwrap(bytes, passphrase: passphrase, reference: reference)
+        guard let legacyDirectory else { return [path] }
+        return [path, FileLayout.wrappedKeyPath(directory: legacyDirectory, storeID: reference.storeID, keyID: reference.keyID)]
     }
 
     /// Wraps and stores a key, replacing the file of the same reference atomically.
-    /// - Throws: `invalidInput` (not 32 bytes, empty passphrase, limits out of bounds),
+    /// - Throws: `invalidInput` (not 32 bytes, empty passphrase, limits below
+    ///   ``Limits/minimum`` or out of bounds),
     ///   `unsafeFileLayout`, `ioError`.
     public func storeKey(_ key: SecretBytes, for reference: DataKeyReference) throws {
         let path = try filePath(for: reference)
@@ -116,26 +164,56 @@ public struct PassphraseKeyProvider: KeyProvider {
         }
     }
 
-    /// Deletes a key's file. Succeeds when it is already gone.
+    /// Deletes a key's file: overwrites it with zeros (and syncs that) before unlinking it, so
+    /// the wrapped key does not stay on disk in the file's old blocks (file systems that copy on
+    /// write, and backups, can still hold it). Succeeds when it is already gone.
     /// - Warning: every row sealed under this key becomes unreadable.
     public func deleteKey(_ reference: DataKeyReference) throws {
-        let path = try filePath(for: reference)
-        if unlink(path) != 0 {
-            guard errno == ENOENT else { throw Self.posix("deleting a wrapped-key file", errno) }
-            return
+        for path in try paths(for: reference) {
+            guard try Self.overwrite(path) else { continue }
+            if unlink(path) != 0, errno != ENOENT { throw Self.posix("deleting a wrapped-key file", errno) }
+            FileLayout.syncDirectory(of: path)
         }
-        FileLayout.syncDirectory(of: path)
     }
 
     /// `present` when the key's file exists (the passphrase is not checked), else `missing`.
     public func availability(of reference: DataKeyReference) throws -> DataKeyAvailability {
-        var info = stat()
-        if lstat(try filePath(for: reference), &info) == 0 { return .present }
-        guard errno == ENOENT || errno == ENOTDIR else { throw Self.posix("inspecting a wrapped-key file", errno) }
+        for path in try paths(for: reference) {
+            var info = stat()
+            if lstat(path, &info) == 0 { return .present }
+            guard errno == ENOENT || errno == ENOTDIR else { throw Self.posix("inspecting a wrapped-key file", errno) }
+        }
         return .missing
     }
 
     // MARK: Files
+
+    /// Overwrites the regular file at `path` with zeros and syncs it; false when there is none.
+    /// A link is not followed (it is only unlinked).
+    private static func overwrite(_ path: String) throws -> Bool {
+        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return false }
+            if errno == ELOOP { return true }  // a link: nothing of ours to overwrite, unlink it
+            throw posix("opening a wrapped-key file to erase it", errno)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw posix("inspecting a wrapped-key file", errno) }
+        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 4_096 else { return true }
+        let zeros = [UInt8](repeating: 0, count: Int(info.st_size))
+        var written = 0
+        while written < zeros.count {
+            let n = zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress! + written, zeros.count - written, off_t(written)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw posix("erasing a wrapped-key file", errno)
+            }
+            written += n
+        }
+        guard fsync(fd) == 0 else { throw posix("syncing an erased wrapped-key file", errno) }
+        return true
+    }
 
     private static func readFile(_ path: String) throws -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
@@ -189,9 +267,11 @@ enum WrappedKeyFile {
     ) throws -> [UInt8] {
         guard key.count == 32 else { throw TokenStoreError(.invalidInput, "A data key must be 32 bytes, not \(key.count).") }
         guard passphrase.count > 0 else { throw TokenStoreError(.invalidInput, "The passphrase is empty.") }
-        guard limits.opsLimit >= UInt64(crypto_pwhash_opslimit_min()), limits.opsLimit <= maximumOps,
-              limits.memLimit >= UInt64(crypto_pwhash_memlimit_min()), limits.memLimit <= maximumMemory
-        else { throw TokenStoreError(.invalidInput, "The Argon2id limits are outside libsodium's bounds.") }
+        guard limits.allowedForWrapping else {
+            throw TokenStoreError(
+                .invalidInput,
+                "The Argon2id limits are below libsodium's interactive limits (2 passes, 64 MiB) or above its bounds.")
+        }
         var header = magic + [version, UInt8(crypto_pwhash_alg_argon2id13())]
         header += littleEndian(limits.opsLimit) + littleEndian(limits.memLimit)
         header += SecretBytes.random(count: 16).copyBytes()

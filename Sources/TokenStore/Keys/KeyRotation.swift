@@ -53,13 +53,13 @@ struct KeyRotation {
     /// Step 1: records the new key as `next`, then stores it in the key provider. A crash in
     /// between leaves a record without a key, which the next run rolls back.
     private func beginNewKey() throws -> DataKey {
-        let key = try DataKey.generate()
+        let key = try DataKey.generate(scheme: connection.newKeyScheme)
         try connection.write { db, envelope in
             for table in SealedTables.rotationTables { try db.run("DELETE FROM \(table)") }
             try db.run(
-                "INSERT INTO data_keys(key_id, status, key_check, created_at) VALUES (?, 'next', ?, ?)",
-                [.blob(key.keyID), .blob(KeySetup.sealKeyCheck(storeID: envelope.storeID, key: key)),
-                 .int(Timestamp.nowMillis())])
+                "INSERT INTO data_keys(key_id, status, key_check, created_at, scheme) VALUES (?, 'next', ?, ?, ?)",
+                [.blob(key.keyID), .blob(KeyCheck.seal(storeID: envelope.storeID, key: key)),
+                 .int(Timestamp.nowMillis()), .int(key.scheme.rawValue)])
         }
         do {
             try connection.keyProvider.storeKey(key.material, for: connection.reference(key.keyID))

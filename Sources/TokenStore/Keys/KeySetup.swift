@@ -6,6 +6,8 @@ struct KeySetup {
     let provider: any KeyProvider
     let appID: String
     let logger: TokenStoreLogger
+    /// The scheme of a key made here (tests make legacy-scheme stores with it).
+    var newKeyScheme: KeyScheme = .current
 
     struct Result {
         let storeID: [UInt8]
@@ -13,13 +15,12 @@ struct KeySetup {
         let created: Bool
     }
 
-    static let keyCheckPlaintext = Array("tokenstore key check v1".utf8)
-
     func openOrCreate() throws -> Result {
         if let existing = try readState(), let keyID = existing.activeKeyID {
             return try load(storeID: existing.storeID, keyID: keyID, created: false)
         }
         // New store (or a crash before its key was recorded): decide under the write lock.
+        var keyLost = false
         let outcome = try database.writeTransaction { () throws -> Result? in
             var state = try readState()
             if state == nil {
@@ -32,20 +33,28 @@ struct KeySetup {
             guard let state else { return nil }
             if state.activeKeyID != nil { return nil }  // another process made it while we waited
             if try sealedRowCount() > 0 {
-                throw TokenStoreError(
-                    .dataKeyMissing,
-                    "The store holds sealed rows but records no active data key; no new key is made.",
-                    hint: "Restore the key, or reset the store explicitly (resetStore) to start over.")
+                // No new key; find out outside the write lock whether the key is really gone.
+                keyLost = true
+                return nil
             }
-            let key = try DataKey.generate()
+            // Only a test opens a store below schema version 8: its keys are legacy ones.
+            let hasScheme = try KeyCheck.hasSchemeColumn(database)
+            let key = try DataKey.generate(scheme: hasScheme ? newKeyScheme : .legacy)
             try provider.storeKey(key.material, for: reference(storeID: state.storeID, keyID: key.keyID))
             try database.run(
                 "INSERT INTO data_keys(key_id, status, key_check, created_at) VALUES (?, 'active', ?, ?)",
-                [.blob(key.keyID), .blob(Self.sealKeyCheck(storeID: state.storeID, key: key)), .int(Timestamp.nowMillis())])
+                [.blob(key.keyID), .blob(KeyCheck.seal(storeID: state.storeID, key: key)), .int(Timestamp.nowMillis())])
+            if hasScheme {
+                try database.run("UPDATE data_keys SET scheme = ? WHERE key_id = ?", [.int(key.scheme.rawValue), .blob(key.keyID)])
+            }
             logger.info("created a new data key", metadata: ["key.provider": provider.name])
             return Result(storeID: state.storeID, key: key, created: true)
         }
         if let outcome { return outcome }
+        if keyLost, let storeID = try readState()?.storeID {
+            // Sealed rows and no active key record: the key is lost, or the record is damaged.
+            throw try KeyCheck.missingKeyError(database: database, provider: provider, storeID: storeID, appID: appID)
+        }
         guard let state = try readState(), let keyID = state.activeKeyID else {
             throw TokenStoreError(.ioError, "The store's key record disappeared while opening.")
         }
@@ -54,38 +63,14 @@ struct KeySetup {
 
     private func load(storeID: [UInt8], keyID: [UInt8], created: Bool) throws -> Result {
         guard let material = try provider.loadKey(reference(storeID: storeID, keyID: keyID)) else {
-            throw TokenStoreError(
-                .dataKeyMissing,
-                "The store's data key is missing from the key provider (\(provider.name)); its sealed rows cannot be opened.",
-                hint: "Restore the keyring that held the key, or reset the store explicitly (resetStore) to start over.")
+            throw try KeyCheck.missingKeyError(database: database, provider: provider, storeID: storeID, appID: appID)
         }
-        let key = try DataKey(keyID: keyID, material: material)
-        try Self.verifyKeyCheck(database: database, storeID: storeID, key: key)
+        let key = try KeyCheck.checkedKey(database: database, storeID: storeID, keyID: keyID, material: material)
         return Result(storeID: storeID, key: key, created: created)
     }
 
     func reference(storeID: [UInt8], keyID: [UInt8]) -> DataKeyReference {
         DataKeyReference(storeID: Hex.encode(storeID), keyID: Hex.encode(keyID), appID: appID)
-    }
-
-    static func sealKeyCheck(storeID: [UInt8], key: DataKey) -> [UInt8] {
-        keyCheckPlaintext.withUnsafeBytes {
-            Sealer.seal($0, key: key, binding: .init(storeID: storeID, keyID: key.keyID, kind: .keyCheck, rowKey: key.keyID))
-        }
-    }
-
-    static func verifyKeyCheck(database: Database, storeID: [UInt8], key: DataKey) throws {
-        guard let check = try database.firstRow("SELECT key_check FROM data_keys WHERE key_id = ?", [.blob(key.keyID)], { $0.blob(0) }) else {
-            throw TokenStoreError(.dataKeyMissing, "The store has no record of its data key.")
-        }
-        do {
-            let opened = try Sealer.open(check, key: key, binding: .init(storeID: storeID, keyID: key.keyID, kind: .keyCheck, rowKey: key.keyID))
-            guard opened.copyBytes() == keyCheckPlaintext else { throw TokenStoreError(.integrityCheckFailed, "key check") }
-        } catch {
-            throw TokenStoreError(
-                .dataKeyCorrupt, "The key provider returned a key that does not open this store.",
-                hint: "The keyring holds a different key under this store's id; restore the right one or reset the store.")
-        }
     }
 
     struct StoreState {

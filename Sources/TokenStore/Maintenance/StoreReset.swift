@@ -16,6 +16,10 @@ public struct StoreResetReport: Sendable, Equatable {
     public let pendingRevocationsLost: Int
     /// The data keys the store no longer knows (hex ids).
     public let discardedKeyIdentifiers: [String]
+    /// Of those, the keys left in the key provider because they still open the store's key
+    /// check or rows (the store's key metadata was damaged, not its key): a backup of the
+    /// database file still opens with them. Empty after a real key loss.
+    public let keptKeyIdentifiers: [String]
     /// The new data key (hex id).
     public let newKeyIdentifier: String
 }
@@ -39,6 +43,10 @@ extension TokenStore {
     /// history: every sealed row is destroyed, the states are recorded `revoked` (`keyLost`)
     /// and a fresh key is made. Works on the file, since the store cannot be opened while its
     /// key is missing. See <doc:StoreReset> for what survives and how to read it.
+    /// A key item the store names that is still in the key provider and still opens the store
+    /// is never deleted (see ``StoreResetReport/keptKeyIdentifiers``): when only the database's
+    /// key records were damaged, restoring the file from a backup is the better remedy, and the
+    /// key it needs stays.
     /// - Warning: every secret is gone for good, and refresh tokens that were waiting to be
     ///   revoked stay valid at the server until they expire.
     /// - Throws: `keyringLocked`, `secretServiceUnavailable`, `timedOut` (the database is
@@ -54,6 +62,7 @@ extension TokenStore {
         try FileLayout.prepare(databasePath: path)
         var counts = (items: 0, states: 0, outbox: 0)
         var discarded: [String] = []
+        var kept: [String] = []
         do {
             let db = try Database(path: path)
             _ = try Migrator().migrate(db)
@@ -62,7 +71,14 @@ extension TokenStore {
             try db.forEachRow("SELECT key_id FROM data_keys") { keyIDs.append($0.blob(0)) }
             if let storeID {
                 for keyID in keyIDs {
-                    try keyProvider.deleteKey(DataKeyReference(storeID: Hex.encode(storeID), keyID: Hex.encode(keyID), appID: appID))
+                    let reference = DataKeyReference(storeID: Hex.encode(storeID), keyID: Hex.encode(keyID), appID: appID)
+                    if let material = try keyProvider.loadKey(reference), material.count == DataKey.byteCount,
+                        try KeyCheck.keyStillOpensStore(database: db, storeID: storeID, keyID: keyID, material: material)
+                    {
+                        kept.append(Hex.encode(keyID))
+                        continue
+                    }
+                    try keyProvider.deleteKey(reference)
                 }
             }
             discarded = keyIDs.map(Hex.encode)
@@ -102,7 +118,7 @@ extension TokenStore {
         defer { store.close() }
         return StoreResetReport(
             itemsDestroyed: counts.items, credentialStatesRevoked: counts.states, pendingRevocationsLost: counts.outbox,
-            discardedKeyIdentifiers: discarded, newKeyIdentifier: store.keyIdentifier)
+            discardedKeyIdentifiers: discarded, keptKeyIdentifiers: kept, newKeyIdentifier: store.keyIdentifier)
     }
 
     /// The credential history recorded before the store was reset (see

@@ -82,6 +82,8 @@ public struct StoredItem: Sendable {
     public let attributes: ItemAttributes
     public let createdAt: Date
     public let updatedAt: Date
+    /// A short fingerprint of the secret, keyed for this store (see ``TokenStore/fingerprint(of:)``).
+    public let fingerprint: String
 }
 
 /// An item's metadata without its secret, as listed by ``TokenStore/items()``.
@@ -90,7 +92,7 @@ public struct ItemInfo: Sendable {
     public let attributes: ItemAttributes
     public let createdAt: Date
     public let updatedAt: Date
-    /// A short fingerprint of the secret (see ``SecretBytes/fingerprint``).
+    /// A short fingerprint of the secret, keyed for this store (see ``TokenStore/fingerprint(of:)``).
     public let fingerprint: String
     /// The secret's length in bytes.
     public let byteCount: Int

@@ -17,14 +17,18 @@ struct ItemRecord: SealedTable {
     /// The opened fields, re-sealed as they are by a key rotation.
     private let fields: RecordFields
 
-    var stored: StoredItem {
-        StoredItem(key: key, secret: secret, attributes: attributes, createdAt: createdAt, updatedAt: updatedAt)
+    /// The item with its secret; its fingerprint is keyed under `envelope`'s fingerprint subkey.
+    func stored(_ envelope: Envelope) -> StoredItem {
+        StoredItem(
+            key: key, secret: secret, attributes: attributes, createdAt: createdAt, updatedAt: updatedAt,
+            fingerprint: envelope.fingerprint(secret))
     }
 
-    var info: ItemInfo {
+    /// The item's metadata; its fingerprint is keyed under `envelope`'s fingerprint subkey.
+    func info(_ envelope: Envelope) -> ItemInfo {
         ItemInfo(
             key: key, attributes: attributes, createdAt: createdAt, updatedAt: updatedAt,
-            fingerprint: secret.fingerprint, byteCount: secret.count)
+            fingerprint: envelope.fingerprint(secret), byteCount: secret.count)
     }
 
     /// Opens one row of ``columns`` and checks that its content matches its place: the names

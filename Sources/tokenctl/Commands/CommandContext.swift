@@ -73,7 +73,9 @@ struct CommandContext {
     }
 
     /// The key provider the global options ask for: the Secret Service, or with
-    /// `--passphrase-fd N` the passphrase provider keeping its wrapped key next to the database.
+    /// `--passphrase-fd N` the passphrase provider keeping its wrapped key under
+    /// `$XDG_STATE_HOME/tokenstore/keys` (not beside the database; a key file an earlier
+    /// version left there is still read).
     /// Call it once per command: the passphrase is read from the descriptor to its end.
     func keyProvider(storePath: String) throws -> any KeyProvider {
         if let fd = global.passphraseFileDescriptor {

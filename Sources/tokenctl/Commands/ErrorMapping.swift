@@ -104,7 +104,8 @@ enum ErrorMapping {
         "start a Secret Service in this session, e.g. 'gnome-keyring-daemon --start --components=secrets' "
         + "(DBUS_SESSION_BUS_ADDRESS must name the session bus)"
     static let keyMissingHint =
-        "restore the keyring that held the store's data key, or start over with 'tokenctl reset --yes' "
+        "restore the keyring that held the store's data key (or the store file from a backup, if that is what was damaged); "
+        + "start over with 'tokenctl reset --yes' only when neither can be restored "
         + "(deletes the stored secrets, keeps the credential-state history)"
 
     private static func hint(for error: TokenStoreError) -> String? {
@@ -113,7 +114,9 @@ enum ErrorMapping {
         case .secretServiceUnavailable: return secretServiceHint
         case .dataKeyMissing: return keyMissingHint
         case .integrityCheckFailed: return "run 'tokenctl verify' to list every damaged row"
-        case .databaseCorrupt: return "run 'tokenctl verify'; restore the store file from a backup if it fails"
+        // A damaged key record says what to do itself (restore the file; never reset: the key is intact).
+        case .databaseCorrupt:
+            return error.hint.map(sentenceToHint) ?? "run 'tokenctl verify'; restore the store file from a backup if it fails"
         case .schemaTampered:
             return "the file was changed outside TokenStore (a planted trigger, view, table or index); "
                 + "restore the store file from a backup"

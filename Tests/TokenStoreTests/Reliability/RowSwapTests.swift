@@ -38,7 +38,7 @@ struct RowSwapTests {
     static func slots(_ store: TokenStore, _ raw: Database) throws -> [Slot] {
         var slots: [Slot] = []
         let items: [(String, ItemKey)] = [
-            ("alice/rt", key("alice")), ("alice/apple-id", key("alice", .appleUserID)), ("alice/access", key("alice", .accessToken)),
+            ("alice/rt", key("alice")), ("alice/apple-id", key("alice", .appleUserID)),
             ("alice/generic", key("alice", .generic)), ("bob/rt", key("bob")), ("bob/apple-id", key("bob", .appleUserID)),
             ("svc2/alice/rt", key("alice", service: "svc2")),
         ]
@@ -48,6 +48,11 @@ struct RowSwapTests {
                 rowKey: store.connection.envelope.itemLookup(itemKey),
                 read: { s in outcomeCode { if try s.item(for: itemKey) == nil { throw Absent() } } }))
         }
+        // The access token lives in its own table since schema version 6.
+        slots.append(Slot(
+            name: "access_tokens:alice", table: "access_tokens", rowKeyColumn: "lookup", blobColumn: "sealed",
+            rowKey: store.connection.envelope.accessTokenLookup(AccessTokenKey(account: "alice", audience: nil, scopes: ["openid"])),
+            read: { s in verifyOutcome(s) }))
         var entries: [[UInt8]] = []
         try raw.forEachRow("SELECT entry_id FROM pending_revocations ORDER BY created_at, entry_id") { entries.append($0.blob(0)) }
         for (index, entry) in entries.enumerated() {
@@ -64,7 +69,7 @@ struct RowSwapTests {
         slots.append(Slot(
             name: "data_keys:key_check", table: "data_keys", rowKeyColumn: "key_id", blobColumn: "key_check", rowKey: keyID,
             read: { s in
-                outcomeCode { try s.connection.withDatabase { db in try KeySetup.verifyKeyCheck(database: db, storeID: s.connection.envelope.storeID, key: s.connection.envelope.key) } }
+                outcomeCode { try s.connection.withDatabase { db in try KeyCheck.verify(database: db, storeID: s.connection.envelope.storeID, key: s.connection.envelope.key) } }
             }))
         return slots
     }
@@ -108,9 +113,11 @@ struct RowSwapTests {
                 try put(originals[from], into: destination)
                 let kind = source.table != destination.table ? "table" : "same_table"
                 kinds[kind, default: 0] += 1
+                // A foreign blob in the key check: the key is intact (it still opens the rows), so
+                // the damage is the database's, never "a different key" (review finding 5).
                 expectRejected(
                     destination, "\(source.name) → \(destination.name)",
-                    expected: destination.table == "data_keys" ? .dataKeyCorrupt : .integrityCheckFailed)
+                    expected: destination.table == "data_keys" ? .databaseCorrupt : .integrityCheckFailed)
             }
             try put(originals[to], into: destination)
         }
@@ -140,10 +147,11 @@ struct RowSwapTests {
         let aliceRow = try #require(try raw.firstRow(
             "SELECT account_ref, kind, key_id, sealed, created_at, updated_at FROM items WHERE lookup = ?",
             [.blob(t.store.connection.envelope.itemLookup(key("alice")))]) { ($0.blob(0), $0.int(1), $0.blob(2), $0.blob(3), $0.int(4), $0.int(5)) })
-        let bobBlob = try blob(slots[4])
+        let bobSlot = try #require(slots.first { $0.name == "items:bob/rt" })
+        let bobBlob = try blob(bobSlot)
         try raw.run("UPDATE items SET account_ref = ?, sealed = ? WHERE lookup = ?", [.blob(aliceRow.0), .blob(aliceRow.3), .blob(bobLookup)])
         kinds["whole_row", default: 0] += 1
-        expectRejected(slots[4], "alice's whole row under bob's lookup")
+        expectRejected(bobSlot, "alice's whole row under bob's lookup")
         try raw.run(
             "UPDATE items SET account_ref = ?, sealed = ? WHERE lookup = ?",
             [.blob(t.store.connection.envelope.accountRef(AccountID("bob"))), .blob(bobBlob), .blob(bobLookup)])

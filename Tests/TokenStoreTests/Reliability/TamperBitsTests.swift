@@ -44,11 +44,16 @@ struct TamperBitsTests {
         let userRef = store.connection.envelope.userRef("alice-user")
         var targets: [Target] = []
         for (name, itemKey) in [("rt", key("alice")), ("apple-id", key("alice", .appleUserID)),
-                                ("access", key("alice", .accessToken)), ("generic", key("alice", .generic))] {
+                                ("generic", key("alice", .generic))] {
             targets.append(Target(
                 name: "items/\(name)", table: "items", rowKeyColumn: "lookup", keyIDColumn: "key_id", blobColumn: "sealed",
                 rowKey: lookup(itemKey), read: itemReader(itemKey), rowKeyReadsAbsent: true))
         }
+        // The access token lives in its own table since schema version 6.
+        targets.append(Target(
+            name: "access_tokens", table: "access_tokens", rowKeyColumn: "lookup", keyIDColumn: "key_id", blobColumn: "sealed",
+            rowKey: store.connection.envelope.accessTokenLookup(AccessTokenKey(account: "alice", audience: nil, scopes: ["openid", "read"])),
+            read: { s in verifyOutcome(s) }, rowKeyReadsAbsent: false))
         targets.append(Target(
             name: "pending_revocations", table: "pending_revocations", rowKeyColumn: "entry_id", keyIDColumn: "key_id",
             blobColumn: "sealed", rowKey: entryID,
@@ -142,7 +147,9 @@ struct TamperBitsTests {
             #expect(target.read(store) == "ok", "\(target.name) reads again once restored")
         }
 
-        // The key-check constant in data_keys: a flipped bit must read as a key that does not open the store.
+        // The key-check constant in data_keys: a flipped bit must never be accepted, and, the key
+        // being intact (it still opens the rows), it reads as a damaged database, not as a
+        // different key whose remedy would be a reset (review finding 5).
         let keyCheck = try #require(try raw.firstRow("SELECT key_check FROM data_keys WHERE status = 'active'", []) { $0.blob(0) })
         for bit in 0..<(keyCheck.count * 8) {
             var changed = keyCheck
@@ -151,9 +158,9 @@ struct TamperBitsTests {
             tried += 1
             perRegion["key_check", default: 0] += 1
             let result = outcomeCode {
-                try KeySetup.verifyKeyCheck(database: raw, storeID: store.connection.envelope.storeID, key: store.connection.envelope.key)
+                try KeyCheck.verify(database: raw, storeID: store.connection.envelope.storeID, key: store.connection.envelope.key)
             }
-            if result == "ok" { forgeries += 1 } else if result != TokenStoreError.Code.dataKeyCorrupt.rawValue { wrongCode += 1 }
+            if result == "ok" { forgeries += 1 } else if result != TokenStoreError.Code.databaseCorrupt.rawValue { wrongCode += 1 }
         }
         try raw.run("UPDATE data_keys SET key_check = ? WHERE status = 'active'", [.blob(keyCheck)])
         #expect(try t.reopen().verify().isHealthy)

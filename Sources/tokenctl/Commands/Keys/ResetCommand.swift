@@ -29,6 +29,7 @@ struct ResetCommand: TokenctlCommand {
             "credentialStatesRevoked": .int(report.credentialStatesRevoked),
             "pendingRevocationsLost": .int(report.pendingRevocationsLost),
             "discardedKeyIDs": Format.strings(report.discardedKeyIdentifiers),
+            "keptKeyIDs": Format.strings(report.keptKeyIdentifiers),
             "newKeyID": .string(report.newKeyIdentifier),
         ]
         context.emit(document) {
@@ -36,6 +37,9 @@ struct ResetCommand: TokenctlCommand {
             table.append(["items destroyed", String(report.itemsDestroyed)])
             table.append(["users recorded revoked (keyLost)", String(report.credentialStatesRevoked)])
             table.append(["pending revocations lost", String(report.pendingRevocationsLost)])
+            if !report.keptKeyIdentifiers.isEmpty {
+                table.append(["keys kept (they still open a backup of the file)", String(report.keptKeyIdentifiers.count)])
+            }
             table.append(["new key id", report.newKeyIdentifier])
             return table.rendered()
         }

@@ -42,7 +42,7 @@ struct GetCommand: TokenctlCommand {
             table.append(["updated", Format.date(item.updatedAt)])
             if let expiresAt = item.attributes.expiresAt { table.append(["expires", Format.date(expiresAt)]) }
             if !item.attributes.scopes.isEmpty { table.append(["scopes", item.attributes.scopes.joined(separator: " ")]) }
-            table.append(["fingerprint", item.secret.fingerprint])
+            table.append(["fingerprint", item.fingerprint])
             table.append(["bytes", String(item.secret.count)])
             if reveal {
                 if let text {

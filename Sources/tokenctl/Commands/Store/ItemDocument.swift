@@ -13,7 +13,7 @@ enum ItemDocument {
     static func fields(of item: StoredItem) -> [String: JSONValue] {
         fields(
             item.key, item.attributes, createdAt: item.createdAt, updatedAt: item.updatedAt,
-            fingerprint: item.secret.fingerprint, byteCount: item.secret.count)
+            fingerprint: item.fingerprint, byteCount: item.secret.count)
     }
 
     private static func fields(

@@ -31,12 +31,13 @@ struct PutCommand: TokenctlCommand {
         let secret = try SecretInput.standardInput()
         let store = try context.openStore(create: true)
         try store.set(secret, for: key, attributes: ItemAttributes(label: label))
+        let fingerprint = store.fingerprint(of: secret)
         let document: JSONValue = [
             "stored": true, "service": .string(key.account.service), "account": .string(key.account.name),
-            "kind": .string(key.kind.rawValue), "fingerprint": .string(secret.fingerprint),
+            "kind": .string(key.kind.rawValue), "fingerprint": .string(fingerprint),
             "byteCount": .int(secret.count),
         ]
-        context.emit(document) { "Stored \(key.kind.rawValue) (\(secret.count) bytes, fingerprint \(secret.fingerprint)).\n" }
+        context.emit(document) { "Stored \(key.kind.rawValue) (\(secret.count) bytes, fingerprint \(fingerprint)).\n" }
         return .ok
     }
 }

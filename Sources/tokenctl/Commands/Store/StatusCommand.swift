@@ -119,6 +119,10 @@ struct StatusCommand: TokenctlCommand {
                 + "~/.local/share/keyrings folder from a backup), or start over with 'tokenctl reset --yes', which "
                 + "deletes the stored secrets and keeps the credential-state history (every user becomes revoked, "
                 + "reason keyLost)."
+        case .none where sealed > 0:
+            return "The store holds \(sealed) sealed row(s) but records no active data key: its key records are "
+                + "damaged, or the key was lost. Run 'tokenctl list' to find out which before anything else: when "
+                + "the key is still in the keyring, restore the store file from a backup; do not reset it."
         case .none:
             return "The store has no data key yet: the first command that writes to it (put, login) makes one."
         case .unavailable:
