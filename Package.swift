@@ -24,6 +24,10 @@ let package = Package(
         .systemLibrary(
             name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
+        // libcurl (OpenSSL flavour): the HTTP transport, without FoundationNetworking.
+        .systemLibrary(
+            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
         // GIO: opening the user's browser (g_app_info_launch_default_for_uri, portal-aware).
         .systemLibrary(
             name: "CGIO", path: "Sources/CGIO", pkgConfig: "gio-2.0",
@@ -42,7 +46,7 @@ let package = Package(
             name: "TokenStore",
             dependencies: ["CSQLite", "CLibSecret", "CSodium"],
             plugins: ["EmbedMigrations"]),
-        .target(name: "AuthSession", dependencies: ["TokenStore", "CSodium", "CCrypto", "CGIO", "CGlibcExtensions"]),
+        .target(name: "AuthSession", dependencies: ["TokenStore", "CSodium", "CCrypto", "CCurl", "CGIO", "CGlibcExtensions"]),
         .executableTarget(name: "tokenctl", dependencies: ["TokenStore", "AuthSession"]),
         // `make demo`: a sign-in → use → logout cycle against the local authorization server.
         .executableTarget(name: "tokenstore-demo", dependencies: ["TokenStore", "AuthSession"]),

@@ -12,7 +12,7 @@ struct SessionBench {
     let warmup = 5
 
     /// Asks the test server for a single-use Apple authorization code for `sub`.
-    func appleCode(_ transport: URLSessionTransport, sub: String) async throws -> String {
+    func appleCode(_ transport: CurlTransport, sub: String) async throws -> String {
         let body = try JSONSerialization.data(withJSONObject: ["sub": sub])
         let request = HTTPRequest(
             method: "POST", url: serverURL.appendingPathComponent("__test/apple/code"),
@@ -33,7 +33,7 @@ struct SessionBench {
         defer { store.close() }
         let configuration = try AuthorizationServerConfiguration(domain: serverURL, clientID: "tokenstore-test")
         let session = TokenSession(store: store, configuration: configuration)
-        let control = URLSessionTransport()
+        let control = CurlTransport()
         var figures = SessionFigures()
 
         // A resident account keeps the store from emptying: the logout of the store's last

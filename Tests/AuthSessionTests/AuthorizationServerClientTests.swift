@@ -5,7 +5,7 @@ import TokenStore
 
 @testable import AuthSession
 
-/// `AuthorizationServerClient` over the real `URLSessionTransport` against the real local
+/// `AuthorizationServerClient` over the real `CurlTransport` (libcurl) against the real local
 /// authorization server (Tests/AuthServer/server.py), with its fault injection.
 /// Each test starts its own server, so tests may run in parallel.
 @Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct AuthorizationServerClientTests {
@@ -23,7 +23,7 @@ import TokenStore
             domain: server.baseURL, clientID: clientID, clientSecret: secret.map { SecretBytes(utf8: $0) },
             requestTimeout: timeout)
         return AuthorizationServerClient(
-            configuration: configuration, transport: URLSessionTransport(), retryPolicy: policy, logger: logger)
+            configuration: configuration, transport: CurlTransport(), retryPolicy: policy, logger: logger)
     }
 
     static func seconds(_ duration: Duration) -> Double {
@@ -494,7 +494,7 @@ import TokenStore
                 let configuration = try AuthorizationServerConfiguration(
                     domain: "https://127.0.0.1:\(server.port)", clientID: item.clientID, requestTimeout: item.timeout)
                 client = AuthorizationServerClient(
-                    configuration: configuration, transport: URLSessionTransport(), retryPolicy: Self.fastPolicy)
+                    configuration: configuration, transport: CurlTransport(), retryPolicy: Self.fastPolicy)
             }
 
                 let start = clock.now

@@ -5,10 +5,6 @@ import TokenStore
 
 @testable import AuthSession
 
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-
 /// Pure classification of the authorization server's answers and of transport failures
 /// (the `revocation_responses` list of TESTING.md, without the network), token-answer
 /// decoding, declined scopes, sanitizing and configuration validation.
@@ -96,39 +92,43 @@ import FoundationNetworking
         }
     }
 
-    static let transportCases: [(URLError.Code, Expected)] = [
-        (.notConnectedToInternet, .retry(.notConnectedToInternet, retryAfter: nil)),
-        (.cannotConnectToHost, .retry(.notConnectedToInternet, retryAfter: nil)),
-        (.cannotFindHost, .retry(.notConnectedToInternet, retryAfter: nil)),
-        (.dnsLookupFailed, .retry(.notConnectedToInternet, retryAfter: nil)),
-        (.networkConnectionLost, .retry(.notConnectedToInternet, retryAfter: nil)),
-        (.badServerResponse, .retry(.notConnectedToInternet, retryAfter: nil)),
-        (.timedOut, .retry(.timedOut, retryAfter: nil)),
-        (.secureConnectionFailed, .retry(.tlsFailure, retryAfter: nil)),
-        (.serverCertificateUntrusted, .retry(.tlsFailure, retryAfter: nil)),
-        (.serverCertificateHasBadDate, .retry(.tlsFailure, retryAfter: nil)),
-        (.cancelled, .retry(.cancelled, retryAfter: nil)),
-        (.badURL, .permanent(.unexpectedResponse)),
-        (.unsupportedURL, .permanent(.unexpectedResponse)),
+    /// libcurl result codes (`CURLcode` values, stable across libcurl versions) and what a
+    /// revocation makes of each.
+    static let transportCases: [(UInt32, Expected)] = [
+        (6, .retry(.notConnectedToInternet, retryAfter: nil)),  // CURLE_COULDNT_RESOLVE_HOST
+        (5, .retry(.notConnectedToInternet, retryAfter: nil)),  // CURLE_COULDNT_RESOLVE_PROXY
+        (7, .retry(.notConnectedToInternet, retryAfter: nil)),  // CURLE_COULDNT_CONNECT
+        (52, .retry(.notConnectedToInternet, retryAfter: nil)),  // CURLE_GOT_NOTHING (EOF before an answer)
+        (56, .retry(.notConnectedToInternet, retryAfter: nil)),  // CURLE_RECV_ERROR (reset)
+        (55, .retry(.notConnectedToInternet, retryAfter: nil)),  // CURLE_SEND_ERROR
+        (18, .retry(.notConnectedToInternet, retryAfter: nil)),  // CURLE_PARTIAL_FILE (body cut short)
+        (8, .retry(.notConnectedToInternet, retryAfter: nil)),  // CURLE_WEIRD_SERVER_REPLY
+        (28, .retry(.timedOut, retryAfter: nil)),  // CURLE_OPERATION_TIMEDOUT
+        (35, .retry(.tlsFailure, retryAfter: nil)),  // CURLE_SSL_CONNECT_ERROR
+        (60, .retry(.tlsFailure, retryAfter: nil)),  // CURLE_PEER_FAILED_VERIFICATION
+        (42, .retry(.cancelled, retryAfter: nil)),  // CURLE_ABORTED_BY_CALLBACK
+        (1, .permanent(.unexpectedResponse)),  // CURLE_UNSUPPORTED_PROTOCOL
+        (3, .permanent(.unexpectedResponse)),  // CURLE_URL_MALFORMAT
     ]
 
     @Test(arguments: transportCases)
-    func transportFailure(code: URLError.Code, expected: Expected) {
-        let failure = URLSessionTransport.failure(for: URLError(code), timedOut: false, cancelled: false)
+    func transportFailure(code: UInt32, expected: Expected) {
+        let failure = CurlTransport.failure(forCurlCode: code, cancelled: false)
         let result = ResponseClassifier.revocationResult(
             for: ResponseClassifier.classify(failure), retryAfterCap: Self.cap)
-        #expect(Self.observed(result) == expected, "\(code.rawValue): got \(result)")
+        #expect(Self.observed(result) == expected, "\(code): got \(result)")
         // The original error stays attached.
         guard case .transport(let attached)? = result.error?.cause else {
             Issue.record("no transport cause")
             return
         }
-        #expect((attached.underlying as? URLError)?.code == code)
+        #expect((attached.underlying as? CurlError)?.code == Int(code))
     }
 
-    @Test func ourDeadlineIsATimeout() {
-        let failure = URLSessionTransport.failure(for: URLError(.cancelled), timedOut: true, cancelled: false)
-        #expect(failure.kind == .timedOut)
+    @Test func ourCancellationIsACancellation() {
+        // A transfer stopped by our cancellation reports the code of whatever it was doing.
+        #expect(CurlTransport.failure(forCurlCode: 23, cancelled: true).kind == .cancelled)  // CURLE_WRITE_ERROR
+        #expect(CurlTransport.failure(forCurlCode: 23, cancelled: false).kind == .other)
     }
 
     @Test func atLeastTwentyFiveCases() {

@@ -33,7 +33,7 @@ public struct AuthorizationServerClient: Sendable {
     /// A client. The configuration was validated when it was made, so no request can go to a
     /// non-loopback `http://` host.
     public init(
-        configuration: AuthorizationServerConfiguration, transport: any HTTPTransport = URLSessionTransport(),
+        configuration: AuthorizationServerConfiguration, transport: any HTTPTransport = CurlTransport(),
         retryPolicy: RetryPolicy = .default, logger: TokenStoreLogger = .disabled
     ) {
         self.configuration = configuration

@@ -5,7 +5,7 @@
 /// ``TransportFailure`` when no complete answer arrived.
 ///
 /// ```swift
-/// let transport: any HTTPTransport = URLSessionTransport()
+/// let transport: any HTTPTransport = CurlTransport()
 /// let response = try await transport.send(HTTPRequest(method: "GET", url: url))
 /// ```
 public protocol HTTPTransport: Sendable {
@@ -16,7 +16,7 @@ public protocol HTTPTransport: Sendable {
 
 /// A request that produced no complete answer, split the way an app must react to it.
 ///
-/// The original system error (a `URLError` for ``URLSessionTransport``) stays attached in
+/// The original system error (a ``CurlError`` for ``CurlTransport``) stays attached in
 /// ``underlying``.
 public struct TransportFailure: Error, Sendable, CustomStringConvertible {
     /// What kind of failure.

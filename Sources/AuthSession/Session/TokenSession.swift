@@ -29,7 +29,7 @@ public final class TokenSession: Sendable {
     /// A session over `store` talking to the server in `configuration`.
     public convenience init(
         store: TokenStore, configuration: AuthorizationServerConfiguration,
-        transport: any HTTPTransport = URLSessionTransport(), retryPolicy: RetryPolicy = .default,
+        transport: any HTTPTransport = CurlTransport(), retryPolicy: RetryPolicy = .default,
         logger: TokenStoreLogger = .disabled
     ) {
         self.init(
