@@ -16,13 +16,17 @@ public struct VerificationReport: Sendable {
 }
 
 extension TokenStore {
-    /// Runs `PRAGMA integrity_check` and opens every sealed row, reporting each bad one.
+    /// Runs `PRAGMA integrity_check`, opens every sealed row and checks the MACs of the logout
+    /// marks and the credential history (each chain, and its last entry against the head
+    /// sealed in the user's state), reporting each bad row.
     /// - Parameter progress: called with (done, total) as rows are checked.
     public func verify(progress: ((Int, Int) -> Void)? = nil) throws -> VerificationReport {
         try connection.read { db, envelope in
             var integrity: [String] = []
             try db.forEachRow("PRAGMA integrity_check") { integrity.append($0.text(0)) }
-            let total = try SealedTables.rowCount(db)
+            let historyRows = try db.scalarInt(
+                "SELECT count(*) FROM credential_history WHERE id > ?", [.int(try CredentialHistory.resetWatermark(db))]) ?? 0
+            let total = try SealedTables.rowCount(db) + AccountMarks.count(db) + Int(historyRows)
             var done = 0
             var bad: [VerificationReport.BadRow] = []
             for table in SealedTables.all {
@@ -37,6 +41,16 @@ extension TokenStore {
                     done += 1
                     progress?(done, total)
                 }
+            }
+            // The clear columns that steer logouts and record history, checked against their MACs.
+            let report = { (table: String, rowID: String, problem: String?) in
+                if let problem { bad.append(.init(table: table, rowID: rowID, reason: problem)) }
+                done += 1
+                progress?(done, total)
+            }
+            try AccountMarks.verifyRows(db, envelope: envelope) { report(AccountMarks.table, $0, $1) }
+            try CredentialHistory.verifyRows(db, envelope: envelope, heads: try CredentialRecord.historyHeads(db, envelope: envelope)) {
+                report(CredentialHistory.table, $0, $1)
             }
             return VerificationReport(integrityCheck: integrity, rowsChecked: done, badRows: bad)
         }
