@@ -150,7 +150,7 @@ struct SessionCommandTests {
 
         let stillDown = try fixture.json(["resume"])
         #expect(stillDown.result.exitCode == 75)
-        expectKeys(stillDown.object, ["revoked", "stillPending", "failed", "notDue", "remaining"])
+        expectKeys(stillDown.object, ["revoked", "stillPending", "failed", "notDue", "unreadable", "flagged", "remaining"])
         #expect(stillDown.object["stillPending"] as? Int == 1)
 
         try fixture.server.restart()

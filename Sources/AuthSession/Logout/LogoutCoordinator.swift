@@ -141,7 +141,8 @@ package actor LogoutCoordinator {
     package func discardPendingRevocations(account: AccountID) async throws -> Int {
         let discarded = try await serializer.run(account) {
             try self.storage {
-                let entries = try self.store.pendingRevocations().filter { $0.account == account }
+                // A damaged row of another account must not keep this one's from being discarded.
+                let entries = try self.store.ledger.pendingRevocationList().entries.filter { $0.account == account }
                 for entry in entries { try self.store.ledger.discardPendingRevocation(entry) }
                 return entries.count
             }

@@ -93,10 +93,6 @@ enum AccountMarks {
         }
     }
 
-    static func count(_ db: Database) throws -> Int {
-        Int(try db.scalarInt("SELECT count(*) FROM account_marks") ?? 0)
-    }
-
     /// In a key switch: refiles the marks under the accounts' hashes of the new key (mapped in
     /// `rotation_refs` by the re-sealed items and outbox entries), with MACs under `next`; a
     /// mark that does not authenticate under `current` moves in its fail-safe form. Marks of

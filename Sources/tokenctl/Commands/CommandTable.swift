@@ -22,7 +22,7 @@ enum CommandTable {
         StateCommand.self, HistoryCommand.self,
         // Driving the session and the logout
         LoginCommand.self, ProfileCommand.self, TokenCommand.self, LogoutCommand.self, ResumeCommand.self,
-        PendingCommand.self,
+        PendingCommand.self, DiscardCommand.self,
         // Maintenance
         VerifyCommand.self, MigrateCommand.self, RotateKeyCommand.self, UnlockCommand.self, ResetCommand.self,
         DestroyCommand.self,

@@ -3,35 +3,60 @@ import TokenStore
 
 /// `tokenctl resume`: retries every pending revocation now and reports what happened.
 struct ResumeCommand: TokenctlCommand {
+    static let includeFailed = OptionSpec.flag(
+        "include-failed", "Also retry now the revocations the server refused for good (otherwise retried after hours).")
+
     static let spec = CommandSpec(
         "resume",
         abstract: "Retry the pending revocations and print what happened.",
-        options: [ServerOptions.domain, ServerOptions.clientID])
+        discussion: """
+            Every entry is tried now except those the server refused for good (flagged), which \
+            wait out a long backoff unless --include-failed is given. Exits 65 when an outbox \
+            row does not open (see 'tokenctl pending'), 1 while flagged entries remain, 75 while \
+            others are still pending.
+            """,
+        options: [ServerOptions.domain, ServerOptions.clientID, includeFailed])
 
     let server: ServerOptions
+    let includingFailed: Bool
 
     init(parsed: ParsedCommand) throws {
         server = try ServerOptions(parsed)
+        includingFailed = parsed.isSet(Self.includeFailed)
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let (store, session) = try server.openSession(context)
-        // A person asked for it now: every entry not refused for good is tried, due or not.
-        let report = try waitFor { try await session.logoutCoordinator.resumePendingRevocations(now: .distantFuture) }
-        let remaining = try store.pendingRevocations().count
+        // A person asked for it now: every entry is tried, due or not; flagged ones only when
+        // due or asked for.
+        let report = try waitFor {
+            try await session.logoutCoordinator.resumePendingRevocations(includingNotDue: true, includingFailed: includingFailed)
+        }
+        let list = try store.ledger.pendingRevocationList()
+        let remaining = list.entries.count + list.unreadable.count
+        let flagged = list.entries.filter { $0.failureCode != nil }.count
         let document: JSONValue = [
             "revoked": .int(report.revoked), "stillPending": .int(report.stillPending), "failed": .int(report.failed),
-            "notDue": .int(report.notDue), "remaining": .int(remaining),
+            "notDue": .int(report.notDue), "unreadable": .int(report.unreadable), "flagged": .int(flagged),
+            "remaining": .int(remaining),
         ]
         context.emit(document) {
             var table = TextTable(header: nil, alignments: [.left, .right])
             table.append(["revoked", String(report.revoked)])
             table.append(["still pending", String(report.stillPending)])
             table.append(["refused by the server", String(report.failed)])
+            table.append(["unreadable rows skipped", String(report.unreadable)])
             table.append(["left in the outbox", String(remaining)])
+            table.append(["of which flagged", String(flagged)])
             return table.rendered()
         }
-        if report.failed > 0 { return .failure }
+        if report.unreadable > 0 {
+            context.console.writeError(
+                "tokenctl: warning: \(report.unreadable) outbox row(s) do not open; see 'tokenctl pending', "
+                    + "'tokenctl discard --entry ID'\n")
+            return .dataError
+        }
+        if report.failed > 0 || flagged > 0 { return .failure }
         if report.stillPending > 0 { return .tempFailure }
         return .ok
     }
