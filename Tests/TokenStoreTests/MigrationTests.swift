@@ -43,6 +43,10 @@ struct MigrationTests {
             try old.set(secret("alice-rt"), for: key("alice", .refreshToken))
             try old.set(secret("000123.alice"), for: key("alice", .appleUserID))
             try old.set(jwt, for: key("alice", .accessToken), attributes: .init(expiresAt: expiry, scopes: ["openid", "read"]))
+            // This library writes the MACs of schema 7: the columns are lent to the old tables for
+            // these writes, the rows made what a library of those days left, and the columns dropped.
+            let lent = try Database(path: path)
+            for table in ["credential_history", "pending_revocations"] { try lent.execute("ALTER TABLE \(table) ADD COLUMN mac BLOB") }
             try old.recordCredentialState(.authorized, forUserID: "000123.alice", reason: .signIn)
             // An outbox entry: a refresh answer for bob that lost to a newer token is queued.
             try old.set(secret("bob-rt"), for: key("bob", .refreshToken))
@@ -50,6 +54,8 @@ struct MigrationTests {
             #expect(
                 try old.ledger.replaceRefreshToken(
                     account: "bob", presented: secret("not-bobs"), with: secret("bob-rt-old"), accessToken: nil) == .superseded)
+            try makeRowsLegacy(old)
+            for table in ["credential_history", "pending_revocations"] { try lent.execute("ALTER TABLE \(table) DROP COLUMN mac") }
             old.close()
         }
         let raw = try Database(path: path)

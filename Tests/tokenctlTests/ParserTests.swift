@@ -132,7 +132,7 @@ import TestSupport
         try expectParsed(["logout", "--account", "a"], command: "logout", environment: environment)
         try expectUsageError(
             ["resume"], message: "missing required option '--domain <url>'",
-            usage: "tokenctl resume --domain <url> --client-id <id> [--all]", see: "tokenctl help resume")
+            usage: "tokenctl resume --domain <url> --client-id <id> [--all] [--include-failed]", see: "tokenctl help resume")
     }
 
     @Test func commandLineWinsOverEnvironment() throws {
@@ -145,14 +145,14 @@ import TestSupport
         try expectUsageError(
             ["resume", "--client-id", "c"], environment: ["TOKENCTL_DOMAIN": "ftp://auth.example"],
             message: "invalid value for '--domain <url>' (from TOKENCTL_DOMAIN): expected an http or https URL",
-            usage: "tokenctl resume --domain <url> --client-id <id> [--all]", see: "tokenctl help resume")
+            usage: "tokenctl resume --domain <url> --client-id <id> [--all] [--include-failed]", see: "tokenctl help resume")
     }
 
     @Test func emptyEnvironmentVariableCountsAsUnset() throws {
         try expectUsageError(
             ["resume", "--domain", "https://auth.example"], environment: ["TOKENCTL_CLIENT_ID": ""],
             message: "missing required option '--client-id <id>'",
-            usage: "tokenctl resume --domain <url> --client-id <id> [--all]", see: "tokenctl help resume")
+            usage: "tokenctl resume --domain <url> --client-id <id> [--all] [--include-failed]", see: "tokenctl help resume")
     }
 
     // MARK: Usage errors
@@ -254,7 +254,7 @@ import TestSupport
         try expectUsageError(
             ["resume", "--domain", "auth.example", "--client-id", "c"],
             message: "invalid value for '--domain <url>': expected an http or https URL",
-            usage: "tokenctl resume --domain <url> --client-id <id> [--all]", see: "tokenctl help resume")
+            usage: "tokenctl resume --domain <url> --client-id <id> [--all] [--include-failed]", see: "tokenctl help resume")
     }
 
     private static let loginUsage =

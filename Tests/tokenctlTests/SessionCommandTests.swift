@@ -163,7 +163,7 @@ struct SessionCommandTests {
         // --all: the entry is retried although its next attempt may not be due yet.
         let stillDown = try fixture.json(["resume", "--all"])
         #expect(stillDown.result.exitCode == 75)
-        expectKeys(stillDown.object, ["revoked", "stillPending", "failed", "notDue", "remaining"])
+        expectKeys(stillDown.object, ["revoked", "stillPending", "failed", "notDue", "unreadable", "flagged", "remaining"])
         #expect(stillDown.object["stillPending"] as? Int == 1)
 
         try fixture.server.restart()

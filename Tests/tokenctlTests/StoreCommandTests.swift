@@ -116,7 +116,7 @@ struct StoreCommandTests {
         #expect(pending.exitCode == 0)
         #expect(pending.standardOutput == "No pending revocations.\n")
         let pendingJSON = try store.json(["pending"])
-        expectKeys(pendingJSON.object, ["count", "entries"])
+        expectKeys(pendingJSON.object, ["count", "entries", "unreadable"])
         #expect(pendingJSON.object["count"] as? Int == 0)
     }
 

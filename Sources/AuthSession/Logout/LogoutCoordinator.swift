@@ -13,7 +13,7 @@ import TokenStore
 ///    entries go and the entry stays queued (``LogoutOutcome/revocationPending``); on a
 ///    permanent failure the entry is kept and flagged (``LogoutOutcome/revocationFailed(_:)``).
 ///
-/// A crash at any point leaves a state from which ``resumePendingRevocations()`` (call it at
+/// A crash at any point leaves a state from which ``resumePendingRevocations(now:includingNotDue:includingFailed:)`` (call it at
 /// start-up and when the network returns) finishes the job. A refresh token is always the
 /// account's, in the outbox, or revoked at the server — never deleted unrevoked, except by
 /// an explicit, recorded ``discardPendingRevocations(account:service:)``.
@@ -34,7 +34,8 @@ package actor LogoutCoordinator {
     /// Logs `account` out. See the type's documentation for the steps.
     ///
     /// A second logout of the same account reports the current state: pending entries that
-    /// are due are tried again, others are left alone.
+    /// are due (flagged ones too, once their long backoff is over) are tried again, others are
+    /// left alone.
     /// - Throws: ``AuthSessionError`` with code `storage` when the store fails (nothing is lost:
     ///   the steps already done are durable).
     package func logout(
@@ -47,20 +48,36 @@ package actor LogoutCoordinator {
         return outcome
     }
 
-    /// Retries every due outbox entry (not those flagged as permanently failed) and reports
-    /// what happened. Call at start-up and when the network returns.
-    package func resumePendingRevocations(now: Date = Date()) async throws -> RevocationReport {
+    /// Retries the due outbox entries and reports what happened. Call at start-up and when the
+    /// network returns.
+    ///
+    /// An entry is due when its next attempt time has come: a transient failure backs off with
+    /// jitter, an entry the server refused for good (flagged) waits ``failedRetryDelay(attempts:)``
+    /// — hours, since a captive portal or a proxy's block page looks like a permanent refusal.
+    /// `includingNotDue` tries every unflagged entry now, `includingFailed` every flagged one.
+    /// A row that does not open is skipped and counted in ``RevocationReport/unreadable``: the
+    /// others are still revoked.
+    package func resumePendingRevocations(
+        now: Date = Date(), includingNotDue: Bool = false, includingFailed: Bool = false
+    ) async throws -> RevocationReport {
         var report = RevocationReport()
-        let entries = try storage { try self.store.pendingRevocations(includeFailed: false) }
-        for entry in entries {
-            guard entry.nextAttemptAt <= now else {
+        let list = try storage { try self.store.ledger.pendingRevocationList() }
+        report.unreadable = list.unreadable.count
+        for entry in list.entries {
+            let due = entry.nextAttemptAt <= now
+            guard due || (entry.failureCode == nil ? includingNotDue : includingFailed) else {
                 report.notDue += 1
                 continue
             }
-            let outcome = try await serializer.run(entry.account) {
-                try await self.attempt(entry, using: self.client)
+            do {
+                let outcome = try await serializer.run(entry.account) {
+                    try await self.attempt(entry, using: self.client)
+                }
+                report.count(outcome)
+            } catch let error as AuthSessionError where Self.isIntegrityFailure(error) {
+                // Its schedule was altered since it was listed: skip it like an unreadable row.
+                report.unreadable += 1
             }
-            report.count(outcome)
         }
         logger.info("resumed pending revocations", metadata: ["revoke.report": report.description])
         await performOwedMaintenance()
@@ -71,13 +88,13 @@ package actor LogoutCoordinator {
     /// happened. For a caller that has just queued a refresh token and must not be held up by a
     /// failing server: a sign-in that replaced a live session, a renewal that lost to a logout.
     /// What is not revoked stays queued; other accounts' entries are left to
-    /// ``resumePendingRevocations()``.
+    /// ``resumePendingRevocations(now:includingNotDue:includingFailed:)``.
     func revokeQueuedOnce(account: AccountID, now: Date = Date()) async throws -> RevocationReport {
         try await serializer.run(account) {
             var report = RevocationReport()
             // Read inside the account's turn: a logout that ran meanwhile may have settled some.
-            let entries = try self.storage { try self.store.pendingRevocations(includeFailed: false) }
-                .filter { $0.account == account }
+            let list = try self.storage { try self.store.ledger.pendingRevocationList() }
+            let entries = list.entries.filter { $0.account == account }
             let client = self.client.withoutRetries
             for entry in entries {
                 guard entry.nextAttemptAt <= now else {
@@ -88,6 +105,16 @@ package actor LogoutCoordinator {
             }
             return report
         }
+    }
+
+    /// How long an entry the server refused for good waits before it is tried again: 1 hour,
+    /// doubling with each attempt already made, at most 24 hours.
+    package static func failedRetryDelay(attempts: Int) -> TimeInterval {
+        min(24 * 3600, 3600 * Double(1 << min(max(attempts, 0), 5)))
+    }
+
+    static func isIntegrityFailure(_ error: AuthSessionError) -> Bool {
+        (error.underlyingError as? TokenStoreError)?.code == .integrityCheckFailed
     }
 
     /// The app learned from Apple (relayed by its backend: consent revoked, account deleted)
@@ -114,7 +141,8 @@ package actor LogoutCoordinator {
     package func discardPendingRevocations(account: AccountID) async throws -> Int {
         let discarded = try await serializer.run(account) {
             try self.storage {
-                let entries = try self.store.pendingRevocations().filter { $0.account == account }
+                // A damaged row of another account must not keep this one's from being discarded.
+                let entries = try self.store.ledger.pendingRevocationList().entries.filter { $0.account == account }
                 for entry in entries { try self.store.ledger.discardPendingRevocation(entry) }
                 return entries.count
             }
@@ -150,7 +178,7 @@ package actor LogoutCoordinator {
         case .queued(let entries):
             var outcomes: [LogoutOutcome] = []
             for entry in entries {
-                if let code = entry.failureCode {
+                if let code = entry.failureCode, entry.nextAttemptAt > Date() {
                     outcomes.append(.revocationFailed(AuthSessionError.Code(known: code) ?? .invalidRequest))
                 } else if entry.attempts > 0 && entry.nextAttemptAt > Date() {
                     outcomes.append(.revocationPending)
@@ -181,7 +209,9 @@ package actor LogoutCoordinator {
             record = .retryLater(error: Self.summary(error), nextAttemptAt: Date() + delay.timeInterval)
         case .failedPermanently(let error):
             outcome = .revocationFailed(error.code)
-            record = .failedPermanently(code: error.code.rawValue, error: Self.summary(error))
+            record = .failedPermanently(
+                code: error.code.rawValue, error: Self.summary(error),
+                nextAttemptAt: Date() + Self.failedRetryDelay(attempts: entry.attempts))
         }
         try storage { try self.store.ledger.recordRevocationAttempt(entry, result: record) }
         CrashPoint.reach("logout.afterRecord")

@@ -94,7 +94,7 @@ public enum LogoutOutcome: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// What ``LogoutCoordinator/resumePendingRevocations()`` did.
+/// What ``TokenSession/resumePendingRevocations(includingNotDue:includingFailed:)`` did.
 public struct RevocationReport: Sendable, Equatable, CustomStringConvertible {
     /// Entries revoked at the server and removed from the outbox.
     public var revoked = 0
@@ -102,10 +102,15 @@ public struct RevocationReport: Sendable, Equatable, CustomStringConvertible {
     public var stillPending = 0
     /// Entries the server refused for good (flagged, kept).
     public var failed = 0
-    /// Entries not yet due, left alone.
+    /// Entries not yet due, left alone (flagged ones waiting out their long backoff included).
     public var notDue = 0
+    /// Outbox rows that do not open (tampered or damaged), skipped: their tokens cannot be
+    /// revoked. List them with `TokenStore`'s outbox listing; discard one explicitly by id.
+    public var unreadable = 0
 
-    public var description: String { "revoked=\(revoked) stillPending=\(stillPending) failed=\(failed) notDue=\(notDue)" }
+    public var description: String {
+        "revoked=\(revoked) stillPending=\(stillPending) failed=\(failed) notDue=\(notDue) unreadable=\(unreadable)"
+    }
 
     mutating func count(_ outcome: LogoutOutcome) {
         switch outcome {

@@ -66,15 +66,24 @@ extension TokenSession {
     /// Logs `account` out: revoke the refresh token at the server, then delete the local
     /// entries, then record the credential state — durable at each step, so being offline or
     /// crashing loses nothing (``LogoutOutcome/revocationPending`` when the server could not
-    /// be reached: the token is revoked by a later ``resumePendingRevocations(includingNotDue:)``).
+    /// be reached: the token is revoked by a later ``resumePendingRevocations(includingNotDue:includingFailed:)``).
     public func logout(account: AccountID) async throws -> LogoutOutcome {
         try await logoutCoordinator.logout(account: account)
     }
 
-    /// Retries the queued revocations that are due (all of them with `includingNotDue`), not
-    /// those the server refused for good. Call it at start-up and when the network returns.
-    public func resumePendingRevocations(includingNotDue: Bool = false) async throws -> RevocationReport {
-        try await logoutCoordinator.resumePendingRevocations(now: includingNotDue ? .distantFuture : Date())
+    /// Retries the queued revocations that are due. Call it at start-up and when the network
+    /// returns.
+    ///
+    /// Revocations the server refused for good (flagged: a configuration error, or a captive
+    /// portal's or proxy's page in the server's place) are due again after a long backoff
+    /// (1 hour, doubling to 24 hours). `includingNotDue` tries every unflagged one now,
+    /// `includingFailed` every flagged one. Outbox rows that do not open are skipped and counted
+    /// in ``RevocationReport/unreadable``.
+    public func resumePendingRevocations(
+        includingNotDue: Bool = false, includingFailed: Bool = false
+    ) async throws -> RevocationReport {
+        try await logoutCoordinator.resumePendingRevocations(
+            now: Date(), includingNotDue: includingNotDue, includingFailed: includingFailed)
     }
 
     /// The refresh tokens waiting to be revoked (logged out here, server not reached yet).

@@ -19,7 +19,7 @@ import TokenStore
 public final class TokenSession: Sendable {
     public let store: TokenStore
     public let client: AuthorizationServerClient
-    /// The logout coordinator behind ``logout(account:)`` and ``resumePendingRevocations(includingNotDue:)``.
+    /// The logout coordinator behind ``logout(account:)`` and ``resumePendingRevocations(includingNotDue:includingFailed:)``.
     package let logoutCoordinator: LogoutCoordinator
     let logger: TokenStoreLogger
     let idTokenValidator: IDTokenValidator

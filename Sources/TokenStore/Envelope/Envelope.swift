@@ -11,6 +11,12 @@ enum LookupDomain: UInt8 {
     case user = 3
     /// A cached access token: (service, account, audience, scope set) — `access_tokens.lookup`.
     case accessToken = 4
+    /// MAC of a `pending_revocations` row's clear columns (schedule, flag, attempts).
+    case outboxRowMAC = 65
+    /// MAC of an `account_marks` row (logging out, the entry that finishes it).
+    case logoutMarkMAC = 66
+    /// MAC of a `credential_history` row, chained to the previous row of the same user.
+    case historyRowMAC = 67
 }
 
 /// The store id and one data key: everything sealed, opened or hashed under that key.
@@ -31,6 +37,13 @@ struct Envelope: Sendable {
     /// The secret's fingerprint under this key's fingerprint subkey (see ``DataKey/fingerprint(_:)``).
     func fingerprint(_ secret: SecretBytes) -> String {
         key.fingerprint(secret)
+    }
+
+    /// A keyed MAC over `fields` in a MAC `domain`, under the data key's MAC subkey:
+    /// authenticates columns kept in the clear. Callers start `fields` with the table's name
+    /// and the row key.
+    func mac(_ domain: LookupDomain, _ fields: [[UInt8]]) -> [UInt8] {
+        key.macHash(domain: domain.rawValue, fields)
     }
 
     func itemLookup(_ item: ItemKey) -> [UInt8] {

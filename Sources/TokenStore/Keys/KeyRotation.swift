@@ -141,7 +141,7 @@ struct KeyRotation {
                 resealed += try table.resealStale(db, from: current, to: next, after: [], limit: Int(Int32.max)).count
             }
             for table in SealedTables.all { try table.switchIn(db, from: current, to: next) }
-            let dropped = try AccountMarks.switchIn(db)
+            let dropped = try AccountMarks.switchIn(db, from: current, to: next)
             if dropped > 0 {
                 logger.info("dropped logout marks of accounts with nothing left", metadata: ["marks": "\(dropped)"])
             }

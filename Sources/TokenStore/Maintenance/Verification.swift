@@ -20,7 +20,9 @@ public struct VerificationReport: Sendable {
 
 extension TokenStore {
     /// Runs `PRAGMA integrity_check`, compares the schema with the one the migrations make,
-    /// and opens every sealed row, reporting each bad one.
+    /// opens every sealed row and checks the MACs of the logout marks and the credential
+    /// history (each chain, and its last entry against the head sealed in the user's state),
+    /// reporting each bad row.
     /// - Parameter progress: called with (done, total) as rows are checked.
     public func verify(progress: ((Int, Int) -> Void)? = nil) throws -> VerificationReport {
         try connection.read { db, envelope in
@@ -42,6 +44,15 @@ extension TokenStore {
                     done += 1
                     progress?(done, total)
                 }
+            }
+            // The clear columns that steer logouts and record history, checked against their MACs
+            // (their bad rows are reported; `rowsChecked` counts the sealed rows).
+            let report = { (table: String, rowID: String, problem: String?) in
+                if let problem { bad.append(.init(table: table, rowID: rowID, reason: problem)) }
+            }
+            try AccountMarks.verifyRows(db, envelope: envelope) { report(AccountMarks.table, $0, $1) }
+            try CredentialHistory.verifyRows(db, envelope: envelope, heads: try CredentialRecord.historyHeads(db, envelope: envelope)) {
+                report(CredentialHistory.table, $0, $1)
             }
             return VerificationReport(
                 integrityCheck: integrity, rowsChecked: done, badRows: bad, schemaDifferences: schemaDifferences)

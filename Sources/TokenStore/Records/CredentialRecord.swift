@@ -26,16 +26,23 @@ enum CredentialRecord: SealedTable {
 
     /// The user's current state (`notFound` when there is no row).
     static func state(_ db: Database, userID: String, envelope: Envelope) throws -> CredentialState {
+        try stateRow(db, userID: userID, envelope: envelope)?.state ?? .notFound
+    }
+
+    /// The user's state row, opened: the state and its sealed fields (with the history head).
+    private static func stateRow(
+        _ db: Database, userID: String, envelope: Envelope
+    ) throws -> (state: CredentialState, fields: RecordFields)? {
         let ref = envelope.userRef(userID)
         let row = try db.firstRow(
             "SELECT state, key_id, sealed_user FROM credential_states WHERE user_ref = ?", [.blob(ref)]
         ) { ($0.text(0), $0.blob(1), $0.blob(2)) }
-        guard let (column, keyID, sealed) = row else { return .notFound }
-        return try open(column: column, keyID: keyID, sealed: sealed, userRef: ref, userID: userID, envelope: envelope).state
+        guard let (column, keyID, sealed) = row else { return nil }
+        return try open(column: column, keyID: keyID, sealed: sealed, userRef: ref, userID: userID, envelope: envelope)
     }
 
     /// Records a change (and its history entry). The same state with the same reason and
-    /// detail as the last entry adds nothing.
+    /// detail as the last entry adds nothing (a last entry that fails its check is no match).
     static func record(
         _ db: Database, userID: String, to state: CredentialState, reason: CredentialStateReason, detail: String?,
         envelope: Envelope
@@ -43,39 +50,47 @@ enum CredentialRecord: SealedTable {
         try CredentialStateReason.validate(reason.rawValue, what: "reason")
         if let detail { try CredentialStateReason.validate(detail, what: "detail") }
         let ref = envelope.userRef(userID)
-        let from = try self.state(db, userID: userID, envelope: envelope)
+        let current = try stateRow(db, userID: userID, envelope: envelope)
+        let from = current?.state ?? .notFound
         if from == state {
-            let last = try db.firstRow(
-                "SELECT reason, detail FROM credential_history WHERE user_ref = ? ORDER BY id DESC LIMIT 1", [.blob(ref)]
-            ) { ($0.text(0), $0.textOrNil(1)) }
-            if let last, last.0 == reason.rawValue, last.1 == detail { return }
+            let entries = try CredentialHistory.entries(db, ref: ref)
+            let head = current?.fields.bytes(.historyHead)
+            if let last = entries.last, last.reason == reason.rawValue, last.detail == detail,
+                CredentialHistory.problems(entries, ref: ref, head: head, envelope: envelope).isEmpty
+            {
+                return
+            }
         }
-        var fields = RecordFields()
-        fields.set(.userID, userID)
-        fields.set(.credentialState, state.rawValue)
         let now = Timestamp.nowMillis()
+        let head = try CredentialHistory.append(
+            db, ref: ref, at: now, from: from.rawValue, to: state.rawValue, reason: reason.rawValue, detail: detail,
+            envelope: envelope)
         try db.run(
             """
             INSERT INTO credential_states(user_ref, key_id, sealed_user, state, updated_at) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT(user_ref) DO UPDATE SET key_id = excluded.key_id, sealed_user = excluded.sealed_user,
                 state = excluded.state, updated_at = excluded.updated_at
             """,
-            [.blob(ref), .blob(envelope.keyID), .blob(envelope.seal(fields, kind: .credentialUser, rowKey: ref)),
+            [.blob(ref), .blob(envelope.keyID),
+             .blob(envelope.seal(sealedFields(userID: userID, state: state.rawValue, head: head), kind: .credentialUser, rowKey: ref)),
              .text(state.rawValue), .int(now)])
-        try db.run(
-            "INSERT INTO credential_history(user_ref, at, from_state, to_state, reason, detail) VALUES (?, ?, ?, ?, ?, ?)",
-            [.blob(ref), .int(now), .text(from.rawValue), .text(state.rawValue), .text(reason.rawValue),
-             detail.map(SQLValue.text) ?? .null])
     }
 
-    /// Every recorded change for the user, oldest first.
+    private static func sealedFields(userID: String, state: String, head: [UInt8]?) -> RecordFields {
+        var fields = RecordFields()
+        fields.set(.userID, userID)
+        fields.set(.credentialState, state)
+        if let head { fields.set(.historyHead, head) }
+        return fields
+    }
+
+    /// Every recorded change for the user, oldest first, checked: each entry against its MAC and
+    /// the chain, the last against the head sealed in the user's state.
+    /// - Throws: `integrityCheckFailed` when an entry was altered, forged or deleted.
     static func history(_ db: Database, userID: String, envelope: Envelope) throws -> [CredentialStateTransition] {
-        var history: [CredentialStateTransition] = []
-        try db.forEachRow(
-            "SELECT at, from_state, to_state, reason, detail FROM credential_history WHERE user_ref = ? ORDER BY id",
-            [.blob(envelope.userRef(userID))]
-        ) { history.append(transition($0, from: 0)) }
-        return history
+        let head = try stateRow(db, userID: userID, envelope: envelope)?.fields.bytes(.historyHead)
+        return try CredentialHistory.checkedEntries(db, ref: envelope.userRef(userID), head: head, envelope: envelope)
+            .map(\.transition)
     }
 
     /// The history row read from column `first` on: at, from, to, reason, detail.
@@ -87,12 +102,14 @@ enum CredentialRecord: SealedTable {
             reason: CredentialStateReason(rawValue: row.text(first + 3)), detail: row.textOrNil(first + 4))
     }
 
-    /// The last detail code recorded for a user, if any.
+    /// The last detail code recorded for a user, if any. A history that fails its check answers
+    /// `unverified` (a detail, so a confirmation is recorded rather than skipped).
     static func lastDetail(_ db: Database, userID: String, envelope: Envelope) throws -> String? {
-        try db.firstRow(
-            "SELECT detail FROM credential_history WHERE user_ref = ? ORDER BY id DESC LIMIT 1",
-            [.blob(envelope.userRef(userID))]
-        ) { $0.textOrNil(0) } ?? nil
+        let ref = envelope.userRef(userID)
+        let head = try stateRow(db, userID: userID, envelope: envelope)?.fields.bytes(.historyHead)
+        let entries = try CredentialHistory.entries(db, ref: ref)
+        guard CredentialHistory.problems(entries, ref: ref, head: head, envelope: envelope).isEmpty else { return "unverified" }
+        return entries.last?.detail
     }
 
     // MARK: SealedTable
@@ -103,6 +120,21 @@ enum CredentialRecord: SealedTable {
                 _ = try open(column: row.text(3), keyID: row.blob(1), sealed: row.blob(2), userRef: row.blob(0), envelope: envelope)
             }
         }
+    }
+
+    /// The history head sealed in each state row that opens (nil for a state from before schema 7).
+    static func historyHeads(_ db: Database, envelope: Envelope) throws -> [[UInt8]: [UInt8]?] {
+        var heads: [[UInt8]: [UInt8]?] = [:]
+        try db.forEachRow("SELECT user_ref, key_id, sealed_user, state FROM credential_states") { row in
+            let ref = row.blob(0)
+            do {
+                let fields = try open(column: row.text(3), keyID: row.blob(1), sealed: row.blob(2), userRef: ref, envelope: envelope).fields
+                heads[ref] = .some(fields.bytes(.historyHead))
+            } catch let error as TokenStoreError where error.code == .integrityCheckFailed {
+                heads[ref] = .some(nil)  // reported as a bad state row; its chain is still checked
+            }
+        }
+        return heads
     }
 
     static func resealStale(
@@ -123,10 +155,13 @@ enum CredentialRecord: SealedTable {
         }
         for row in rows {
             let newRef = next.userRef(row.userID)
+            // The history is re-MACed in the switch; the new head is computed the same way here.
+            let head = try CredentialHistory.rechain(db, from: row.ref, to: newRef, current: current, next: next, write: false)
+            let fields = sealedFields(userID: row.userID, state: row.fields.string(.credentialState) ?? "", head: head)
             try db.run(
                 "INSERT OR REPLACE INTO rotation_states(old_user_ref, old_sealed, user_ref, sealed_user) VALUES (?, ?, ?, ?)",
                 [.blob(row.ref), .blob(row.sealed), .blob(newRef),
-                 .blob(next.seal(row.fields, kind: .credentialUser, rowKey: newRef))])
+                 .blob(next.seal(fields, kind: .credentialUser, rowKey: newRef))])
             try mapRef(db, .user, from: row.ref, to: newRef)
         }
         return (rows.count, rows.last?.ref)
@@ -143,6 +178,19 @@ enum CredentialRecord: SealedTable {
             """, [.blob(next.keyID), .blob(current.keyID)])
         guard db.changes == states else { throw switchMismatch() }
         try db.run("DELETE FROM credential_states WHERE key_id = ?", [.blob(current.keyID)])
+        // Every chain re-MACed under the next key and the user's new hash (rows filed under
+        // another hash, e.g. a discarded unreadable entry's account, keep theirs).
+        let watermark = try CredentialHistory.resetWatermark(db)
+        var refs: [([UInt8], [UInt8])] = []
+        try db.forEachRow(
+            """
+            SELECT DISTINCT h.user_ref, coalesce(m.new_ref, h.user_ref) FROM credential_history h
+            LEFT JOIN rotation_refs m ON m.domain = ? AND m.old_ref = h.user_ref WHERE h.id > ?
+            """, [.int(Int64(LookupDomain.user.rawValue)), .int(watermark)]
+        ) { refs.append(($0.blob(0), $0.blob(1))) }
+        for (old, new) in refs {
+            try CredentialHistory.rechain(db, from: old, to: new, current: current, next: next, write: true)
+        }
         try db.run(
             """
             UPDATE credential_history SET user_ref = m.new_ref FROM rotation_refs m

@@ -3,43 +3,73 @@ import Foundation
 /// A row of `pending_revocations`: a refresh token waiting to be revoked at the authorization
 /// server, sealed with its account's names, the Apple user id and the logout reason, filed
 /// under a random entry id and the keyed hash of its account (`account_ref`).
+///
+/// The schedule lives in clear columns (attempts, next attempt, last error, failure flag):
+/// a MAC over them and the entry id (``OutboxSchedule``) makes an edit without the key a bad
+/// row. A row without a MAC (written before schema 7) is read with a neutral schedule — due
+/// at once — until its next write adds one, so stripping a MAC gains nothing.
 enum OutboxRecord: SealedTable {
     static let table = "pending_revocations"
     static let holdsSecrets = true
     static let rotationTable = "rotation_pending"
-    private static let columns =
-        "entry_id, key_id, sealed, attempts, next_attempt_at, last_error, failed_code, created_at, account_ref"
+    static let columns =
+        "entry_id, key_id, sealed, attempts, next_attempt_at, last_error, failed_code, created_at, account_ref, mac"
 
-    /// Opens one row of ``columns`` (the entry) and checks it belongs where it is.
-    private static func open(_ row: Row, envelope: Envelope) throws -> (entry: PendingRevocation, fields: RecordFields) {
+    /// Opens one row of ``columns`` (the entry) and checks it belongs where it is and that its
+    /// schedule is the one written with the key.
+    private static func open(_ row: Row, envelope: Envelope, now: Int64) throws -> (entry: PendingRevocation, fields: RecordFields) {
         let entryID = row.blob(0)
         let fields = try envelope.open(row.blob(2), keyID: row.blob(1), kind: .pendingRevocation, rowKey: entryID)
         guard let service = fields.string(.service), let name = fields.string(.account), let token = fields.secret,
             case let account = AccountID(name, service: service), envelope.accountRef(account) == row.blob(8)
         else { throw TokenStoreError(.integrityCheckFailed, "A pending revocation is missing fields or misplaced.") }
+        let schedule = try OutboxSchedule(row, from: 3, macColumn: 9).checked(entryID: entryID, envelope: envelope, now: now)
         let entry = PendingRevocation(
             id: Hex.encode(entryID), account: account, appleUserID: fields.string(.appleUserID),
             refreshToken: token, reason: CredentialStateReason(rawValue: fields.string(.label) ?? "userLogout"),
-            attempts: Int(row.int(3)), nextAttemptAt: Timestamp.date(fromMillis: row.int(4)),
-            lastError: row.textOrNil(5), failureCode: row.textOrNil(6), createdAt: Timestamp.date(fromMillis: row.int(7)))
+            attempts: Int(schedule.attempts), nextAttemptAt: Timestamp.date(fromMillis: schedule.nextAttemptAt),
+            lastError: schedule.lastError, failureCode: schedule.failedCode,
+            createdAt: Timestamp.date(fromMillis: schedule.createdAt))
         return (entry, fields)
     }
 
-    /// The entries matching `whereSQL` (with bound `arguments`), oldest first.
+    /// The entries matching `whereSQL` (with bound `arguments`), oldest first, and the rows
+    /// that did not open (tampered, damaged, another key): one bad row never hides the others.
+    static func listing(_ db: Database, where whereSQL: String = "1", _ arguments: [SQLValue] = [], envelope: Envelope)
+        throws -> PendingRevocationList
+    {
+        var list = PendingRevocationList(entries: [], unreadable: [])
+        let now = Timestamp.nowMillis()
+        try db.forEachRow(
+            "SELECT \(columns) FROM pending_revocations WHERE \(whereSQL) ORDER BY created_at, entry_id", arguments
+        ) { row in
+            do {
+                list.entries.append(try open(row, envelope: envelope, now: now).entry)
+            } catch let error as TokenStoreError where error.code == .integrityCheckFailed {
+                list.unreadable.append(UnreadablePendingRevocation(
+                    id: Hex.encode(row.blob(0)), reason: error.message, createdAt: Timestamp.date(fromMillis: row.int(7))))
+            }
+        }
+        return list
+    }
+
+    /// The entries matching `whereSQL`, oldest first.
+    /// - Throws: `integrityCheckFailed` on the first row that does not open.
     static func entries(_ db: Database, where whereSQL: String = "1", _ arguments: [SQLValue] = [], envelope: Envelope)
         throws -> [PendingRevocation]
     {
         var entries: [PendingRevocation] = []
+        let now = Timestamp.nowMillis()
         try db.forEachRow(
             "SELECT \(columns) FROM pending_revocations WHERE \(whereSQL) ORDER BY created_at, entry_id", arguments
-        ) { entries.append(try open($0, envelope: envelope).entry) }
+        ) { entries.append(try open($0, envelope: envelope, now: now).entry) }
         return entries
     }
 
-    /// The entries of one account, oldest first.
+    /// The entries of one account that open, oldest first (a bad row is left to ``listing(_:where:_:envelope:)``).
     static func entries(_ db: Database, of account: AccountID, envelope: Envelope) throws -> [PendingRevocation] {
-        try entries(db, where: "account_ref = ?", [.blob(envelope.accountRef(account))], envelope: envelope)
-            .filter { $0.account == account }
+        try listing(db, where: "account_ref = ?", [.blob(envelope.accountRef(account))], envelope: envelope)
+            .entries.filter { $0.account == account }
     }
 
     /// Queues `token` in the outbox; returns the new entry's id.
@@ -56,19 +86,42 @@ enum OutboxRecord: SealedTable {
         fields.set(.label, reason.rawValue)
         fields.setSecret(token)
         let now = Timestamp.nowMillis()
+        let schedule = OutboxSchedule(attempts: 0, nextAttemptAt: now, lastError: nil, failedCode: nil, createdAt: now)
         try db.run(
             """
-            INSERT INTO pending_revocations(entry_id, account_ref, key_id, sealed, attempts, next_attempt_at, created_at)
-            VALUES (?, ?, ?, ?, 0, ?, ?)
+            INSERT INTO pending_revocations(entry_id, account_ref, key_id, sealed, attempts, next_attempt_at, created_at, mac)
+            VALUES (?, ?, ?, ?, 0, ?, ?, ?)
             """,
             [.blob(entryID), .blob(envelope.accountRef(account)), .blob(envelope.keyID),
-             .blob(envelope.seal(fields, kind: .pendingRevocation, rowKey: entryID)), .int(now), .int(now)])
+             .blob(envelope.seal(fields, kind: .pendingRevocation, rowKey: entryID)), .int(now), .int(now),
+             .blob(schedule.mac(entryID: entryID, envelope: envelope))])
         return entryID
+    }
+
+    /// Changes an entry's schedule: the stored one is checked against its MAC first, and the
+    /// new one written with a MAC. Returns false when there is no such entry.
+    /// - Throws: `integrityCheckFailed` when the stored schedule was altered.
+    @discardableResult
+    static func updateSchedule(
+        _ db: Database, entryID: [UInt8], envelope: Envelope, _ change: (inout OutboxSchedule) -> Void
+    ) throws -> Bool {
+        guard var schedule = try db.firstRow(
+            "SELECT attempts, next_attempt_at, last_error, failed_code, created_at, mac FROM pending_revocations WHERE entry_id = ?",
+            [.blob(entryID)], { OutboxSchedule($0, from: 0, macColumn: 5) })
+        else { return false }
+        schedule = try schedule.checked(entryID: entryID, envelope: envelope, now: Timestamp.nowMillis())
+        change(&schedule)
+        try schedule.write(db, entryID: entryID, envelope: envelope)
+        return true
     }
 
     /// The 16-byte id of an entry, from its hex form.
     static func entryID(_ entry: PendingRevocation) throws -> [UInt8] {
-        guard let entryID = Hex.decode(entry.id), entryID.count == 16 else {
+        try entryID(hex: entry.id)
+    }
+
+    static func entryID(hex: String) throws -> [UInt8] {
+        guard let entryID = Hex.decode(hex), entryID.count == 16 else {
             throw TokenStoreError(.invalidInput, "Not a pending-revocation id.")
         }
         return entryID
@@ -88,8 +141,9 @@ enum OutboxRecord: SealedTable {
     // MARK: SealedTable
 
     static func verifyRows(_ db: Database, envelope: Envelope, _ check: ([UInt8], () throws -> Void) -> Void) throws {
+        let now = Timestamp.nowMillis()
         try db.forEachRow("SELECT \(columns) FROM pending_revocations") { row in
-            check(row.blob(0)) { _ = try open(row, envelope: envelope) }
+            check(row.blob(0)) { _ = try open(row, envelope: envelope, now: now) }
         }
     }
 
@@ -97,16 +151,17 @@ enum OutboxRecord: SealedTable {
         _ db: Database, from current: Envelope, to next: Envelope, after cursor: [UInt8], limit: Int
     ) throws -> (count: Int, last: [UInt8]?) {
         var rows: [(entry: PendingRevocation, fields: RecordFields, entryID: [UInt8], sealed: [UInt8], ref: [UInt8])] = []
+        let now = Timestamp.nowMillis()
         try db.forEachRow(
             """
             SELECT p.entry_id, p.key_id, p.sealed, p.attempts, p.next_attempt_at, p.last_error, p.failed_code,
-                   p.created_at, p.account_ref
+                   p.created_at, p.account_ref, p.mac
             FROM pending_revocations p
             LEFT JOIN rotation_pending r ON r.entry_id = p.entry_id AND r.old_sealed = p.sealed
             WHERE r.entry_id IS NULL AND p.entry_id > ? ORDER BY p.entry_id LIMIT ?
             """, [.blob(cursor), .int(Int64(limit))]
         ) { row in
-            let opened = try open(row, envelope: current)
+            let opened = try open(row, envelope: current, now: now)
             rows.append((opened.entry, opened.fields, row.blob(0), row.blob(2), row.blob(8)))
         }
         for row in rows {
@@ -120,8 +175,18 @@ enum OutboxRecord: SealedTable {
         return (rows.count, rows.last?.entryID)
     }
 
+    /// Swaps the re-sealed copies in, and re-MACs every schedule under `next` (each checked
+    /// under `current` first: a schedule altered since its batch stops the switch).
     static func switchIn(_ db: Database, from current: Envelope, to next: Envelope) throws {
         let pending = try count(db)
+        var schedules: [([UInt8], OutboxSchedule)] = []
+        let now = Timestamp.nowMillis()
+        try db.forEachRow(
+            "SELECT entry_id, attempts, next_attempt_at, last_error, failed_code, created_at, mac FROM pending_revocations"
+        ) { row in
+            let entryID = row.blob(0)
+            schedules.append((entryID, try OutboxSchedule(row, from: 1, macColumn: 6).checked(entryID: entryID, envelope: current, now: now)))
+        }
         try db.run(
             """
             UPDATE pending_revocations SET key_id = ?, sealed = r.sealed, account_ref = r.account_ref
@@ -130,5 +195,6 @@ enum OutboxRecord: SealedTable {
               AND pending_revocations.key_id = ?
             """, [.blob(next.keyID), .blob(current.keyID)])
         guard db.changes == pending else { throw switchMismatch() }
+        for (entryID, schedule) in schedules { try schedule.write(db, entryID: entryID, envelope: next) }
     }
 }

@@ -222,18 +222,24 @@ package struct SessionLedger: Sendable {
     ///
     /// - `revoked`: the entry is deleted.
     /// - `retryLater`: attempts, next attempt time and last error are updated.
-    /// - `failedPermanently`: the entry is kept and flagged.
+    /// - `failedPermanently`: the entry is kept, flagged, and scheduled for a late retry.
     ///
+    /// The schedule is written with its MAC, after the stored one was checked against its own.
     /// If the entry's account is still marked as logging out by this entry, its Apple user id
     /// and cached access token are deleted, the mark cleared and the user recorded `revoked`
     /// (with the detail `remoteRevocationPending` or `remoteRevocationFailed` unless revoked).
     /// If the logout was already finished locally and the revocation now went through, the
     /// history records `revocationConfirmed`. Then the WAL is checkpointed.
     /// - Returns: the user's credential state afterwards, when the user id is known.
+    /// - Throws: `integrityCheckFailed` when the entry's stored schedule was altered (nothing
+    ///   is recorded; a revocation that went through is harmless to repeat).
     @discardableResult
     package func recordRevocationAttempt(_ entry: PendingRevocation, result: RevocationAttemptResult) throws -> CredentialState? {
         let entryID = try OutboxRecord.entryID(entry)
-        if case .retryLater(_, let next) = result { try TokenStore.validate(date: next, what: "next attempt") }
+        switch result {
+        case .retryLater(_, let next), .failedPermanently(_, _, let next): try TokenStore.validate(date: next, what: "next attempt")
+        case .revoked: break
+        }
         let state: CredentialState? = try connection.write { db, envelope in
             let exists = try OutboxRecord.exists(db, entryID: entryID)
             let detail: String?
@@ -242,14 +248,19 @@ package struct SessionLedger: Sendable {
                 try OutboxRecord.delete(db, entryID: entryID)
                 detail = nil
             case .retryLater(let error, let next):
-                try db.run(
-                    "UPDATE pending_revocations SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE entry_id = ?",
-                    [.int(Timestamp.millis(from: next)), .text(Self.clip(error)), .blob(entryID)])
+                try OutboxRecord.updateSchedule(db, entryID: entryID, envelope: envelope) { schedule in
+                    schedule.attempts += 1
+                    schedule.nextAttemptAt = Timestamp.millis(from: next)
+                    schedule.lastError = Self.clip(error)
+                }
                 detail = CredentialStateDetail.remoteRevocationPending
-            case .failedPermanently(let code, let error):
-                try db.run(
-                    "UPDATE pending_revocations SET attempts = attempts + 1, failed_code = ?, last_error = ? WHERE entry_id = ?",
-                    [.text(Self.clip(code)), .text(Self.clip(error)), .blob(entryID)])
+            case .failedPermanently(let code, let error, let next):
+                try OutboxRecord.updateSchedule(db, entryID: entryID, envelope: envelope) { schedule in
+                    schedule.attempts += 1
+                    schedule.nextAttemptAt = Timestamp.millis(from: next)
+                    schedule.failedCode = Self.clip(code)
+                    schedule.lastError = Self.clip(error)
+                }
                 detail = CredentialStateDetail.remoteRevocationFailed
             }
             if exists, try AccountMarks.settlesLogout(
@@ -348,7 +359,7 @@ package struct SessionLedger: Sendable {
 
     /// Deletes an account's remaining local entries (Apple user id, access-token cache, ID
     /// token, profile, any refresh token) and its logout mark.
-    private static func deleteLocalEntries(_ db: Database, _ account: AccountID, envelope: Envelope) throws {
+    static func deleteLocalEntries(_ db: Database, _ account: AccountID, envelope: Envelope) throws {
         for kind in ItemKind.session {
             try ItemRecord.delete(db, ItemKey(account: account, kind: kind), envelope: envelope)
         }
@@ -358,7 +369,7 @@ package struct SessionLedger: Sendable {
 
     /// In the transaction that may have removed the store's last secret: when nothing secret
     /// is left, records that a crypto-erase is owed (unless turned off in the options).
-    private func markEraseOwedIfEmpty(_ db: Database) throws {
+    func markEraseOwedIfEmpty(_ db: Database) throws {
         guard connection.options.rotatesKeyAfterLastLogout, try SealedTables.holdNoSecrets(db) else { return }
         try db.run(
             "UPDATE store_info SET erase_owed_since = coalesce(erase_owed_since, ?) WHERE id = 1", [.int(Timestamp.nowMillis())])

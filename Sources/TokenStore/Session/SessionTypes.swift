@@ -21,6 +21,26 @@ public struct PendingRevocation: Sendable {
     public let createdAt: Date
 }
 
+/// An outbox row that does not open (tampered, damaged, or under a key the store does not
+/// use): its token cannot be revoked. It is listed so that it can be seen and, explicitly,
+/// discarded by id (``SessionLedger/discardUnreadablePendingRevocation(id:)``).
+public struct UnreadablePendingRevocation: Sendable, Equatable {
+    /// The entry's random id (hex): the only thing known about it besides its creation time.
+    public let id: String
+    /// Why it does not open (no secret, no identifier).
+    public let reason: String
+    /// When the entry was queued, as the row says (unauthenticated).
+    public let createdAt: Date
+}
+
+/// The outbox: the entries that open, and the rows that do not.
+public struct PendingRevocationList: Sendable {
+    /// The entries, oldest first.
+    public var entries: [PendingRevocation]
+    /// The rows that did not open, oldest first; one bad row never hides the others.
+    public var unreadable: [UnreadablePendingRevocation]
+}
+
 /// What ``SessionLedger/beginLogout(account:reason:)`` found and did.
 package enum LogoutPreparation: Sendable {
     /// Nothing is stored for the account, and nothing is pending.
@@ -37,8 +57,10 @@ package enum RevocationAttemptResult: Sendable {
     case revoked
     /// A transient failure: try again at `nextAttemptAt`.
     case retryLater(error: String, nextAttemptAt: Date)
-    /// A permanent failure (configuration): the entry is kept and flagged with `code`.
-    case failedPermanently(code: String, error: String)
+    /// A failure the server called permanent (a configuration error, or a captive portal's or
+    /// proxy's page in its place): the entry is kept, flagged with `code`, and tried again at
+    /// `nextAttemptAt` (a long backoff).
+    case failedPermanently(code: String, error: String, nextAttemptAt: Date)
 }
 
 /// Where a cached access token is filed: its account, the API it is for (`audience`, `nil`

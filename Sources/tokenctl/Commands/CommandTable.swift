@@ -22,7 +22,7 @@ enum CommandTable {
         StateCommand.self, HistoryCommand.self,
         // Driving the session and the logout
         LoginCommand.self, ProfileCommand.self, AccountsCommand.self, TokenCommand.self, LogoutCommand.self,
-        ClearCommand.self, ResumeCommand.self, PendingCommand.self,
+        ClearCommand.self, ResumeCommand.self, PendingCommand.self, DiscardCommand.self,
         // Maintenance
         VerifyCommand.self, MigrateCommand.self, RotateKeyCommand.self, UnlockCommand.self, ResetCommand.self,
         DestroyCommand.self,

@@ -24,7 +24,7 @@ struct LogoutCommand: TokenctlCommand {
     func run(_ context: CommandContext) throws -> ExitCode {
         let (store, session) = try server.openSession(context)
         let outcome = try waitFor { try await session.logout(account: AccountID(account)) }
-        let pending = try store.pendingRevocations().filter { $0.account == AccountID(account) }.count
+        let pending = try store.ledger.pendingRevocationList().entries.filter { $0.account == AccountID(account) }.count
 
         let name: String
         var failureCode: String?
