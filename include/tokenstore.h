@@ -11,15 +11,16 @@
  *    documented, or TS_ERROR (-1). On TS_ERROR, when `err` is not NULL, `*err` receives a
  *    ts_error the caller frees with ts_error_free(); on any other status `*err` is left as
  *    it was (initialize it to NULL). Pass NULL for `err` to ignore the details.
- *  - Strings are NUL-terminated UTF-8. A NULL, overlong or non-UTF-8 string, a NULL out
- *    pointer, an unknown enum value or an inconsistent (pointer, length) pair fails with
- *    TS_ERROR and the code "invalidInput"; nothing is stored or lost.
+ *  - Strings are NUL-terminated UTF-8 of at most 4096 bytes. A NULL, overlong or non-UTF-8
+ *    string, a NULL out pointer, an unknown enum value or an inconsistent (pointer, length)
+ *    pair fails with TS_ERROR and the code "invalidInput"; nothing is stored or lost.
  *  - Handles (ts_store, ts_session) are opaque. Every call is blocking and may be made from
  *    any thread, also on one handle from several threads at once; calls on one store are
- *    serialized. Keyring calls and network calls end with "timedOut" when they do not
- *    answer in time. Do not call from a thread whose blocking would stall your UI: move the
- *    call to a worker (GTask's g_task_run_in_thread, Rust's spawn_blocking, Python's
- *    asyncio.to_thread).
+ *    serialized. Closing or freeing a handle while another thread still uses it is the one
+ *    thing not allowed (as with any C handle). Keyring calls and network calls end with
+ *    "timedOut" when they do not answer in time. Do not call from a thread whose blocking
+ *    would stall your UI: move the call to a worker (GTask's g_task_run_in_thread, Rust's
+ *    spawn_blocking, Python's asyncio.to_thread).
  *  - Secrets come back as library-allocated (bytes, length) buffers: release them with
  *    ts_bytes_free(), which wipes them first. Never pass them to free().
  *  - Error texts never hold a secret or an identifier.
@@ -80,7 +81,7 @@ const char *ts_version(void);
  * Opens (or creates) a store. `path_or_null` is the database file, or NULL for the default
  * ($XDG_DATA_HOME/<app_id>/tokens.sqlite). `app_id` is 1-255 characters of [A-Za-z0-9._-].
  * The data key is read from (or, for a new store, made in) the Secret Service.
- * On TS_OK, `*out` holds a handle to release with ts_store_close().
+ * On TS_OK, `*out` holds a handle to release with ts_store_close(); otherwise it is NULL.
  * Codes: secretServiceUnavailable, keyringLocked, dataKeyMissing, dataKeyCorrupt,
  * databaseCorrupt, schemaTooNew, migrationFailed, unsafeFileLayout, invalidInput, ioError,
  * timedOut.

@@ -12,6 +12,7 @@ public func ts_session_new(
 ) -> CInt {
     CCall.run(err) {
         let out = try CInput.out(out, "session")
+        out.pointee = nil
         let storeHandle = try StoreHandle.borrow(store)
         let configuration = try AuthorizationServerConfiguration(
             domain: CInput.string(domain, "domain"), clientID: CInput.string(clientID, "client id"))
@@ -52,7 +53,8 @@ public func ts_session_access_token(
         }
         try SecretBuffer.hand(accessToken.token, to: tokenOut, length: lengthOut)
         if let expiresAt {
-            expiresAt.pointee = accessToken.expiresAt.map { Int64($0.timeIntervalSince1970.rounded(.down)) } ?? 0
+            // The store keeps dates within years 1-9999; `exactly:` keeps a trap out of reach anyway.
+            expiresAt.pointee = accessToken.expiresAt.flatMap { Int64(exactly: $0.timeIntervalSince1970.rounded(.down)) } ?? 0
         }
         return CCall.ok
     }

@@ -15,6 +15,7 @@ public func ts_store_open(
 ) -> CInt {
     CCall.run(err) {
         let out = try CInput.out(out, "store")
+        out.pointee = nil
         let path = try CInput.optionalString(pathOrNull, "path")
         let appID = try CInput.string(appID, "app id")
         let store = try path.map { try TokenStore(path: $0, appID: appID) } ?? TokenStore(appID: appID)
