@@ -21,9 +21,9 @@ test: deps
 	scripts/authserver selftest
 	# The fuzz seed corpus replayed through the decoders (the same code libFuzzer drives).
 	$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-fuzz
-	TOKENSTORE_REQUIRE_KEYRING=1 SWIFT=$(SWIFT) scripts/with-keyring scripts/run-tests $(SWIFT_FLAGS)
-	# The C ABI through an installed prefix: gcc + pkg-config, env -i, ASan, nm -D, man, completions.
+	# The C ABI through an installed prefix: gcc + pkg-config, env -i, ASan, nm -D, Python, man, completions.
 	SWIFT=$(SWIFT) scripts/with-keyring scripts/test-cabi $(SWIFT_FLAGS)
+	TOKENSTORE_REQUIRE_KEYRING=1 SWIFT=$(SWIFT) scripts/with-keyring scripts/run-tests $(SWIFT_FLAGS)
 # Suites that lock the shared private keyring (or stop its daemon) have "ExclusiveKeyring" in
 # their type name: they run in a second, serialized pass so they cannot disturb the others.
 
