@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build test demo bench soak fuzz sanitizers release stress-tests docs clean
+.PHONY: all deps build test test-cabi demo bench soak fuzz sanitizers release stress-tests docs install uninstall clean
 
 all: build
 
@@ -21,6 +21,8 @@ test: deps
 	scripts/authserver selftest
 	# The fuzz seed corpus replayed through the decoders (the same code libFuzzer drives).
 	$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-fuzz
+	# The C ABI through an installed prefix: gcc + pkg-config, env -i, ASan, nm -D, Python, man, completions.
+	SWIFT=$(SWIFT) scripts/with-keyring scripts/test-cabi $(SWIFT_FLAGS)
 	TOKENSTORE_REQUIRE_KEYRING=1 SWIFT=$(SWIFT) scripts/with-keyring scripts/run-tests $(SWIFT_FLAGS)
 # Suites that lock the shared private keyring (or stop its daemon) have "ExclusiveKeyring" in
 # their type name: they run in a second, serialized pass so they cannot disturb the others.
@@ -64,6 +66,26 @@ docs: deps
 # Release build with warnings as errors (CI runs this too).
 release: deps
 	$(SWIFT) build -c release -Xswiftc -warnings-as-errors $(SWIFT_FLAGS)
+
+# The C ABI alone (debug build, a temporary prefix; about 30 s once built).
+test-cabi: deps
+	SWIFT=$(SWIFT) scripts/with-keyring scripts/test-cabi $(SWIFT_FLAGS)
+
+# libtokenstore.so.1 (+ symlinks), tokenstore.h, tokenstore.pc, tokenctl, its man page and
+# bash/zsh/fish completions under $(DESTDIR)$(PREFIX). CONFIG=debug installs the debug build
+# unstripped (the tests do); the default is a stripped release build.
+PREFIX ?= /usr/local
+DESTDIR ?=
+CONFIG ?= release
+STRIP ?= strip --strip-unneeded
+install:
+	$(SWIFT) build -c $(CONFIG) --product tokenstore $(SWIFT_FLAGS)
+	$(SWIFT) build -c $(CONFIG) --product tokenctl $(SWIFT_FLAGS)
+	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" STRIP="$(if $(filter release,$(CONFIG)),$(STRIP))" \
+		scripts/install install "$$($(SWIFT) build -c $(CONFIG) --show-bin-path $(SWIFT_FLAGS))"
+
+uninstall:
+	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" scripts/install uninstall
 
 clean:
 	rm -rf .build

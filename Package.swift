@@ -1,6 +1,27 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// libtokenstore.so.1, the C ABI (include/tokenstore.h): the Swift runtime linked in
+// (-static-stdlib), only ts_* exported (version script), a soname, no build-machine rpath.
+// unsafeFlags work because this is the root package; see `make install` and scripts/test-cabi.
+// The static Foundation archives -static-stdlib leaves out for a shared library, in one group
+// so their order does not matter. Each goes through -Xlinker: swiftc moves plain -l flags away
+// from the -Xlinker ones.
+let cABIStaticFoundation = (["--start-group"] + [
+    "Foundation", "FoundationInternationalization",
+    "_FoundationICU", "FoundationEssentials", "_FoundationCollections", "_FoundationCShims", "CoreFoundation",
+    "swiftSynchronization", "swiftDispatch",
+].map { "-l\($0)" } + ["--end-group"]).flatMap { ["-Xlinker", $0] }
+
+let cABILinkerSettings: [LinkerSetting] = [
+    .unsafeFlags(
+        ["-static-stdlib", "-no-toolchain-stdlib-rpath"] + cABIStaticFoundation + [
+            "-Xlinker", "-zdefs",  // fail the link on any undefined symbol
+            "-Xlinker", "-soname=libtokenstore.so.1",
+            "-Xlinker", "--version-script=\(Context.packageDirectory)/include/tokenstore.map",
+        ])
+]
+
 let package = Package(
     name: "TokenStore",
     platforms: [.macOS(.v14)],
@@ -8,6 +29,8 @@ let package = Package(
         .library(name: "TokenStore", targets: ["TokenStore"]),
         .library(name: "AuthSession", targets: ["AuthSession"]),
         .executable(name: "tokenctl", targets: ["tokenctl"]),
+        // The C ABI: libtokenstore.so (installed as libtokenstore.so.1.x.y by `make install`).
+        .library(name: "tokenstore", type: .dynamic, targets: ["TokenStoreC"]),
     ],
     targets: [
         // System libraries, one target each, found through pkg-config.
@@ -45,9 +68,18 @@ let package = Package(
         .target(
             name: "TokenStore",
             dependencies: ["CSQLite", "CLibSecret", "CSodium"],
-            plugins: ["EmbedMigrations"]),
+            plugins: ["EmbedMigrations", "EmbedVersion"]),
         .target(name: "AuthSession", dependencies: ["TokenStore", "CSodium", "CCrypto", "CCurl", "CGIO", "CGlibcExtensions"]),
         .executableTarget(name: "tokenctl", dependencies: ["TokenStore", "AuthSession"]),
+
+        // VERSION compiled into TokenStore as TokenStoreVersion.string.
+        .plugin(name: "EmbedVersion", capability: .buildTool(), path: "Plugins/EmbedVersion"),
+        // The hand-written C header, imported so `@c @implementation` checks each function against it.
+        .systemLibrary(name: "CTokenStore", path: "Sources/CTokenStore"),
+        // The C ABI's implementation over the public TokenStore and AuthSession API.
+        .target(
+            name: "TokenStoreC", dependencies: ["CTokenStore", "TokenStore", "AuthSession"],
+            linkerSettings: cABILinkerSettings),
         // `make demo`: a sign-in → use → logout cycle against the local authorization server.
         .executableTarget(name: "tokenstore-demo", dependencies: ["TokenStore", "AuthSession"]),
         // `make bench`: TokenStore against libsecret-per-item and plaintext SQLite.

@@ -22,9 +22,21 @@ func exitCode(for error: any Error) -> ExitCode {
     }
 }
 
+// Hidden generators for `make install`, from the same command table as `help`:
+// `tokenctl __man` (tokenctl.1) and `tokenctl __completion bash|zsh|fish`.
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments == ["__man"] {
+    console.write(ManPage(root: CommandTable.root, version: CommandTable.version).render())
+    exit(ExitCode.ok.rawValue)
+}
+if arguments.count == 2, arguments[0] == "__completion", let shell = Completions.Shell(rawValue: arguments[1]) {
+    console.write(Completions(root: CommandTable.root).render(shell))
+    exit(ExitCode.ok.rawValue)
+}
+
 let status: ExitCode
 do {
-    switch try parser.parse(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment) {
+    switch try parser.parse(arguments, environment: ProcessInfo.processInfo.environment) {
     case .help(let command):
         console.write(helpFormatter.help(forCommandNamed: command))
         status = .ok

@@ -319,11 +319,15 @@ import TestSupport
 
     // MARK: Version and help precedence
 
+    /// The version printed is the top-level VERSION file, the one source of the release number.
     @Test func version() throws {
+        let version = try String(contentsOf: repositoryRoot.appendingPathComponent("VERSION"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(version.split(separator: ".").count == 3)
         for arguments in [["--version"], ["list", "--version"]] {
             let result = try TokenctlBinary.run(arguments)
             #expect(result.exitCode == 0)
-            #expect(result.standardOutput == "0.1.0\n")
+            #expect(result.standardOutput == version + "\n")
             #expect(result.standardError == "")
         }
     }

@@ -6,7 +6,7 @@ import TokenStore
 /// Names and meanings are a public interface: tests outside the repository call them.
 enum CommandTable {
     /// Printed by `tokenctl --version`.
-    static let version = "0.1.0"
+    static let version = TokenStoreVersion.string
 
     /// The values `--kind` accepts, as typed on the command line.
     static let itemKinds = ItemKind.allCases.map(\.rawValue)

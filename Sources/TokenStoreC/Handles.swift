@@ -1,0 +1,76 @@
+import AuthSession
+import CTokenStore
+import Glibc
+import TokenStore
+
+// The objects behind the opaque C handles. A handle is `Unmanaged.passRetained(object)`;
+// the matching close/free call releases it. Handles never point at Swift memory the caller
+// could free: every buffer handed out is malloc'd here and released by a ts_* call.
+
+/// `ts_store *`: one open store.
+final class StoreHandle: Sendable {
+    let store: TokenStore
+    init(_ store: TokenStore) { self.store = store }
+    // The store closes when the last reference goes: the handle and every session made from it.
+    deinit { store.close() }
+
+    var opaque: OpaquePointer { OpaquePointer(Unmanaged.passRetained(self).toOpaque()) }
+
+    /// The handle behind `pointer`, borrowed for the length of one call.
+    static func borrow(_ pointer: OpaquePointer?) throws -> StoreHandle {
+        guard let pointer else { throw CInput.invalid("The store handle is NULL.") }
+        return Unmanaged<StoreHandle>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
+    }
+}
+
+/// `ts_session *`: a session, holding its own reference to the store's handle.
+final class SessionHandle: Sendable {
+    let session: TokenSession
+    let storeHandle: StoreHandle
+    init(_ session: TokenSession, storeHandle: StoreHandle) {
+        self.session = session
+        self.storeHandle = storeHandle
+    }
+
+    var opaque: OpaquePointer { OpaquePointer(Unmanaged.passRetained(self).toOpaque()) }
+
+    static func borrow(_ pointer: OpaquePointer?) throws -> SessionHandle {
+        guard let pointer else { throw CInput.invalid("The session handle is NULL.") }
+        return Unmanaged<SessionHandle>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
+    }
+}
+
+/// `ts_error *`: a code and a message as NUL-terminated strings owned by the error.
+final class ErrorBox {
+    let code: UnsafeMutablePointer<CChar>
+    let message: UnsafeMutablePointer<CChar>
+
+    init(code: String, message: String) {
+        self.code = CStrings.copy(code)
+        self.message = CStrings.copy(message)
+    }
+
+    deinit {
+        code.deallocate()
+        message.deallocate()
+    }
+
+    static func borrow(_ pointer: OpaquePointer) -> ErrorBox {
+        Unmanaged<ErrorBox>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
+    }
+}
+
+enum CStrings {
+    /// A NUL-terminated copy of `string`, to be released with `deallocate()`.
+    static func copy(_ string: String) -> UnsafeMutablePointer<CChar> {
+        let utf8 = Array(string.utf8)
+        let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: utf8.count + 1)
+        for (index, byte) in utf8.enumerated() { pointer[index] = CChar(bitPattern: byte) }
+        pointer[utf8.count] = 0
+        return pointer
+    }
+
+    /// The library version as a C string that lives as long as the process (written once, by
+    /// the thread-safe lazy initialization of a static, and never written again).
+    nonisolated(unsafe) static let version: UnsafePointer<CChar> = UnsafePointer(copy(TokenStoreVersion.string))
+}

@@ -1,0 +1,94 @@
+import AuthSession
+import CTokenStore
+import Foundation
+import TokenStore
+
+// Sessions: access tokens, logout and the revocation outbox (include/tokenstore.h).
+
+@c @implementation
+public func ts_session_new(
+    _ store: OpaquePointer!, _ domain: UnsafePointer<CChar>!, _ clientID: UnsafePointer<CChar>!,
+    _ out: UnsafeMutablePointer<OpaquePointer?>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let out = try CInput.out(out, "session")
+        out.pointee = nil
+        let storeHandle = try StoreHandle.borrow(store)
+        let configuration = try AuthorizationServerConfiguration(
+            domain: CInput.string(domain, "domain"), clientID: CInput.string(clientID, "client id"))
+        let session = TokenSession(store: storeHandle.store, configuration: configuration)
+        out.pointee = SessionHandle(session, storeHandle: storeHandle).opaque
+        return CCall.ok
+    }
+}
+
+@c @implementation
+public func ts_session_free(_ session: OpaquePointer!) {
+    guard let session else { return }
+    Unmanaged<SessionHandle>.fromOpaque(UnsafeRawPointer(session)).release()
+}
+
+@c @implementation
+public func ts_session_access_token(
+    _ session: OpaquePointer!, _ account: UnsafePointer<CChar>!, _ audienceOrNull: UnsafePointer<CChar>!,
+    _ scopesSpaceSeparated: UnsafePointer<CChar>!, _ minTTLSeconds: CInt,
+    _ token: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>!, _ length: UnsafeMutablePointer<Int>!,
+    _ expiresAt: UnsafeMutablePointer<Int64>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let tokenOut = try CInput.out(token, "token")
+        let lengthOut = try CInput.out(length, "length")
+        tokenOut.pointee = nil
+        lengthOut.pointee = 0
+        let handle = try SessionHandle.borrow(session)
+        let account = AccountID(try CInput.string(account, "account"))
+        let audience = try CInput.optionalString(audienceOrNull, "audience")
+        let scopes = try CInput.optionalString(scopesSpaceSeparated, "scopes")?
+            .split(separator: " ", omittingEmptySubsequences: true).map(String.init) ?? []
+        guard minTTLSeconds >= 0 else { throw CInput.invalid("The minimum TTL is negative.") }
+        let minimumTTL = Duration.seconds(Int(minTTLSeconds))
+        let session = handle.session
+        let accessToken = try Blocking.wait {
+            try await session.accessToken(for: account, audience: audience, scopes: scopes, minimumTTL: minimumTTL)
+        }
+        try SecretBuffer.hand(accessToken.token, to: tokenOut, length: lengthOut)
+        if let expiresAt {
+            // The store keeps dates within years 1-9999; `exactly:` keeps a trap out of reach anyway.
+            expiresAt.pointee = accessToken.expiresAt.flatMap { Int64(exactly: $0.timeIntervalSince1970.rounded(.down)) } ?? 0
+        }
+        return CCall.ok
+    }
+}
+
+@c @implementation
+public func ts_session_logout(
+    _ session: OpaquePointer!, _ account: UnsafePointer<CChar>!, _ out: UnsafeMutablePointer<ts_logout_outcome>!,
+    _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let out = try CInput.out(out, "outcome")
+        let handle = try SessionHandle.borrow(session)
+        let account = AccountID(try CInput.string(account, "account"))
+        let session = handle.session
+        switch try Blocking.wait({ try await session.logout(account: account) }) {
+        case .revoked: out.pointee = TS_LOGOUT_REVOKED
+        case .notFound: out.pointee = TS_LOGOUT_NOT_FOUND
+        case .revocationPending: out.pointee = TS_LOGOUT_PENDING
+        case .revocationFailed: out.pointee = TS_LOGOUT_FAILED
+        }
+        return CCall.ok
+    }
+}
+
+@c @implementation
+public func ts_session_resume(
+    _ session: OpaquePointer!, _ stillPending: UnsafeMutablePointer<CInt>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let handle = try SessionHandle.borrow(session)
+        let session = handle.session
+        let report = try Blocking.wait { try await session.resumePendingRevocations() }
+        stillPending?.pointee = CInt(clamping: report.stillPending)
+        return CCall.ok
+    }
+}

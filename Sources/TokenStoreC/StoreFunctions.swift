@@ -1,0 +1,118 @@
+import CTokenStore
+import TokenStore
+
+// ts_version, stores, items, credential state and errors (include/tokenstore.h).
+
+@c @implementation
+public func ts_version() -> UnsafePointer<CChar>! {
+    CStrings.version
+}
+
+@c @implementation
+public func ts_store_open(
+    _ pathOrNull: UnsafePointer<CChar>!, _ appID: UnsafePointer<CChar>!, _ out: UnsafeMutablePointer<OpaquePointer?>!,
+    _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let out = try CInput.out(out, "store")
+        out.pointee = nil
+        let path = try CInput.optionalString(pathOrNull, "path")
+        let appID = try CInput.string(appID, "app id")
+        let store = try path.map { try TokenStore(path: $0, appID: appID) } ?? TokenStore(appID: appID)
+        out.pointee = StoreHandle(store).opaque
+        return CCall.ok
+    }
+}
+
+@c @implementation
+public func ts_store_close(_ store: OpaquePointer!) {
+    guard let store else { return }
+    Unmanaged<StoreHandle>.fromOpaque(UnsafeRawPointer(store)).release()
+}
+
+@c @implementation
+public func ts_item_set(
+    _ store: OpaquePointer!, _ service: UnsafePointer<CChar>!, _ account: UnsafePointer<CChar>!, _ kind: ts_kind,
+    _ bytes: UnsafePointer<UInt8>!, _ length: Int, _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let handle = try StoreHandle.borrow(store)
+        let key = try ItemKey(account: CInput.account(service: service, account: account), kind: CInput.kind(kind))
+        try handle.store.set(CInput.secret(bytes, length), for: key)
+        return CCall.ok
+    }
+}
+
+@c @implementation
+public func ts_item_get(
+    _ store: OpaquePointer!, _ service: UnsafePointer<CChar>!, _ account: UnsafePointer<CChar>!, _ kind: ts_kind,
+    _ bytes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>!, _ length: UnsafeMutablePointer<Int>!,
+    _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let bytesOut = try CInput.out(bytes, "bytes")
+        let lengthOut = try CInput.out(length, "length")
+        bytesOut.pointee = nil
+        lengthOut.pointee = 0
+        let handle = try StoreHandle.borrow(store)
+        let key = try ItemKey(account: CInput.account(service: service, account: account), kind: CInput.kind(kind))
+        guard let secret = try handle.store.secret(for: key) else { return CCall.notFound }
+        try SecretBuffer.hand(secret, to: bytesOut, length: lengthOut)
+        return CCall.ok
+    }
+}
+
+@c @implementation
+public func ts_item_delete(
+    _ store: OpaquePointer!, _ service: UnsafePointer<CChar>!, _ account: UnsafePointer<CChar>!, _ kind: ts_kind,
+    _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let handle = try StoreHandle.borrow(store)
+        let key = try ItemKey(account: CInput.account(service: service, account: account), kind: CInput.kind(kind))
+        try handle.store.delete(key)
+        return CCall.ok
+    }
+}
+
+@c @implementation
+public func ts_bytes_free(_ bytes: UnsafeMutablePointer<UInt8>!, _ length: Int) {
+    guard let bytes else { return }
+    SecretBuffer.free(bytes)
+}
+
+@c @implementation
+public func ts_credential_state(
+    _ store: OpaquePointer!, _ userID: UnsafePointer<CChar>!, _ out: UnsafeMutablePointer<ts_state>!,
+    _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let out = try CInput.out(out, "state")
+        let handle = try StoreHandle.borrow(store)
+        let userID = try CInput.string(userID, "user id")
+        switch try handle.store.credentialState(forUserID: userID) {
+        case .authorized: out.pointee = TS_STATE_AUTHORIZED
+        case .revoked: out.pointee = TS_STATE_REVOKED
+        case .notFound: out.pointee = TS_STATE_NOT_FOUND
+        }
+        return CCall.ok
+    }
+}
+
+@c @implementation
+public func ts_error_code(_ error: OpaquePointer!) -> UnsafePointer<CChar>! {
+    guard let error else { return nil }
+    return UnsafePointer(ErrorBox.borrow(error).code)
+}
+
+@c @implementation
+public func ts_error_message(_ error: OpaquePointer!) -> UnsafePointer<CChar>! {
+    guard let error else { return nil }
+    return UnsafePointer(ErrorBox.borrow(error).message)
+}
+
+@c @implementation
+public func ts_error_free(_ error: OpaquePointer!) {
+    guard let error else { return }
+    Unmanaged<ErrorBox>.fromOpaque(UnsafeRawPointer(error)).release()
+}

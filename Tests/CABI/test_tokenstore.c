@@ -1,0 +1,238 @@
+/*
+ * The C ABI end to end, compiled with gcc through `pkg-config --cflags --libs tokenstore`
+ * against an installed prefix and run under `env -i` (plus the private keyring's D-Bus
+ * address) by scripts/test-cabi, which also runs it under AddressSanitizer.
+ *
+ *   test_tokenstore version  EXPECTED          ts_version() is EXPECTED
+ *   test_tokenstore items    STORE             open, set/get/delete, not found, bad input
+ *   test_tokenstore tampered STORE             the row scripts/test-cabi altered: integrityCheckFailed
+ *   test_tokenstore locked   STORE             the keyring is locked: keyringLocked
+ *   test_tokenstore session  STORE URL USER    credential state, access token, logout, resume
+ *
+ * Exit status 0 when every check passes; each failure is printed with its line.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <tokenstore.h>
+
+static int failures = 0;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "test_tokenstore.c:%d: check failed: %s\n", __LINE__, #cond); \
+            failures++;                                                              \
+        }                                                                            \
+    } while (0)
+
+/* Checks that `status` is TS_ERROR with `code`, then frees the error. */
+#define CHECK_ERROR(status, err, code)                                               \
+    do {                                                                             \
+        CHECK((status) == TS_ERROR);                                                 \
+        CHECK((err) != NULL);                                                        \
+        if (err) {                                                                   \
+            if (strcmp(ts_error_code(err), (code)) != 0)                             \
+                fprintf(stderr, "  got %s: %s\n", ts_error_code(err), ts_error_message(err)); \
+            CHECK(strcmp(ts_error_code(err), (code)) == 0);                          \
+            CHECK(ts_error_message(err) != NULL && strlen(ts_error_message(err)) > 0); \
+            ts_error_free(err);                                                      \
+            (err) = NULL;                                                            \
+        }                                                                            \
+    } while (0)
+
+/* Opens the store or exits: nothing else can be checked without it. */
+static ts_store *open_store(const char *path) {
+    ts_store *store = NULL;
+    ts_error *err = NULL;
+    if (ts_store_open(path, "org.example.cabi", &store, &err) != TS_OK) {
+        fprintf(stderr, "ts_store_open: %s: %s\n", ts_error_code(err), ts_error_message(err));
+        ts_error_free(err);
+        exit(1);
+    }
+    return store;
+}
+
+static void expect_item(ts_store *store, const char *account, ts_kind kind, const char *value) {
+    uint8_t *bytes = NULL;
+    size_t length = 0;
+    ts_error *err = NULL;
+    int status = ts_item_get(store, NULL, account, kind, &bytes, &length, &err);
+    CHECK(status == TS_OK);
+    CHECK(err == NULL);
+    CHECK(length == strlen(value));
+    CHECK(bytes != NULL && memcmp(bytes, value, length) == 0);
+    ts_bytes_free(bytes, length);
+}
+
+static int test_version(const char *expected) {
+    CHECK(strcmp(ts_version(), expected) == 0);
+    CHECK(ts_version() == ts_version()); /* a static string */
+    return failures;
+}
+
+static int test_items(const char *path) {
+    ts_store *store = open_store(path);
+    ts_error *err = NULL;
+    const uint8_t secret[] = {'r', 't', '-', 0x00, 0xff, '1'}; /* binary, with a NUL */
+
+    /* set/get round trip of binary bytes; replace; delete */
+    CHECK(ts_item_set(store, NULL, "alice", TS_KIND_GENERIC, secret, sizeof secret, &err) == TS_OK);
+    CHECK(err == NULL);
+    uint8_t *bytes = NULL;
+    size_t length = 0;
+    CHECK(ts_item_get(store, NULL, "alice", TS_KIND_GENERIC, &bytes, &length, &err) == TS_OK);
+    CHECK(length == sizeof secret && memcmp(bytes, secret, sizeof secret) == 0);
+    ts_bytes_free(bytes, length);
+    CHECK(ts_item_set(store, "auth0", "alice", TS_KIND_GENERIC, (const uint8_t *)"v2", 2, NULL) == TS_OK);
+    expect_item(store, "alice", TS_KIND_GENERIC, "v2");
+    /* another service is another item */
+    CHECK(ts_item_set(store, "other-service", "alice", TS_KIND_GENERIC, (const uint8_t *)"o", 1, NULL) == TS_OK);
+    expect_item(store, "alice", TS_KIND_GENERIC, "v2");
+    CHECK(ts_item_delete(store, NULL, "alice", TS_KIND_GENERIC, &err) == TS_OK);
+    CHECK(ts_item_delete(store, NULL, "alice", TS_KIND_GENERIC, &err) == TS_OK); /* absent: still OK */
+
+    /* not found: a status, no error, NULL/0 out */
+    bytes = (uint8_t *)secret;
+    length = 99;
+    CHECK(ts_item_get(store, NULL, "alice", TS_KIND_GENERIC, &bytes, &length, &err) == TS_NOT_FOUND);
+    CHECK(err == NULL && bytes == NULL && length == 0);
+    ts_bytes_free(NULL, 0); /* ignored */
+
+    /* bad input: typed errors, nothing stored, no crash */
+    int status = ts_item_set(store, NULL, "empty", TS_KIND_ACCESS_TOKEN, NULL, 0, &err); /* empty secret */
+    CHECK_ERROR(status, err, "invalidInput");
+    status = ts_item_set(store, NULL, NULL, TS_KIND_GENERIC, secret, 1, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+    status = ts_item_set(store, NULL, "bob", (ts_kind)42, secret, 1, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+    status = ts_item_set(store, NULL, "bob", TS_KIND_GENERIC, NULL, 5, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+    status = ts_item_set(store, NULL, "bob", TS_KIND_GENERIC, secret, (size_t)-1, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+    status = ts_item_set(store, NULL, "bob", TS_KIND_GENERIC, secret, (size_t)(1 << 20) + 1, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+    status = ts_item_set(store, NULL, "b\xff\xfe", TS_KIND_GENERIC, secret, 1, &err); /* not UTF-8 */
+    CHECK_ERROR(status, err, "invalidInput");
+    status = ts_item_get(store, NULL, "bob", TS_KIND_GENERIC, NULL, &length, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+    status = ts_item_get(NULL, NULL, "bob", TS_KIND_GENERIC, &bytes, &length, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+    char *huge = malloc(8192);
+    memset(huge, 'a', 8191);
+    huge[8191] = 0;
+    status = ts_item_delete(store, NULL, huge, TS_KIND_GENERIC, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+    free(huge);
+    CHECK(ts_item_set(store, NULL, NULL, TS_KIND_GENERIC, secret, 1, NULL) == TS_ERROR); /* err NULL: fine */
+    CHECK(ts_item_get(store, NULL, "bob", TS_KIND_GENERIC, &bytes, &length, NULL) == TS_NOT_FOUND);
+    ts_store *none = NULL;
+    status = ts_store_open(NULL, "not an app id", &none, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+    CHECK(none == NULL);
+    status = ts_store_open(path, "org.example.cabi", NULL, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+    ts_state state;
+    status = ts_credential_state(store, NULL, &state, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+    CHECK(ts_credential_state(store, "000999.nobody.apple", &state, &err) == TS_OK);
+    CHECK(state == TS_STATE_NOT_FOUND);
+
+    /* a second handle on the same file sees the same items */
+    ts_store *second = open_store(path);
+    CHECK(ts_item_set(store, NULL, "victim", TS_KIND_REFRESH_TOKEN, (const uint8_t *)"tamper-me", 9, NULL) == TS_OK);
+    expect_item(second, "victim", TS_KIND_REFRESH_TOKEN, "tamper-me");
+    CHECK(ts_item_set(second, NULL, "bystander", TS_KIND_GENERIC, (const uint8_t *)"intact", 6, NULL) == TS_OK);
+    ts_store_close(second);
+    ts_store_close(store);
+    ts_store_close(NULL);
+    ts_error_free(NULL);
+    CHECK(ts_error_code(NULL) == NULL && ts_error_message(NULL) == NULL);
+    return failures;
+}
+
+static int test_tampered(const char *path) {
+    ts_store *store = open_store(path);
+    ts_error *err = NULL;
+    uint8_t *bytes = NULL;
+    size_t length = 0;
+    int status = ts_item_get(store, NULL, "victim", TS_KIND_REFRESH_TOKEN, &bytes, &length, &err);
+    CHECK(bytes == NULL);
+    if (err) CHECK(strstr(ts_error_message(err), "tamper-me") == NULL);
+    CHECK_ERROR(status, err, "integrityCheckFailed");
+    expect_item(store, "bystander", TS_KIND_GENERIC, "intact"); /* the other rows still read */
+    ts_store_close(store);
+    return failures;
+}
+
+static int test_locked(const char *path) {
+    ts_store *store = NULL;
+    ts_error *err = NULL;
+    int status = ts_store_open(path, "org.example.cabi", &store, &err);
+    CHECK(store == NULL);
+    CHECK_ERROR(status, err, "keyringLocked");
+    return failures;
+}
+
+static int test_session(const char *path, const char *url, const char *user) {
+    ts_store *store = open_store(path);
+    ts_error *err = NULL;
+    ts_state state;
+    CHECK(ts_credential_state(store, user, &state, &err) == TS_OK);
+    CHECK(state == TS_STATE_AUTHORIZED);
+
+    ts_session *session = NULL;
+    int status = ts_session_new(store, "ftp://127.0.0.1/", "tokenstore-test", &session, &err);
+    CHECK_ERROR(status, err, "insecureConfiguration");
+    CHECK(ts_session_new(store, url, "tokenstore-test", &session, &err) == TS_OK);
+    ts_store_close(store); /* the session keeps the store open */
+
+    uint8_t *token = NULL;
+    size_t length = 0;
+    int64_t expires_at = -1;
+    status = ts_session_access_token(session, "alice", NULL, "openid", 60, &token, &length, &expires_at, &err);
+    if (status != TS_OK) fprintf(stderr, "  access token: %s: %s\n", ts_error_code(err), ts_error_message(err));
+    CHECK(status == TS_OK);
+    CHECK(token != NULL && length > 0);
+    CHECK(expires_at > (int64_t)time(NULL) + 60);
+    ts_bytes_free(token, length);
+    status = ts_session_access_token(session, "alice", NULL, NULL, -1, &token, &length, NULL, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+    status = ts_session_access_token(session, "nobody", NULL, "", 0, &token, &length, NULL, &err);
+    CHECK_ERROR(status, err, "interactionRequired");
+
+    ts_logout_outcome outcome = (ts_logout_outcome)-1;
+    status = ts_session_logout(session, "alice", &outcome, &err);
+    if (status != TS_OK) fprintf(stderr, "  logout: %s: %s\n", ts_error_code(err), ts_error_message(err));
+    CHECK(status == TS_OK);
+    CHECK(outcome == TS_LOGOUT_REVOKED);
+    CHECK(ts_session_logout(session, "alice", &outcome, &err) == TS_OK);
+    CHECK(outcome == TS_LOGOUT_NOT_FOUND);
+    int still_pending = -1;
+    CHECK(ts_session_resume(session, &still_pending, &err) == TS_OK);
+    CHECK(still_pending == 0);
+    CHECK(ts_session_resume(session, NULL, &err) == TS_OK);
+
+    store = open_store(path);
+    CHECK(ts_credential_state(store, user, &state, &err) == TS_OK);
+    CHECK(state == TS_STATE_REVOKED);
+    uint8_t *bytes = NULL;
+    CHECK(ts_item_get(store, NULL, "alice", TS_KIND_REFRESH_TOKEN, &bytes, &length, &err) == TS_NOT_FOUND);
+    ts_store_close(store);
+    ts_session_free(session);
+    ts_session_free(NULL);
+    return failures;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 3 && strcmp(argv[1], "version") == 0) return test_version(argv[2]) ? 1 : 0;
+    if (argc >= 3 && strcmp(argv[1], "items") == 0) return test_items(argv[2]) ? 1 : 0;
+    if (argc >= 3 && strcmp(argv[1], "tampered") == 0) return test_tampered(argv[2]) ? 1 : 0;
+    if (argc >= 3 && strcmp(argv[1], "locked") == 0) return test_locked(argv[2]) ? 1 : 0;
+    if (argc >= 5 && strcmp(argv[1], "session") == 0) return test_session(argv[2], argv[3], argv[4]) ? 1 : 0;
+    fprintf(stderr, "usage: test_tokenstore version|items|tampered|locked|session ...\n");
+    return 64;
+}

@@ -1,0 +1,248 @@
+"""TokenStore for Python: sealed token storage in the Secret Service, over libtokenstore.so.1.
+
+    import tokenstore
+
+    with tokenstore.Store("org.example.notes") as store:
+        store.set("alice", tokenstore.Kind.GENERIC, b"secret")
+        secret = store.get("alice", tokenstore.Kind.GENERIC)      # bytes, or None
+
+    with tokenstore.Store("org.example.notes") as store, store.session(DOMAIN, CLIENT_ID) as session:
+        token = session.access_token("alice", scopes=["read:notes"])
+        session.logout("alice")
+
+Every call blocks (keyring and network calls have their own time-outs) and releases the GIL,
+so run it off an event loop with ``await asyncio.to_thread(store.get, ...)``. Failures raise
+:class:`TokenStoreError` carrying the library's ``code`` (e.g. ``"keyringLocked"``); its
+message never holds a secret. Secrets are ``bytes``; the library's copy is wiped when read,
+but a Python ``bytes`` object cannot be wiped: keep secrets short-lived.
+"""
+
+import ctypes
+import enum
+
+from . import _native
+
+__all__ = ["Store", "Session", "AccessToken", "TokenStoreError", "Kind", "State", "LogoutOutcome", "version"]
+
+
+class TokenStoreError(Exception):
+    """A failed call: ``code`` is the library's error code, ``message`` a description."""
+
+    def __init__(self, code, message):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class Kind(enum.IntEnum):
+    REFRESH_TOKEN = 1
+    APPLE_USER_ID = 2
+    ACCESS_TOKEN = 3
+    GENERIC = 4
+
+
+class State(enum.IntEnum):
+    AUTHORIZED = 0
+    REVOKED = 1
+    NOT_FOUND = 2
+
+
+class LogoutOutcome(enum.IntEnum):
+    REVOKED = 0
+    NOT_FOUND = 1
+    PENDING = 2
+    FAILED = 3
+
+
+class AccessToken:
+    """An access token: ``token`` (bytes) and ``expires_at`` (Unix seconds, or None)."""
+
+    __slots__ = ("token", "expires_at")
+
+    def __init__(self, token, expires_at):
+        self.token = token
+        self.expires_at = expires_at
+
+    def __repr__(self):
+        return f"AccessToken(<{len(self.token)} bytes>, expires_at={self.expires_at})"
+
+
+def version():
+    """The library's version, e.g. ``"0.2.0"`` (the VERSION file it was built from)."""
+    return _native.library().ts_version().decode()
+
+
+def __getattr__(name):  # __version__ without loading the library at import time
+    if name == "__version__":
+        return version()
+    raise AttributeError(name)
+
+
+def _text(value, what, optional=False):
+    """UTF-8 bytes for a C string argument; embedded NUL refused (C would cut the string)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str")
+    if "\0" in value:
+        raise TokenStoreError("invalidInput", f"The {what} contains a NUL character.")
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TokenStoreError("invalidInput", f"The {what} is not valid UTF-8.") from None
+
+
+def _call(function, *arguments):
+    """Calls a ts_* function with a trailing ts_error**; raises TokenStoreError on TS_ERROR."""
+    lib = _native.library()
+    error = ctypes.c_void_p()
+    status = function(*arguments, ctypes.byref(error))
+    if status == _native.TS_ERROR:
+        if not error:
+            raise TokenStoreError("internalError", "The call failed without an error.")
+        try:
+            code = lib.ts_error_code(error).decode()
+            message = lib.ts_error_message(error).decode()
+        finally:
+            lib.ts_error_free(error)
+        raise TokenStoreError(code, message)
+    return status
+
+
+def _take_bytes(pointer, length):
+    """Copies a library buffer into bytes, then wipes and frees it."""
+    lib = _native.library()
+    try:
+        return ctypes.string_at(pointer, length.value) if length.value else b""
+    finally:
+        lib.ts_bytes_free(pointer, length)
+
+
+class Store:
+    """An open store: ``Store(app_id, path=None)``; ``path`` None is the default location."""
+
+    def __init__(self, app_id, path=None):
+        lib = _native.library()
+        handle = ctypes.c_void_p()
+        _call(lib.ts_store_open, _text(path, "path", optional=True), _text(app_id, "app id"), ctypes.byref(handle))
+        self._handle = handle
+
+    def _live(self):
+        if self._handle is None:
+            raise TokenStoreError("storeClosed", "The store was closed.")
+        return self._handle
+
+    def set(self, account, kind, secret, service=None):
+        """Stores ``secret`` (bytes-like, at most 1 MiB) under (service, account, kind)."""
+        if isinstance(secret, str) or not isinstance(secret, (bytes, bytearray, memoryview)):
+            raise TypeError("secret must be bytes-like (encode text first)")
+        data = bytes(secret)
+        lib = _native.library()
+        _call(lib.ts_item_set, self._live(), _text(service, "service", optional=True), _text(account, "account"),
+              int(Kind(kind)), data, len(data))
+
+    def get(self, account, kind, service=None):
+        """The secret as bytes, or None when there is no such item."""
+        lib = _native.library()
+        pointer = ctypes.POINTER(ctypes.c_uint8)()
+        length = ctypes.c_size_t()
+        status = _call(lib.ts_item_get, self._live(), _text(service, "service", optional=True),
+                       _text(account, "account"), int(Kind(kind)), ctypes.byref(pointer), ctypes.byref(length))
+        if status == _native.TS_NOT_FOUND:
+            return None
+        return _take_bytes(pointer, length)
+
+    def delete(self, account, kind, service=None):
+        """Deletes the item; deleting an absent item is fine."""
+        lib = _native.library()
+        _call(lib.ts_item_delete, self._live(), _text(service, "service", optional=True), _text(account, "account"),
+              int(Kind(kind)))
+
+    def credential_state(self, user_id):
+        """The :class:`State` of ``user_id`` (the Apple user id of a sign-in)."""
+        lib = _native.library()
+        state = ctypes.c_int()
+        _call(lib.ts_credential_state, self._live(), _text(user_id, "user id"), ctypes.byref(state))
+        return State(state.value)
+
+    def session(self, domain, client_id):
+        """A :class:`Session` over this store talking to ``domain`` as ``client_id``."""
+        return Session(self, domain, client_id)
+
+    def close(self):
+        """Closes the store (sessions made from it keep it open until they close)."""
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            _native.library().ts_store_close(handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Session:
+    """A session over a store; see :meth:`Store.session`."""
+
+    def __init__(self, store, domain, client_id):
+        lib = _native.library()
+        handle = ctypes.c_void_p()
+        _call(lib.ts_session_new, store._live(), _text(domain, "domain"), _text(client_id, "client id"),
+              ctypes.byref(handle))
+        self._handle = handle
+
+    def _live(self):
+        if self._handle is None:
+            raise TokenStoreError("storeClosed", "The session was closed.")
+        return self._handle
+
+    def access_token(self, account, audience=None, scopes=(), min_ttl=60):
+        """An :class:`AccessToken` valid for at least ``min_ttl`` seconds (cached or renewed)."""
+        if isinstance(scopes, str):
+            raise TypeError("scopes must be a list of strings")
+        scope_text = " ".join(scopes)
+        if any(" " in scope for scope in scopes):
+            raise TokenStoreError("invalidInput", "A scope contains a space.")
+        if not isinstance(min_ttl, int) or not 0 <= min_ttl <= 2**31 - 1:
+            raise TokenStoreError("invalidInput", "The minimum TTL must be 0 to 2147483647 seconds.")
+        lib = _native.library()
+        pointer = ctypes.POINTER(ctypes.c_uint8)()
+        length = ctypes.c_size_t()
+        expires_at = ctypes.c_int64()
+        _call(lib.ts_session_access_token, self._live(), _text(account, "account"),
+              _text(audience, "audience", optional=True), _text(scope_text, "scopes"), int(min_ttl),
+              ctypes.byref(pointer), ctypes.byref(length), ctypes.byref(expires_at))
+        token = _take_bytes(pointer, length)
+        return AccessToken(token, expires_at.value or None)
+
+    def logout(self, account):
+        """Logs ``account`` out here and at the server: a :class:`LogoutOutcome`."""
+        lib = _native.library()
+        outcome = ctypes.c_int()
+        _call(lib.ts_session_logout, self._live(), _text(account, "account"), ctypes.byref(outcome))
+        return LogoutOutcome(outcome.value)
+
+    def resume(self):
+        """Retries the queued revocations; returns how many stay pending."""
+        lib = _native.library()
+        pending = ctypes.c_int()
+        _call(lib.ts_session_resume, self._live(), ctypes.byref(pending))
+        return pending.value
+
+    def close(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            _native.library().ts_session_free(handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()

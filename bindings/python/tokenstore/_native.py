@@ -1,0 +1,79 @@
+"""The ctypes declarations of libtokenstore.so.1 (include/tokenstore.h). Internal."""
+
+import ctypes
+import ctypes.util
+import os
+import threading
+
+TS_OK = 0
+TS_NOT_FOUND = 1
+TS_ERROR = -1
+
+_SONAME = "libtokenstore.so.1"
+_lock = threading.Lock()
+_library = None
+
+
+def _candidates():
+    explicit = os.environ.get("TOKENSTORE_LIBRARY")
+    if explicit:
+        yield explicit
+        return
+    # Installed by `make install`: PREFIX/lib/python3/dist-packages/tokenstore -> PREFIX/lib.
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.normpath(os.path.join(here, "..", "..", "..", _SONAME))
+    yield _SONAME  # the loader's search path (ldconfig, LD_LIBRARY_PATH)
+    found = ctypes.util.find_library("tokenstore")
+    if found:
+        yield found
+
+
+def _declare(lib):
+    c_char_p, c_void_p, c_int = ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int
+    handle_out = ctypes.POINTER(c_void_p)
+    bytes_out = ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8))
+    size_out = ctypes.POINTER(ctypes.c_size_t)
+    err = ctypes.POINTER(c_void_p)
+    signatures = {
+        "ts_version": (c_char_p, []),
+        "ts_store_open": (c_int, [c_char_p, c_char_p, handle_out, err]),
+        "ts_store_close": (None, [c_void_p]),
+        "ts_item_set": (c_int, [c_void_p, c_char_p, c_char_p, c_int, ctypes.c_char_p, ctypes.c_size_t, err]),
+        "ts_item_get": (c_int, [c_void_p, c_char_p, c_char_p, c_int, bytes_out, size_out, err]),
+        "ts_item_delete": (c_int, [c_void_p, c_char_p, c_char_p, c_int, err]),
+        "ts_bytes_free": (None, [ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t]),
+        "ts_credential_state": (c_int, [c_void_p, c_char_p, ctypes.POINTER(c_int), err]),
+        "ts_session_new": (c_int, [c_void_p, c_char_p, c_char_p, handle_out, err]),
+        "ts_session_free": (None, [c_void_p]),
+        "ts_session_access_token": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, c_int, bytes_out, size_out,
+                                            ctypes.POINTER(ctypes.c_int64), err]),
+        "ts_session_logout": (c_int, [c_void_p, c_char_p, ctypes.POINTER(c_int), err]),
+        "ts_session_resume": (c_int, [c_void_p, ctypes.POINTER(c_int), err]),
+        "ts_error_code": (c_char_p, [c_void_p]),
+        "ts_error_message": (c_char_p, [c_void_p]),
+        "ts_error_free": (None, [c_void_p]),
+    }
+    for name, (restype, argtypes) in signatures.items():
+        function = getattr(lib, name)
+        function.restype = restype
+        function.argtypes = argtypes
+    return lib
+
+
+def library():
+    """The loaded library (once per process); OSError when it cannot be found."""
+    global _library
+    with _lock:
+        if _library is None:
+            errors = []
+            for candidate in _candidates():
+                if os.sep in candidate and not os.path.exists(candidate):
+                    continue
+                try:
+                    _library = _declare(ctypes.CDLL(candidate))
+                    break
+                except OSError as error:
+                    errors.append(str(error))
+            else:
+                raise OSError("libtokenstore.so.1 not found (set TOKENSTORE_LIBRARY): " + "; ".join(errors))
+        return _library

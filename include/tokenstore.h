@@ -1,0 +1,174 @@
+/*
+ * tokenstore.h: the C interface of TokenStore (libtokenstore.so.1), C99.
+ *
+ * TokenStore keeps an app's tokens in an SQLite file where every row is sealed with
+ * XChaCha20-Poly1305 under a data key held by the Secret Service (GNOME Keyring, KWallet,
+ * KeePassXC). The session calls renew access tokens and log out against an OAuth 2.0
+ * authorization server (Auth0).
+ *
+ * Conventions:
+ *  - Every call that can fail returns an int status: TS_OK (0), TS_NOT_FOUND (1) where
+ *    documented, or TS_ERROR (-1). On TS_ERROR, when `err` is not NULL, `*err` receives a
+ *    ts_error the caller frees with ts_error_free(); on any other status `*err` is left as
+ *    it was (initialize it to NULL). Pass NULL for `err` to ignore the details.
+ *  - Strings are NUL-terminated UTF-8 of at most 4096 bytes. A NULL, overlong or non-UTF-8
+ *    string, a NULL out pointer, an unknown enum value or an inconsistent (pointer, length)
+ *    pair fails with TS_ERROR and the code "invalidInput"; nothing is stored or lost.
+ *  - Handles (ts_store, ts_session) are opaque. Every call is blocking and may be made from
+ *    any thread, also on one handle from several threads at once; calls on one store are
+ *    serialized. Closing or freeing a handle while another thread still uses it is the one
+ *    thing not allowed (as with any C handle). Keyring calls and network calls end with
+ *    "timedOut" when they do not answer in time. Do not call from a thread whose blocking
+ *    would stall your UI: move the call to a worker (GTask's g_task_run_in_thread, Rust's
+ *    spawn_blocking, Python's asyncio.to_thread).
+ *  - Secrets come back as library-allocated (bytes, length) buffers: release them with
+ *    ts_bytes_free(), which wipes them first. Never pass them to free().
+ *  - Error texts never hold a secret or an identifier.
+ */
+#ifndef TOKENSTORE_H
+#define TOKENSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** An open store (one SQLite file and its data key). */
+typedef struct ts_store ts_store;
+/** A session over a store, talking to one authorization server. */
+typedef struct ts_session ts_session;
+/** The details of a failed call: a stable code and a human-readable message. */
+typedef struct ts_error ts_error;
+
+/** Status values returned by the calls. */
+enum {
+    TS_OK = 0,        /**< Success. */
+    TS_NOT_FOUND = 1, /**< ts_item_get: no such item (not an error; no ts_error is made). */
+    TS_ERROR = -1     /**< Failure: see the ts_error. */
+};
+
+/** What an item holds. */
+typedef enum ts_kind {
+    TS_KIND_REFRESH_TOKEN = 1,
+    TS_KIND_APPLE_USER_ID = 2,
+    TS_KIND_ACCESS_TOKEN = 3,
+    TS_KIND_GENERIC = 4
+} ts_kind;
+
+/** The credential state of a user (ts_credential_state). */
+typedef enum ts_state {
+    TS_STATE_AUTHORIZED = 0, /**< Signed in. */
+    TS_STATE_REVOKED = 1,    /**< Logged out, or the grant was revoked. */
+    TS_STATE_NOT_FOUND = 2   /**< Never seen. */
+} ts_state;
+
+/** What a logout did (ts_session_logout). */
+typedef enum ts_logout_outcome {
+    TS_LOGOUT_REVOKED = 0,   /**< Revoked at the server; the local entries are deleted. */
+    TS_LOGOUT_NOT_FOUND = 1, /**< Nothing was stored for the account; no network call. */
+    TS_LOGOUT_PENDING = 2,   /**< Logged out here; revoked later (ts_session_resume). */
+    TS_LOGOUT_FAILED = 3     /**< Logged out here; the server refused the revocation for good. */
+} ts_logout_outcome;
+
+/** The library's version ("MAJOR.MINOR.PATCH"), a static string. */
+const char *ts_version(void);
+
+/* ---- Stores ------------------------------------------------------------------------- */
+
+/**
+ * Opens (or creates) a store. `path_or_null` is the database file, or NULL for the default
+ * ($XDG_DATA_HOME/<app_id>/tokens.sqlite). `app_id` is 1-255 characters of [A-Za-z0-9._-].
+ * The data key is read from (or, for a new store, made in) the Secret Service.
+ * On TS_OK, `*out` holds a handle to release with ts_store_close(); otherwise it is NULL.
+ * Codes: secretServiceUnavailable, keyringLocked, dataKeyMissing, dataKeyCorrupt,
+ * databaseCorrupt, schemaTooNew, migrationFailed, unsafeFileLayout, invalidInput, ioError,
+ * timedOut.
+ */
+int ts_store_open(const char *path_or_null, const char *app_id, ts_store **out, ts_error **err);
+
+/** Closes the store and releases the handle (NULL is ignored). Sessions made from it keep
+ *  their own reference: the store closes when the last of them is released too. */
+void ts_store_close(ts_store *store);
+
+/* ---- Items -------------------------------------------------------------------------- */
+/* An item is named by (service, account, kind). `service` may be NULL: "auth0". */
+
+/** Stores `length` bytes (at most 1 MiB; `bytes` may be NULL only when `length` is 0),
+ *  replacing the item if it exists. Durable when it returns TS_OK. */
+int ts_item_set(ts_store *store, const char *service, const char *account, ts_kind kind,
+                const uint8_t *bytes, size_t length, ts_error **err);
+
+/** Reads an item. TS_OK: `*bytes` and `*length` hold a copy to release with ts_bytes_free().
+ *  TS_NOT_FOUND: no such item; `*bytes` is NULL and `*length` 0.
+ *  A row altered outside the library fails with "integrityCheckFailed". */
+int ts_item_get(ts_store *store, const char *service, const char *account, ts_kind kind,
+                uint8_t **bytes, size_t *length, ts_error **err);
+
+/** Deletes an item; deleting an absent item is TS_OK. */
+int ts_item_delete(ts_store *store, const char *service, const char *account, ts_kind kind,
+                   ts_error **err);
+
+/** Wipes and frees a buffer returned by this library (NULL is ignored). `length` is the length
+ *  returned with it; the library also remembers it, so the whole buffer is always wiped. */
+void ts_bytes_free(uint8_t *bytes, size_t length);
+
+/** The credential state of `user_id` (the Apple user id of a sign-in). */
+int ts_credential_state(ts_store *store, const char *user_id, ts_state *out, ts_error **err);
+
+/* ---- Sessions ----------------------------------------------------------------------- */
+
+/**
+ * A session over `store` talking to the authorization server at `domain` (an https URL such
+ * as "https://tenant.auth0.com", or http on loopback) as the public client `client_id`.
+ * Requests time out after 30 s each. The session holds its own reference to the store.
+ * Codes: insecureConfiguration, invalidInput.
+ */
+int ts_session_new(ts_store *store, const char *domain, const char *client_id, ts_session **out,
+                   ts_error **err);
+
+/** Releases the session (NULL is ignored). */
+void ts_session_free(ts_session *session);
+
+/**
+ * An access token for `account` (service "auth0") and the API `audience_or_null`, covering
+ * the space-separated `scopes_space_separated` (NULL or "" for none) and valid for at least
+ * `min_ttl_seconds` (>= 0): from the sealed cache when one qualifies, else by a refresh at
+ * the server. On TS_OK, `*token`/`*length` hold the token (release with ts_bytes_free()) and
+ * `*expires_at` its expiry in seconds since the Unix epoch, or 0 when the server gave none
+ * (`expires_at` may be NULL).
+ * Codes: interactionRequired (no refresh token: sign in again), minimumTTLTooLarge,
+ * serverDeclinedScopes, invalidGrant, timedOut, notConnectedToInternet, rateLimited,
+ * serverError, the store's codes, invalidInput.
+ */
+int ts_session_access_token(ts_session *session, const char *account, const char *audience_or_null,
+                            const char *scopes_space_separated, int min_ttl_seconds, uint8_t **token,
+                            size_t *length, int64_t *expires_at, ts_error **err);
+
+/** Logs `account` (service "auth0") out: deletes its tokens here and revokes its refresh
+ *  token at the server, or queues the revocation when the server cannot be reached. */
+int ts_session_logout(ts_session *session, const char *account, ts_logout_outcome *out, ts_error **err);
+
+/** Retries the queued revocations that are due. `*still_pending` (may be NULL) receives how
+ *  many stay queued. */
+int ts_session_resume(ts_session *session, int *still_pending, ts_error **err);
+
+/* ---- Errors ------------------------------------------------------------------------- */
+
+/** The error's code, e.g. "keyringLocked", "integrityCheckFailed", "invalidInput": the
+ *  rawValue of TokenStoreError.Code or AuthSessionError.Code. Valid until ts_error_free().
+ *  NULL for a NULL error. */
+const char *ts_error_code(const ts_error *error);
+
+/** A one-line description for logs (never a secret). Valid until ts_error_free(). */
+const char *ts_error_message(const ts_error *error);
+
+/** Frees an error (NULL is ignored). */
+void ts_error_free(ts_error *error);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TOKENSTORE_H */
