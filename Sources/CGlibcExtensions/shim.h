@@ -2,6 +2,7 @@
  * _GNU_SOURCE): close-on-exec descriptors made atomically, so a program spawned by another
  * thread never inherits a socket of the loopback listener, and closefrom for posix_spawn. */
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 
 extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
@@ -15,4 +16,16 @@ static inline int tokenstore_accept_cloexec_nonblock(int fd) {
 /* posix_spawn_file_actions_addclosefrom_np (glibc 2.34+): the child closes every descriptor >= from. */
 static inline int tokenstore_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+/* prctl(2) is variadic and does not import into Swift. PR_SET_DUMPABLE 0: no core dump of this
+ * process, and other processes of the same user can no longer ptrace it or read its memory
+ * through /proc/PID/mem (a process holding secrets in memory, such as tokenctl). */
+static inline int tokenstore_set_not_dumpable(void) {
+    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+/* prctl(PR_GET_DUMPABLE): 1 when the process may dump core and be traced by its user, 0 when not. */
+static inline int tokenstore_is_dumpable(void) {
+    return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 }

@@ -1,7 +1,12 @@
+internal import CGlibcExtensions
 import Foundation
 
 // tokenctl's entry point: parse, then show help or the version, or run the command.
 // Usage errors exit 64 with the usage line; command failures exit with their own code.
+
+// tokenctl holds secrets in memory (a revealed item, a token answer): no core dump, and no
+// other process of the user may trace it or read its memory through /proc/PID/mem.
+_ = tokenstore_set_not_dumpable()
 
 let console = Console()
 let helpFormatter = HelpFormatter(root: CommandTable.root)

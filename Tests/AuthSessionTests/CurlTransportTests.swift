@@ -72,7 +72,9 @@ import TokenStore
         let growth = Self.memory("VmHWM") - before
         #expect(failure?.kind == .other)
         #expect(failure?.message.contains("larger than \(CurlTransport.defaultMaximumBodyBytes) bytes") == true)
-        #expect(growth < 64 * Self.mebibyte, "peak RSS grew by \(growth / Self.mebibyte) MiB")
+        // Peak RSS is the whole process's: in the full suite other tests allocate at the same
+        // time, so the bound is wide. Reading the whole answer grew it by about 515 MiB.
+        #expect(growth < 200 * Self.mebibyte, "peak RSS grew by \(growth / Self.mebibyte) MiB")
         // The server could push only what the socket buffers hold before the client hung up.
         try await Task.sleep(for: .milliseconds(200))
         #expect(server.bytesSent < 64 * Self.mebibyte, "the server wrote \(server.bytesSent) bytes")

@@ -25,7 +25,7 @@ extension SessionCommandTests {
         #expect(try fixture.server.stats().revokeRequests == revokeRequests)
         let text = try fixture.run(["resume"])
         #expect(text.exitCode == 75)
-        #expect(text.standardOutput.contains("not due yet            1\n"), "\(text.standardOutput)")
+        #expect(text.standardOutput.contains("not due yet              1\n"), "\(text.standardOutput)")
         #expect(try fixture.server.introspect(refreshToken).active)
 
         let all = try fixture.json(["resume", "--all"])

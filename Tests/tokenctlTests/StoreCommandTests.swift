@@ -69,8 +69,10 @@ struct StoreCommandTests {
         let statusJSON = try store.json(["status"])
         expectKeys(statusJSON.object, [
             "path", "schemaVersion", "supportedSchemaVersion", "pendingMigrations", "storeID", "keyID", "keyProvider",
-            "keyState", "keyStateExplanation", "counts", "fileModes",
+            "keyState", "keyStateExplanation", "counts", "fileModes", "processDumpable",
         ])
+        // Finding 11: tokenctl turns core dumps and ptrace off for itself (PR_SET_DUMPABLE 0).
+        #expect(statusJSON.object["processDumpable"] as? Bool == false)
         #expect(statusJSON.object["keyState"] as? String == "present")
         #expect(statusJSON.object["keyProvider"] as? String == "secret-service")
         let counts = statusJSON.object["counts"] as? [String: Any] ?? [:]

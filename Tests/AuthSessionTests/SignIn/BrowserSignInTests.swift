@@ -18,6 +18,9 @@ struct BrowserSignInTests {
         var environment = ProcessInfo.processInfo.environment
         environment["BROWSER"] = "/usr/bin/python3 '\(AuthorizationServer.userAgentScript.path)'"
         environment["TOKENSTORE_USERAGENT_DETACH"] = "1"
+        // The listener serves from a task that a loaded machine may start late; the user agent
+        // waits for its answer as a patient browser would (its default is 10 s).
+        environment["TOKENSTORE_USERAGENT_TIMEOUT"] = "120"
         for (key, value) in extra { environment[key] = value }
         return SystemBrowserOpener(environment: environment)
     }
@@ -203,8 +206,9 @@ struct BrowserSignInTests {
         await expectAuthCode(.stateMismatch) {
             try await f.session.signIn(
                 // The whole time-out is waited: a forged redirect must not end the sign-in. Long
-                // enough for the scripted browser to reach the listener on a loaded machine.
-                account: "alice", redirectURIs: redirect, timeout: .seconds(20), browser: Self.scriptedBrowser())
+                // enough for the scripted browser to reach the listener on a loaded machine (the
+                // whole suite on 2 cores can hold the cooperative pool for most of a minute).
+                account: "alice", redirectURIs: redirect, timeout: .seconds(60), browser: Self.scriptedBrowser())
         }
         try Self.expectNothingStored(f, userID: AuthorizationServer.defaultAppleUserID)
         #expect(try f.server.stats().codeGrants == 0)

@@ -1,3 +1,4 @@
+internal import CGlibcExtensions
 import TokenStore
 
 /// `tokenctl status`: the store path, schema version, key provider and key state, and counts.
@@ -64,6 +65,8 @@ struct StatusCommand: TokenctlCommand {
                 "credentialStates": .int(counts.credentialStates),
                 "historyEntries": .int(inspection.historyEntries),
             ],
+            // This process: core dumps and tracing by the user's other processes are off.
+            "processDumpable": .bool(tokenstore_is_dumpable() != 0),
             "fileModes": [
                 "directory": Format.optional(modes.directory.map { Format.mode($0) }),
                 "database": Format.optional(modes.database.map { Format.mode($0) }),
