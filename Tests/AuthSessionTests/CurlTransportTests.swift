@@ -73,9 +73,15 @@ import TokenStore
         #expect(failure?.kind == .other)
         #expect(failure?.message.contains("larger than \(CurlTransport.defaultMaximumBodyBytes) bytes") == true)
         // Peak RSS is the whole process's: in the full suite other tests allocate at the same
-        // time, so the bound is wide. Reading the whole answer grew it by about 515 MiB.
-        #expect(growth < 200 * Self.mebibyte, "peak RSS grew by \(growth / Self.mebibyte) MiB")
-        // The server could push only what the socket buffers hold before the client hung up.
+        // time, so the bound is wide (reading the whole answer grew it by about 515 MiB). Under a
+        // sanitizer (scripts/sanitizers sets TOKENSTORE_SANITIZE) the allocator's quarantine and
+        // shadow memory make the process's peak say nothing about this transfer: the check
+        // below on what the server could send is what shows the transport stopped reading.
+        if ProcessInfo.processInfo.environment["TOKENSTORE_SANITIZE"] == nil {
+            #expect(growth < 200 * Self.mebibyte, "peak RSS grew by \(growth / Self.mebibyte) MiB")
+        }
+        // The server could push only what the socket buffers hold before the client hung up
+        // (a transport reading the whole answer takes all 300 MiB).
         try await Task.sleep(for: .milliseconds(200))
         #expect(server.bytesSent < 64 * Self.mebibyte, "the server wrote \(server.bytesSent) bytes")
         print(
