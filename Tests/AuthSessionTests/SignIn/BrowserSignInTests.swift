@@ -32,15 +32,21 @@ struct BrowserSignInTests {
         return uris
     }
 
-    /// Ports nothing listens on now (bound to 0, read back, closed).
+    /// Distinct ports nothing listens on now, below the kernel's ephemeral range (32768–60999
+    /// by default): a port bind(0) handed out and we closed again can be taken by any outgoing
+    /// connection of the loaded test run before the listener binds it.
     static func freePorts(_ count: Int) throws -> [UInt16] {
-        var sockets: [Int32] = []
-        defer { sockets.forEach { _ = close($0) } }
-        return try (0..<count).map { _ in
-            let (descriptor, port) = try listeningSocket(port: 0)
-            sockets.append(descriptor)
-            return port
+        var ports: [UInt16] = []
+        var tries = 0
+        while ports.count < count {
+            tries += 1
+            guard tries < 1000 else { throw SignInTestSupport.SocketError(call: "bind", number: EADDRINUSE) }
+            let candidate = UInt16.random(in: 20_000..<30_000)
+            guard !ports.contains(candidate), let (descriptor, _) = try? listeningSocket(port: candidate) else { continue }
+            close(descriptor)
+            ports.append(candidate)
         }
+        return ports
     }
 
     /// A socket listening on 127.0.0.1:`port` (0: any), and the port it got.
