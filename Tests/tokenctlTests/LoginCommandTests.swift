@@ -20,33 +20,10 @@ struct LoginCommandTests {
 
     /// A port nothing listens on now, registered at the server as `http://127.0.0.1:PORT/callback`.
     static func registeredPort(_ server: AuthorizationServer) throws -> String {
-        // A free port below the kernel's ephemeral range (32768–60999 by default): a port that
-        // bind(0) handed out and we closed again can be taken by any outgoing connection of the
-        // loaded test run before tokenctl binds it.
-        for _ in 0..<200 {
-            let candidate = UInt16.random(in: 20_000..<30_000)
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            try #require(descriptor >= 0)
-            var one: Int32 = 1
-            setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = candidate.bigEndian
-            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-            let length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 }
-            }
-            close(descriptor)
-            guard bound else { continue }
-            let port = String(candidate)
-            try server.registerRedirectURIs(["http://127.0.0.1:\(port)/callback"])
-            return port
-        }
-        throw TokenctlFailure.noFreePort
+        let port = String(try LoopbackPorts.free(1)[0])
+        try server.registerRedirectURIs(["http://127.0.0.1:\(port)/callback"])
+        return port
     }
-
-    enum TokenctlFailure: Error { case noFreePort }
 
     /// `login --browser` on a fresh registered port with the scripted browser.
     static func browserLogin(

@@ -32,22 +32,8 @@ struct BrowserSignInTests {
         return uris
     }
 
-    /// Distinct ports nothing listens on now, below the kernel's ephemeral range (32768–60999
-    /// by default): a port bind(0) handed out and we closed again can be taken by any outgoing
-    /// connection of the loaded test run before the listener binds it.
-    static func freePorts(_ count: Int) throws -> [UInt16] {
-        var ports: [UInt16] = []
-        var tries = 0
-        while ports.count < count {
-            tries += 1
-            guard tries < 1000 else { throw SignInTestSupport.SocketError(call: "bind", number: EADDRINUSE) }
-            let candidate = UInt16.random(in: 20_000..<30_000)
-            guard !ports.contains(candidate), let (descriptor, _) = try? listeningSocket(port: candidate) else { continue }
-            close(descriptor)
-            ports.append(candidate)
-        }
-        return ports
-    }
+    /// Free redirect ports (see ``LoopbackPorts/free(_:)``).
+    static func freePorts(_ count: Int) throws -> [UInt16] { try LoopbackPorts.free(count) }
 
     /// A socket listening on 127.0.0.1:`port` (0: any), and the port it got.
     static func listeningSocket(port: UInt16) throws -> (Int32, UInt16) {
