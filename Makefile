@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build test test-cabi demo bench soak fuzz sanitizers release stress-tests docs install uninstall clean
+.PHONY: all deps build test test-cabi demo bench bench-footprint soak fuzz sanitizers release stress-tests docs install uninstall clean
 
 all: build
 
@@ -37,6 +37,12 @@ demo: deps
 bench: deps
 	$(SWIFT) build -c release --product tokenbench $(SWIFT_FLAGS)
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/bench
+	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/with-keyring scripts/bench-footprint --output BENCHMARKS.md
+
+# Whole processes side by side (tokenctl vs secret-tool, the C ABI vs libsecret, the Python
+# binding vs keyring, the library's size); ~2 min. Part of `make bench`.
+bench-footprint: deps
+	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/with-keyring scripts/bench-footprint --output BENCHMARKS.md
 
 # libFuzzer + ASan over the decoders (Tests/Fuzz), FUZZ_SECONDS per target (CI: 60).
 FUZZ_SECONDS ?= 60
