@@ -21,7 +21,7 @@ test: deps
 	scripts/authserver selftest
 	# The fuzz seed corpus replayed through the decoders (the same code libFuzzer drives).
 	$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-fuzz
-	# The C ABI through an installed prefix: gcc + pkg-config, env -i, ASan, nm -D, Python, man, completions.
+	# The C ABI through an installed prefix: gcc + pkg-config, env -i, ASan, nm -D, browser sign-in, Python, Vala, man, completions.
 	SWIFT=$(SWIFT) scripts/with-keyring scripts/test-cabi $(SWIFT_FLAGS)
 	TOKENSTORE_REQUIRE_KEYRING=1 SWIFT=$(SWIFT) scripts/with-keyring scripts/run-tests $(SWIFT_FLAGS)
 # Suites that lock the shared private keyring (or stop its daemon) have "ExclusiveKeyring" in

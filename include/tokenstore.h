@@ -3,8 +3,8 @@
  *
  * TokenStore keeps an app's tokens in an SQLite file where every row is sealed with
  * XChaCha20-Poly1305 under a data key held by the Secret Service (GNOME Keyring, KWallet,
- * KeePassXC). The session calls renew access tokens and log out against an OAuth 2.0
- * authorization server (Auth0).
+ * KeePassXC). The session calls sign users in through their browser, renew access tokens and
+ * log out against an OAuth 2.0 authorization server (Auth0).
  *
  * Conventions:
  *  - Every call that can fail returns an int status: TS_OK (0), TS_NOT_FOUND (1) where
@@ -153,6 +153,74 @@ int ts_session_logout(ts_session *session, const char *account, ts_logout_outcom
 /** Retries the queued revocations that are due. `*still_pending` (may be NULL) receives how
  *  many stay queued. */
 int ts_session_resume(ts_session *session, int *still_pending, ts_error **err);
+
+/* ---- Browser sign-in ---------------------------------------------------------------- */
+
+/**
+ * Opens `url` in the user's browser for ts_session_sign_in_browser(). Called on the thread
+ * that called ts_session_sign_in_browser(), at most once per sign-in, before the wait for
+ * the browser's redirect; it must return promptly (start the browser, do not wait for the
+ * user): the sign-in's loopback listener answers the redirect only after it returned.
+ * A GTK app calls gtk_show_uri()/g_app_info_launch_default_for_uri() here, or hands the
+ * URL to its main loop with g_main_context_invoke() when it signs in from a worker thread.
+ * Return 0 when a browser was started, anything else when none could be: the sign-in then
+ * fails with "browserUnavailable". `url` is valid only during the call. It carries the
+ * sign-in's state, nonce and PKCE challenge: do not log it.
+ */
+typedef int (*ts_open_url_fn)(const char *url, void *user_data);
+
+/**
+ * Options of ts_session_sign_in_browser(). Initialize with ts_sign_in_options_init() (or
+ * `ts_sign_in_options o = { sizeof o };`): every zero or NULL field means its default.
+ * `struct_size` lets a later version add fields at the end without breaking callers
+ * compiled against this header.
+ */
+typedef struct ts_sign_in_options {
+    size_t struct_size;        /**< sizeof(ts_sign_in_options), set by ts_sign_in_options_init(). */
+    const uint16_t *ports;     /**< Loopback redirect ports, tried in order; NULL/0: 53180-53183.
+                                    Port 0 takes any free port (only for a server that allows
+                                    any loopback port; Auth0 matches callback URLs exactly). */
+    size_t port_count;         /**< Entries in `ports` (at most 64). */
+    const char *redirect_path; /**< The redirect's path, NULL: "/callback". The redirect URIs are
+                                    http://127.0.0.1:PORT<redirect_path>: register each one as an
+                                    Allowed Callback URL. */
+    const char *connection;    /**< The Auth0 connection; NULL: "apple"; "": the tenant's login page. */
+    const char *scopes;        /**< Space-separated; NULL: "openid profile email". "openid" and
+                                    "offline_access" are always added. */
+    const char *audience;      /**< The API the access token is for; NULL: none. */
+    int timeout_seconds;       /**< The longest wait for the browser's redirect, 1-86400; 0: 300. */
+    ts_open_url_fn open_url;   /**< NULL: the system browser ($BROWSER, then GIO, then xdg-open). */
+    void *user_data;           /**< Passed to `open_url`. */
+} ts_sign_in_options;
+
+/** Sets `options` to the defaults: struct_size set, every other field zero (NULL is ignored). */
+void ts_sign_in_options_init(ts_sign_in_options *options);
+
+/**
+ * Signs `account` (service "auth0") in through the user's browser: Auth0's hosted login with
+ * PKCE and a loopback redirect (RFC 8252). Binds 127.0.0.1 at the first free port of the
+ * options, opens the authorization URL (the options' `open_url`, or the system browser),
+ * waits for the redirect at most the time-out, exchanges the code, validates the ID token
+ * and stores the refresh token, access token, ID token, user id and profile in one durable
+ * transaction; the user is then TS_STATE_AUTHORIZED and ts_session_access_token() works.
+ * Nothing is stored when it fails. `options_or_null` NULL uses every default.
+ * On TS_OK, when `user_id_or_null` is not NULL, `*user_id_or_null` receives the Apple user id
+ * (ts_credential_state's `user_id`) to release with ts_string_free(), or NULL when the user
+ * did not sign in with Apple. Blocking, for up to the time-out plus the token exchange: call
+ * it from a worker thread.
+ * Codes: timedOut (no redirect in time), authorizationFailed (the server's error on the
+ * redirect, e.g. access_denied when the user declined), browserUnavailable (no browser could
+ * be started, or `open_url` returned non-zero), loopbackUnavailable (every port in use),
+ * insecureConfiguration (a redirect path that does not make an http://127.0.0.1:PORT/path
+ * URI), stateMismatch, idTokenInvalid, invalidGrant, the network codes, the store's codes,
+ * invalidInput (a bad pointer, length, `struct_size` or time-out).
+ */
+int ts_session_sign_in_browser(ts_session *session, const char *account, const ts_sign_in_options *options_or_null,
+                               char **user_id_or_null, ts_error **err);
+
+/** Frees a string returned by this library (NULL is ignored). Such strings are malloc()'d, so
+ *  free() and g_free() release them too (Vala's owned strings are freed that way). */
+void ts_string_free(char *string);
 
 /* ---- Errors ------------------------------------------------------------------------- */
 

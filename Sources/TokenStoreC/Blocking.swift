@@ -7,16 +7,54 @@ import Synchronization
 /// calling in from a Swift task's thread is not supported (no C caller does).
 enum Blocking {
     static func wait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+        try wait(serving: nil, open: { _ in false }, body)
+    }
+
+    /// As ``wait(_:)``, and while blocked the calling thread also serves `requests`: each URL
+    /// the call posts there is handed to `open` on this thread (the C caller's), and its answer
+    /// goes back to the call. So a C callback runs on the thread that made the call, never on
+    /// a Swift thread.
+    static func wait<T: Sendable>(
+        serving requests: CallerThreadRequests?, open: (String) -> Bool,
+        _ body: @escaping @Sendable () async throws -> T
+    ) throws -> T {
         let result = Mutex<Result<T, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
+        let wake = requests?.wake ?? DispatchSemaphore(value: 0)
         Task {
             let outcome: Result<T, any Error>
             do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
             result.withLock { $0 = outcome }
-            done.signal()
+            wake.signal()
         }
-        done.wait()
-        guard let outcome = result.withLock({ $0 }) else { throw CancellationError() }
-        return try outcome.get()
+        while true {
+            wake.wait()
+            requests?.serve(open)
+            // The call posts nothing after it ended: nothing can be left unanswered here.
+            if let outcome = result.withLock({ $0 }) { return try outcome.get() }
+        }
+    }
+}
+
+/// URLs a call running on the pool asks the blocked C thread to open (see
+/// ``Blocking/wait(serving:open:_:)``); each post wakes that thread once.
+final class CallerThreadRequests: Sendable {
+    let wake = DispatchSemaphore(value: 0)
+    private let pending = Mutex<[(url: String, reply: CheckedContinuation<Bool, Never>)]>([])
+
+    /// Asks the C thread to open `url`; true when it did.
+    func open(_ url: String) async -> Bool {
+        await withCheckedContinuation { reply in
+            pending.withLock { $0.append((url, reply)) }
+            wake.signal()
+        }
+    }
+
+    /// Answers every pending request with `open` (on the calling thread).
+    func serve(_ open: (String) -> Bool) {
+        let taken = pending.withLock { pending in
+            defer { pending.removeAll() }
+            return pending
+        }
+        for request in taken { request.reply.resume(returning: open(request.url)) }
     }
 }

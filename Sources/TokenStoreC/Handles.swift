@@ -70,6 +70,16 @@ enum CStrings {
         return pointer
     }
 
+    /// A `malloc`'d NUL-terminated copy of `string` for the caller, released by
+    /// `ts_string_free` (which is `free`, so GLib's `g_free` releases it too: Vala's owned
+    /// strings are freed that way).
+    static func mallocCopy(_ string: String) throws -> UnsafeMutablePointer<CChar> {
+        guard let copy = string.withCString({ strdup($0) }) else {
+            throw TokenStoreError(.ioError, "Out of memory for a string.")
+        }
+        return copy
+    }
+
     /// The library version as a C string that lives as long as the process (written once, by
     /// the thread-safe lazy initialization of a static, and never written again).
     nonisolated(unsafe) static let version: UnsafePointer<CChar> = UnsafePointer(copy(TokenStoreVersion.string))

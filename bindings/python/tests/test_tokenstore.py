@@ -5,12 +5,20 @@ package finds PREFIX/lib/libtokenstore.so.1 itself).
     python3 test_tokenstore.py items STORE                 open, set/get/delete, bad input, tamper
     python3 test_tokenstore.py session STORE URL USER      state, access token, logout, resume
     python3 test_tokenstore.py locked STORE                the keyring is locked: keyringLocked
+    python3 test_tokenstore.py signin STORE URL USER UA    browser sign-in: an open_url callback
+                                                           and the default opener ($BROWSER),
+                                                           both driving the scripted user agent UA
 """
 
 import asyncio
+import json
+import os
 import sqlite3
+import subprocess
 import sys
+import threading
 import time
+import urllib.request
 
 import tokenstore
 from tokenstore import Kind, LogoutOutcome, State, Store, TokenStoreError
@@ -106,11 +114,68 @@ def test_session(path, url, user):
         check(store.get("alice", Kind.REFRESH_TOKEN) is None, "refresh token gone")
 
 
+def arm_next_user(url, user):
+    """The Apple user of the server's next emulated Apple page."""
+    request = urllib.request.Request(url + "/__test/oidc/next_user", data=json.dumps({"apple_id": user}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=10).read()
+
+
+def test_signin(path, url, user, useragent):
+    agent_env = {"TOKENSTORE_USERAGENT_DETACH": "1", "TOKENSTORE_USERAGENT_TIMEOUT": "120"}
+    seen = []
+
+    def open_url(address):
+        """As a GTK app's callback would: start the browser, return at once."""
+        seen.append((threading.get_ident(), address.startswith(url + "/authorize?")))
+        subprocess.run(["/usr/bin/python3", useragent, address], env=agent_env, check=True, timeout=30)
+
+    def failing(address):
+        raise RuntimeError("no browser here")
+
+    with Store(APP, path) as store, store.session(url, "tokenstore-test") as session:
+        expect_error("invalidInput", session.sign_in_browser, "alice", ports=[70000])
+        expect_error("invalidInput", session.sign_in_browser, "alice", ports=[])
+        expect_error("invalidInput", session.sign_in_browser, "alice", timeout=0)
+        expect_error("invalidInput", session.sign_in_browser, "alice", timeout=86401)   # the library's limit
+        expect_error("insecureConfiguration", session.sign_in_browser, "alice", ports=[0], redirect_path="/cb#x")
+        try:
+            session.sign_in_browser("alice", ports=[0], open_url=failing)
+            check(False, "a raising open_url fails the sign-in")
+        except TokenStoreError as error:
+            check(error.code == "browserUnavailable", f"raising open_url: {error.code}")
+            check(isinstance(error.__cause__, RuntimeError), "the callback's exception is the cause")
+        expect_error("timedOut", session.sign_in_browser, "alice", ports=[0], timeout=1, open_url=lambda address: None)
+        check(store.get("alice", Kind.REFRESH_TOKEN) is None, "nothing stored by the failed sign-ins")
+
+        # From an event loop, off its thread: the callback runs on the worker that called.
+        arm_next_user(url, user)
+        callers = []
+
+        def sign_in():
+            callers.append(threading.get_ident())
+            return session.sign_in_browser("alice", ports=[0], scopes=["openid", "email"], open_url=open_url)
+
+        check(asyncio.run(asyncio.to_thread(sign_in)) == user, "sign-in returns the Apple user id")
+        check(seen == [(callers[0], True)], f"open_url called once, on the calling thread, with the URL: {seen}")
+        check(store.credential_state(user) == State.AUTHORIZED, "authorized after the sign-in")
+        check(len(store.get("alice", Kind.REFRESH_TOKEN) or b"") > 0, "refresh token stored")
+        check(len(session.access_token("alice", scopes=["openid"]).token) > 0, "access token after the sign-in")
+        check(session.logout("alice") == LogoutOutcome.REVOKED, "logout after the sign-in")
+
+        # The default opener ($BROWSER first) and the default ports 53180-53183.
+        arm_next_user(url, user + ".default")
+        os.environ.update(agent_env)
+        os.environ["BROWSER"] = f"/usr/bin/python3 '{useragent}'"
+        check(session.sign_in_browser("bob", timeout=120) == user + ".default", "default opener and ports")
+        check(session.logout("bob") == LogoutOutcome.REVOKED, "logout of the default sign-in")
+
+
 def test_locked(path):
     expect_error("keyringLocked", Store, APP, path)
 
 
 if __name__ == "__main__":
     phase, arguments = sys.argv[1], sys.argv[2:]
-    {"items": test_items, "session": test_session, "locked": test_locked}[phase](*arguments)
+    {"items": test_items, "session": test_session, "locked": test_locked, "signin": test_signin}[phase](*arguments)
     sys.exit(1 if failures else 0)

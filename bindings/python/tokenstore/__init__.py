@@ -7,6 +7,7 @@
         secret = store.get("alice", tokenstore.Kind.GENERIC)      # bytes, or None
 
     with tokenstore.Store("org.example.notes") as store, store.session(DOMAIN, CLIENT_ID) as session:
+        user_id = session.sign_in_browser("alice")                  # opens the browser, waits
         token = session.access_token("alice", scopes=["read:notes"])
         session.logout("alice")
 
@@ -218,6 +219,67 @@ class Session:
               ctypes.byref(pointer), ctypes.byref(length), ctypes.byref(expires_at))
         token = _take_bytes(pointer, length)
         return AccessToken(token, expires_at.value or None)
+
+    def sign_in_browser(self, account, *, ports=None, connection="apple", scopes=None, audience=None, timeout=300,
+                        open_url=None, redirect_path=None):
+        """Signs ``account`` in through the user's browser (loopback redirect, PKCE); blocks until
+        the browser's redirect came back and the tokens are stored, at most ``timeout`` seconds
+        (plus the token exchange). Returns the Apple user id, or None for a user who did not
+        sign in with Apple.
+
+        ``ports``: loopback redirect ports tried in order (default 53180-53183; 0 takes any free
+        port); the redirect URIs are ``http://127.0.0.1:PORT/callback`` (``redirect_path``).
+        ``connection``: the Auth0 connection, None for the tenant's login page. ``scopes``: a
+        list (default openid, profile, email; openid and offline_access are always added).
+        ``open_url``: a callable taking the authorization URL (a str carrying the sign-in's
+        secrets: do not log it) that starts a browser and returns promptly; it runs on the
+        thread that called this method, and returning False or raising means no browser could
+        be opened (``browserUnavailable``, the exception as ``__cause__``). None: the system
+        browser ($BROWSER, GIO, xdg-open).
+        """
+        lib = _native.library()
+        options = _native.SignInOptions()
+        lib.ts_sign_in_options_init(ctypes.byref(options))
+        if ports is not None:
+            ports = list(ports)
+            if not ports or not all(isinstance(port, int) and 0 <= port <= 65535 for port in ports):
+                raise TokenStoreError("invalidInput", "The ports must be a non-empty list of 0 to 65535.")
+            port_array = (ctypes.c_uint16 * len(ports))(*ports)
+            options.ports = ctypes.cast(port_array, ctypes.POINTER(ctypes.c_uint16))
+            options.port_count = len(ports)
+        options.redirect_path = _text(redirect_path, "redirect path", optional=True)
+        options.connection = _text(connection if connection is not None else "", "connection")
+        if scopes is not None:
+            if isinstance(scopes, str) or any(" " in scope for scope in scopes):
+                raise TokenStoreError("invalidInput", "The scopes must be a list of strings without spaces.")
+            options.scopes = _text(" ".join(scopes), "scopes")
+        options.audience = _text(audience, "audience", optional=True)
+        if not isinstance(timeout, int) or not 1 <= timeout <= 2**31 - 1:
+            raise TokenStoreError("invalidInput", "The time-out must be a positive number of seconds.")
+        options.timeout_seconds = timeout
+        raised = []
+        if open_url is not None:
+            def trampoline(url, _user_data):
+                try:
+                    return 1 if open_url(url.decode()) is False else 0
+                except BaseException as error:  # noqa: BLE001  (must not unwind through C)
+                    raised.append(error)
+                    return 1
+            options.open_url = _native.OPEN_URL(trampoline)
+        user_id = ctypes.c_void_p()
+        try:
+            _call(lib.ts_session_sign_in_browser, self._live(), _text(account, "account"), ctypes.byref(options),
+                  ctypes.byref(user_id))
+        except TokenStoreError as error:
+            if raised:
+                raise error from raised[0]
+            raise
+        if not user_id:
+            return None
+        try:
+            return ctypes.string_at(user_id).decode()
+        finally:
+            lib.ts_string_free(user_id)
 
     def logout(self, account):
         """Logs ``account`` out here and at the server: a :class:`LogoutOutcome`."""

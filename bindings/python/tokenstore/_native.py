@@ -28,6 +28,27 @@ def _candidates():
         yield found
 
 
+# int (*ts_open_url_fn)(const char *url, void *user_data)
+OPEN_URL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+
+
+class SignInOptions(ctypes.Structure):
+    """ts_sign_in_options."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("ports", ctypes.POINTER(ctypes.c_uint16)),
+        ("port_count", ctypes.c_size_t),
+        ("redirect_path", ctypes.c_char_p),
+        ("connection", ctypes.c_char_p),
+        ("scopes", ctypes.c_char_p),
+        ("audience", ctypes.c_char_p),
+        ("timeout_seconds", ctypes.c_int),
+        ("open_url", OPEN_URL),
+        ("user_data", ctypes.c_void_p),
+    ]
+
+
 def _declare(lib):
     c_char_p, c_void_p, c_int = ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int
     handle_out = ctypes.POINTER(c_void_p)
@@ -49,6 +70,9 @@ def _declare(lib):
                                             ctypes.POINTER(ctypes.c_int64), err]),
         "ts_session_logout": (c_int, [c_void_p, c_char_p, ctypes.POINTER(c_int), err]),
         "ts_session_resume": (c_int, [c_void_p, ctypes.POINTER(c_int), err]),
+        "ts_sign_in_options_init": (None, [ctypes.POINTER(SignInOptions)]),
+        "ts_session_sign_in_browser": (c_int, [c_void_p, c_char_p, ctypes.POINTER(SignInOptions), handle_out, err]),
+        "ts_string_free": (None, [c_void_p]),
         "ts_error_code": (c_char_p, [c_void_p]),
         "ts_error_message": (c_char_p, [c_void_p]),
         "ts_error_free": (None, [c_void_p]),

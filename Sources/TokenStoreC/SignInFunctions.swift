@@ -1,0 +1,134 @@
+import AuthSession
+import CTokenStore
+import FoundationEssentials
+import Glibc
+import TokenStore
+
+// Browser sign-in (include/tokenstore.h): ts_sign_in_options_init, ts_session_sign_in_browser,
+// ts_string_free.
+
+@c @implementation
+public func ts_sign_in_options_init(_ options: UnsafeMutablePointer<ts_sign_in_options>!) {
+    guard let options else { return }
+    options.pointee = ts_sign_in_options()
+    options.pointee.struct_size = MemoryLayout<ts_sign_in_options>.size
+}
+
+@c @implementation
+public func ts_session_sign_in_browser(
+    _ session: OpaquePointer!, _ account: UnsafePointer<CChar>!, _ optionsOrNull: UnsafePointer<ts_sign_in_options>!,
+    _ userIDOrNull: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        userIDOrNull?.pointee = nil
+        let handle = try SessionHandle.borrow(session)
+        let account = AccountID(try CInput.string(account, "account"))
+        let options = try SignInOptions(optionsOrNull)
+        let session = handle.session
+        // The app's opener runs on this thread (see Blocking.wait(serving:open:_:)).
+        let requests = options.openURL == nil ? nil : CallerThreadRequests()
+        let browser: any BrowserOpener = requests.map { CallerThreadOpener(requests: $0) } ?? SystemBrowserOpener()
+        let (redirectURIs, connection, scopes, audience, timeout) =
+            (options.redirectURIs, options.connection, options.scopes, options.audience, options.timeout)
+        let result = try Blocking.wait(serving: requests, open: options.open) {
+            try await session.signIn(
+                account: account, redirectURIs: redirectURIs, connection: connection, scopes: scopes,
+                audience: audience, timeout: timeout, browser: browser)
+        }
+        if let userIDOrNull, let userID = result.profile.userID {
+            userIDOrNull.pointee = try CStrings.mallocCopy(userID)
+        }
+        return CCall.ok
+    }
+}
+
+@c @implementation
+public func ts_string_free(_ string: UnsafeMutablePointer<CChar>!) {
+    // Strings are made by CStrings.mallocCopy.
+    free(string)
+}
+
+/// A `ts_sign_in_options` read and checked, defaults filled in.
+struct SignInOptions {
+    /// tokenctl login's ports (http://127.0.0.1:PORT/callback).
+    static let defaultPorts: [UInt16] = [53180, 53181, 53182, 53183]
+    static let maxPorts = 64
+    static let defaultTimeoutSeconds: CInt = 300
+    static let maxTimeoutSeconds: CInt = 86_400
+
+    var redirectURIs: [URL]
+    var connection: String? = "apple"
+    var scopes = ["openid", "profile", "email"]
+    var audience: String?
+    var timeout = Duration.seconds(Int(defaultTimeoutSeconds))
+    var openURL: ts_open_url_fn?
+    var userData: UnsafeMutableRawPointer?
+
+    init(_ pointer: UnsafePointer<ts_sign_in_options>?) throws {
+        guard let pointer else {
+            redirectURIs = try Self.redirectURIs(ports: Self.defaultPorts, path: "/callback")
+            return
+        }
+        // struct_size is the first field: read it before the rest, which an older or newer
+        // caller may lay out differently.
+        let size = UnsafeRawPointer(pointer).load(as: Int.self)
+        guard size == MemoryLayout<ts_sign_in_options>.size else {
+            throw CInput.invalid("The options' struct_size is not sizeof(ts_sign_in_options): use ts_sign_in_options_init().")
+        }
+        let options = pointer.pointee
+        // size_t arrives as Int: a count with the top bit set reads as negative.
+        guard options.port_count >= 0, options.port_count <= Self.maxPorts else {
+            throw CInput.invalid("The port count is over \(Self.maxPorts).")
+        }
+        guard options.port_count == 0 || options.ports != nil else {
+            throw CInput.invalid("The ports are NULL with a non-zero count.")
+        }
+        let ports = options.port_count == 0
+            ? Self.defaultPorts : Array(UnsafeBufferPointer(start: options.ports, count: options.port_count))
+        let path = try CInput.optionalString(options.redirect_path, "redirect path") ?? "/callback"
+        redirectURIs = try Self.redirectURIs(ports: ports, path: path)
+        if let connection = try CInput.optionalString(options.connection, "connection") {
+            self.connection = connection.isEmpty ? nil : connection
+        }
+        if let scopes = try CInput.optionalString(options.scopes, "scopes") {
+            self.scopes = scopes.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        }
+        audience = try CInput.optionalString(options.audience, "audience")
+        guard options.timeout_seconds >= 0, options.timeout_seconds <= Self.maxTimeoutSeconds else {
+            throw CInput.invalid("The time-out is not 0 to \(Self.maxTimeoutSeconds) seconds.")
+        }
+        timeout = .seconds(Int(options.timeout_seconds == 0 ? Self.defaultTimeoutSeconds : options.timeout_seconds))
+        openURL = options.open_url
+        userData = options.user_data
+    }
+
+    /// `http://127.0.0.1:PORT<path>` for each port. The sign-in checks each one is a loopback
+    /// redirect (RFC 8252); a path that does not even make a URL is refused the same way.
+    static func redirectURIs(ports: [UInt16], path: String) throws -> [URL] {
+        try ports.map { port in
+            guard let uri = URL(string: "http://127.0.0.1:\(port)\(path)") else {
+                throw AuthSessionError(
+                    .insecureConfiguration, "The redirect path does not make an http://127.0.0.1:PORT/path URI.")
+            }
+            return uri
+        }
+    }
+
+    /// Calls the app's `open_url` (on the calling thread); true when it returned 0.
+    func open(_ url: String) -> Bool {
+        guard let openURL else { return false }
+        return url.withCString { openURL($0, userData) } == 0
+    }
+}
+
+/// The app's `open_url` as a ``BrowserOpener``: the URL goes to the thread blocked in
+/// `ts_session_sign_in_browser`, which calls the C function.
+struct CallerThreadOpener: BrowserOpener {
+    let requests: CallerThreadRequests
+
+    func open(_ url: URL) async throws {
+        guard await requests.open(url.absoluteString) else {
+            throw AuthSessionError(.browserUnavailable, "The app's open_url callback did not open a browser.")
+        }
+    }
+}

@@ -1,0 +1,260 @@
+/*
+ * Browser sign-in through the C ABI (ts_session_sign_in_browser), compiled with gcc through
+ * `pkg-config --cflags --libs tokenstore` and run under `env -i` by scripts/test-cabi (also
+ * under AddressSanitizer), against the local authorization server:
+ *
+ *   test_signin STORE URL USER USERAGENT
+ *
+ * URL is the server (any loopback port allowed for tokenstore-test, USER armed as its next
+ * Apple user); USERAGENT is Tests/AuthServer/useragent.py, the scripted browser the app's
+ * open_url callback starts, as a GTK app would call gtk_show_uri(). Checks, in order: bad
+ * input (invalidInput, the callback never called), redirect paths that do not make a loopback
+ * URI (insecureConfiguration), a port in use (loopbackUnavailable), a callback that fails
+ * (browserUnavailable), a browser that never comes back (timedOut, nothing stored), then a
+ * sign-in that works: the user id comes back, the callback ran once on the calling thread,
+ * the user is authorized, a refresh token is stored, ts_session_access_token works, logout
+ * revokes.
+ *
+ * Exit status 0 when every check passes; each failure is printed with its line.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <tokenstore.h>
+
+static int failures = 0;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "test_signin.c:%d: check failed: %s\n", __LINE__, #cond); \
+            failures++;                                                              \
+        }                                                                            \
+    } while (0)
+
+/* Checks that `status` is TS_ERROR with `code`, then frees the error. */
+#define CHECK_ERROR(status, err, code)                                               \
+    do {                                                                             \
+        CHECK((status) == TS_ERROR);                                                 \
+        CHECK((err) != NULL);                                                        \
+        if (err) {                                                                   \
+            if (strcmp(ts_error_code(err), (code)) != 0)                             \
+                fprintf(stderr, "  got %s: %s\n", ts_error_code(err), ts_error_message(err)); \
+            CHECK(strcmp(ts_error_code(err), (code)) == 0);                          \
+            ts_error_free(err);                                                      \
+            (err) = NULL;                                                            \
+        }                                                                            \
+    } while (0)
+
+/* What the open_url callback does, and what it saw. */
+struct opener {
+    const char *useragent; /* NULL: start nothing */
+    int result;            /* returned when nothing is started */
+    pthread_t caller;
+    int calls;
+    int on_caller_thread;
+    int loopback_authorize_url;
+};
+
+static int open_url(const char *url, void *user_data) {
+    struct opener *opener = user_data;
+    opener->calls++;
+    if (pthread_equal(pthread_self(), opener->caller)) opener->on_caller_thread++;
+    if (strncmp(url, "http://127.0.0.1:", 17) == 0 && strstr(url, "/authorize?") != NULL
+        && strstr(url, "code_challenge=") != NULL)
+        opener->loopback_authorize_url++;
+    if (opener->useragent == NULL) return opener->result;
+    /* The scripted browser checks the URL, then carries on in a detached child and exits 0,
+     * as xdg-open does after starting a GUI browser. */
+    char *argv[] = {"/usr/bin/python3", (char *)opener->useragent, (char *)url, NULL};
+    char *envp[] = {"TOKENSTORE_USERAGENT_DETACH=1", "TOKENSTORE_USERAGENT_TIMEOUT=120", NULL};
+    pid_t pid;
+    int status = 0;
+    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, envp) != 0) return 1;
+    if (waitpid(pid, &status, 0) != pid) return 1;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+static void options_with(ts_sign_in_options *options, struct opener *opener, const uint16_t *ports, size_t count) {
+    ts_sign_in_options_init(options);
+    memset(opener, 0, sizeof *opener);
+    opener->caller = pthread_self();
+    options->open_url = open_url;
+    options->user_data = opener;
+    options->ports = ports;
+    options->port_count = count;
+    options->timeout_seconds = 120;
+}
+
+static ts_store *open_store(const char *path) {
+    ts_store *store = NULL;
+    ts_error *err = NULL;
+    if (ts_store_open(path, "org.example.cabi", &store, &err) != TS_OK) {
+        fprintf(stderr, "ts_store_open: %s: %s\n", ts_error_code(err), ts_error_message(err));
+        ts_error_free(err);
+        exit(1);
+    }
+    return store;
+}
+
+/* A socket listening on 127.0.0.1 at a free port, which it returns in *port. */
+static int listening_socket(uint16_t *port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in address;
+    socklen_t length = sizeof address;
+    memset(&address, 0, sizeof address);
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&address, sizeof address) != 0 || listen(fd, 1) != 0
+        || getsockname(fd, (struct sockaddr *)&address, &length) != 0) {
+        perror("listening socket");
+        exit(1);
+    }
+    *port = ntohs(address.sin_port);
+    return fd;
+}
+
+static void check_refused(ts_session *session, ts_store *store) {
+    ts_sign_in_options options;
+    struct opener opener;
+    ts_error *err = NULL;
+    char *user_id = (char *)"unchanged";
+    const uint16_t any[] = {0};
+    int status;
+
+    /* Bad input: refused before anything binds or opens. */
+    options_with(&options, &opener, any, 1);
+    CHECK_ERROR(ts_session_sign_in_browser(NULL, "alice", &options, &user_id, &err), err, "invalidInput");
+    CHECK(user_id == NULL); /* cleared first */
+    CHECK_ERROR(ts_session_sign_in_browser(session, NULL, &options, NULL, &err), err, "invalidInput");
+    options.struct_size = 0;
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
+    options_with(&options, &opener, NULL, 2);
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
+    options_with(&options, &opener, any, 65);
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
+    options_with(&options, &opener, any, (size_t)-1);
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
+    options_with(&options, &opener, any, 1);
+    options.timeout_seconds = -1;
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
+    options.timeout_seconds = 86401;
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
+    options.timeout_seconds = 120;
+    options.scopes = "\xff\xfe";
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
+    CHECK(opener.calls == 0);
+
+    /* Redirect paths that do not make http://127.0.0.1:PORT/path: another host, a query. */
+    options_with(&options, &opener, any, 1);
+    options.redirect_path = "@attacker.example/callback";
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "insecureConfiguration");
+    options.redirect_path = "/callback?next=1";
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "insecureConfiguration");
+    options.redirect_path = "callback";
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "insecureConfiguration");
+    CHECK(opener.calls == 0);
+
+    /* The only port is taken. */
+    uint16_t taken;
+    int fd = listening_socket(&taken);
+    options_with(&options, &opener, &taken, 1);
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "loopbackUnavailable");
+    CHECK(opener.calls == 0);
+    close(fd);
+
+    /* The app could not open a browser. */
+    options_with(&options, &opener, any, 1);
+    opener.result = -1;
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "browserUnavailable");
+    CHECK(opener.calls == 1 && opener.on_caller_thread == 1 && opener.loopback_authorize_url == 1);
+
+    /* A browser that never comes back: timedOut after the time-out, nothing stored. */
+    options_with(&options, &opener, any, 1);
+    options.timeout_seconds = 1;
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    status = ts_session_sign_in_browser(session, "alice", &options, NULL, &err);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    CHECK_ERROR(status, err, "timedOut");
+    double seconds = (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) / 1e9;
+    CHECK(seconds >= 0.9 && seconds < 30);
+    CHECK(opener.calls == 1);
+    uint8_t *bytes = NULL;
+    size_t length = 0;
+    CHECK(ts_item_get(store, NULL, "alice", TS_KIND_REFRESH_TOKEN, &bytes, &length, &err) == TS_NOT_FOUND);
+}
+
+static int test_sign_in(const char *path, const char *url, const char *user, const char *useragent) {
+    ts_store *store = open_store(path);
+    ts_session *session = NULL;
+    ts_error *err = NULL;
+    CHECK(ts_session_new(store, url, "tokenstore-test", &session, &err) == TS_OK);
+    if (session == NULL) return 1;
+    ts_state state;
+
+    check_refused(session, store);
+    CHECK(ts_credential_state(store, user, &state, &err) == TS_OK);
+    CHECK(state == TS_STATE_NOT_FOUND);
+
+    /* The sign-in that works: the scripted browser follows the login, the Apple page and the
+     * redirect to the loopback listener. */
+    ts_sign_in_options options;
+    struct opener opener;
+    const uint16_t any[] = {0};
+    options_with(&options, &opener, any, 1);
+    opener.useragent = useragent;
+    char *user_id = NULL;
+    int status = ts_session_sign_in_browser(session, "alice", &options, &user_id, &err);
+    if (status != TS_OK) fprintf(stderr, "  sign-in: %s: %s\n", ts_error_code(err), ts_error_message(err));
+    CHECK(status == TS_OK);
+    ts_error_free(err);
+    err = NULL;
+    CHECK(user_id != NULL && strcmp(user_id, user) == 0);
+    ts_string_free(user_id);
+    ts_string_free(NULL);
+    CHECK(opener.calls == 1 && opener.on_caller_thread == 1 && opener.loopback_authorize_url == 1);
+
+    CHECK(ts_credential_state(store, user, &state, &err) == TS_OK);
+    CHECK(state == TS_STATE_AUTHORIZED);
+    uint8_t *bytes = NULL;
+    size_t length = 0;
+    CHECK(ts_item_get(store, NULL, "alice", TS_KIND_REFRESH_TOKEN, &bytes, &length, &err) == TS_OK);
+    CHECK(bytes != NULL && length > 0);
+    ts_bytes_free(bytes, length);
+    int64_t expires_at = 0;
+    status = ts_session_access_token(session, "alice", NULL, "openid", 60, &bytes, &length, &expires_at, &err);
+    if (status != TS_OK) fprintf(stderr, "  access token: %s: %s\n", ts_error_code(err), ts_error_message(err));
+    CHECK(status == TS_OK && length > 0 && expires_at > (int64_t)time(NULL) + 60);
+    if (status == TS_OK) ts_bytes_free(bytes, length);
+
+    ts_logout_outcome outcome = (ts_logout_outcome)-1;
+    CHECK(ts_session_logout(session, "alice", &outcome, &err) == TS_OK);
+    CHECK(outcome == TS_LOGOUT_REVOKED);
+    CHECK(ts_credential_state(store, user, &state, &err) == TS_OK);
+    CHECK(state == TS_STATE_REVOKED);
+    ts_sign_in_options_init(NULL);
+    ts_session_free(session);
+    ts_store_close(store);
+    return failures;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5) {
+        fprintf(stderr, "usage: test_signin STORE URL USER USERAGENT\n");
+        return 64;
+    }
+    return test_sign_in(argv[1], argv[2], argv[3], argv[4]) ? 1 : 0;
+}

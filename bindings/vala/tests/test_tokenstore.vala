@@ -1,0 +1,97 @@
+/*
+ * The Vala binding (bindings/vala/tokenstore.vapi) as installed, compiled by scripts/test-cabi
+ * with `valac --pkg tokenstore` against the installed prefix and run under `env -i`:
+ *
+ *   test_tokenstore_vala VERSION STORE URL
+ *
+ * Every call of the API once: version, items (binary round trip, not found, delete), errors
+ * and their codes, credential state, a session (access token without a sign-in:
+ * interactionRequired; logout and resume), and browser sign-in with a Vala closure as the
+ * opener (its captured state proves the delegate and its target reach the C callback): a
+ * closure that fails gives browserUnavailable, one that opens nothing times out.
+ * Exit status 0 when every check passes.
+ */
+int failures = 0;
+
+void check (bool condition, string what) {
+    if (!condition) {
+        failures++;
+        stderr.printf ("test_tokenstore.vala: check failed: %s\n", what);
+    }
+}
+
+void expect_error (int status, TokenStore.ErrorDetails? error, string code) {
+    check (status == TokenStore.ERROR, "status is ERROR for " + code);
+    check (error != null && error.code () == code, "code " + code + ", got " + (error != null ? error.code () : "none"));
+    check (error != null && error.message ().length > 0, "a message for " + code);
+}
+
+int main (string[] args) {
+    if (args.length != 4) {
+        stderr.printf ("usage: test_tokenstore_vala VERSION STORE URL\n");
+        return 64;
+    }
+    check (TokenStore.version () == args[1], "version");
+
+    TokenStore.Store? store;
+    TokenStore.ErrorDetails? error;
+    int status = TokenStore.Store.open (args[2], "org.example.cabi.vala", out store, out error);
+    check (status == TokenStore.OK && store != null, "open");
+    if (store == null) return 1;
+    status = TokenStore.Store.open (args[2], "not an app id", null, out error);
+    expect_error (status, error, "invalidInput");
+
+    uint8[] secret = { 'r', 't', 0x00, 0xff };
+    check (store.item_set (null, "alice", TokenStore.Kind.GENERIC, secret, out error) == TokenStore.OK, "set");
+    unowned uint8[]? bytes;
+    check (store.item_get ("auth0", "alice", TokenStore.Kind.GENERIC, out bytes, out error) == TokenStore.OK, "get");
+    check (bytes != null && bytes.length == 4 && bytes[2] == 0x00 && bytes[3] == 0xff, "binary round trip");
+    TokenStore.bytes_free (bytes);
+    check (store.item_delete (null, "alice", TokenStore.Kind.GENERIC, out error) == TokenStore.OK, "delete");
+    check (store.item_get (null, "alice", TokenStore.Kind.GENERIC, out bytes, out error) == TokenStore.NOT_FOUND, "not found");
+    check (bytes == null, "no bytes when not found");
+    uint8[] empty = {};
+    expect_error (store.item_set (null, "alice", TokenStore.Kind.ACCESS_TOKEN, empty, out error), error, "invalidInput");
+    TokenStore.State state;
+    check (store.credential_state ("000999.nobody.apple", out state, out error) == TokenStore.OK, "state");
+    check (state == TokenStore.State.NOT_FOUND, "state of a stranger");
+
+    TokenStore.Session? session;
+    expect_error (TokenStore.Session.create (store, "ftp://127.0.0.1/", "tokenstore-test", out session, out error),
+                  error, "insecureConfiguration");
+    check (TokenStore.Session.create (store, args[3], "tokenstore-test", out session, out error) == TokenStore.OK, "session");
+    if (session == null) return 1;
+    unowned uint8[]? token;
+    int64 expires_at;
+    expect_error (session.access_token ("nobody", null, "openid", 60, out token, out expires_at, out error),
+                  error, "interactionRequired");
+    TokenStore.LogoutOutcome outcome;
+    check (session.logout ("nobody", out outcome, out error) == TokenStore.OK, "logout");
+    check (outcome == TokenStore.LogoutOutcome.NOT_FOUND, "logout of nobody");
+    int pending;
+    check (session.resume (out pending, out error) == TokenStore.OK && pending == 0, "resume");
+
+    // Browser sign-in with closures as openers.
+    int calls = 0;
+    string? seen = null;
+    uint16[] ports = { 0 };
+    var options = TokenStore.SignInOptions ();
+    check (options.struct_size > 0 && options.open_url == null && options.timeout_seconds == 0, "defaults");
+    options.ports = ports;
+    options.timeout_seconds = 60;
+    options.open_url = (url) => { calls++; seen = url; return 1; };
+    string? user_id;
+    expect_error (session.sign_in_browser ("alice", options, out user_id, out error), error, "browserUnavailable");
+    check (calls == 1 && seen != null && seen.has_prefix (args[3] + "/authorize?"), "the closure got the URL");
+    check (user_id == null, "no user id on failure");
+    options.open_url = (url) => { calls++; return 0; };
+    options.timeout_seconds = 1;
+    expect_error (session.sign_in_browser ("alice", options, out user_id, out error), error, "timedOut");
+    check (calls == 2, "the second closure ran");
+    options.timeout_seconds = -1;
+    expect_error (session.sign_in_browser ("alice", options, out user_id, out error), error, "invalidInput");
+    check (calls == 2, "not called for bad input");
+    check (store.item_get (null, "alice", TokenStore.Kind.REFRESH_TOKEN, out bytes, out error) == TokenStore.NOT_FOUND,
+           "nothing stored");
+    return failures == 0 ? 0 : 1;
+}

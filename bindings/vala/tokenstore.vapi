@@ -1,0 +1,152 @@
+/*
+ * tokenstore.vapi: Vala bindings for libtokenstore.so.1 (include/tokenstore.h), installed by
+ * `make install` to PREFIX/share/vala/vapi. Use with `valac --pkg tokenstore` (valac finds
+ * tokenstore.pc through pkg-config for the compiler and linker flags).
+ *
+ * A one-to-one binding of the C calls: each returns TokenStore.OK, TokenStore.NOT_FOUND or
+ * TokenStore.ERROR, with the details in an ErrorDetails (its code() and message()). Secrets
+ * come back as unowned byte arrays: release each with TokenStore.bytes_free(), which wipes it.
+ * Every call blocks: run it in a worker thread (GLib.Thread, GLib.Task) in a GTK app.
+ *
+ *   TokenStore.Store? store;
+ *   TokenStore.ErrorDetails? error;
+ *   if (TokenStore.Store.open (null, "org.example.Notes", out store, out error) != TokenStore.OK)
+ *       critical ("%s: %s", error.code (), error.message ());
+ *
+ *   var options = TokenStore.SignInOptions ();
+ *   options.open_url = (url) => { return GLib.AppInfo.launch_default_for_uri (url, null) ? 0 : 1; };
+ *   string? user_id;
+ *   session.sign_in_browser ("alice", options, out user_id, out error);
+ */
+[CCode (cheader_filename = "tokenstore.h", lower_case_cprefix = "ts_", cprefix = "ts_")]
+namespace TokenStore {
+    [CCode (cname = "TS_OK")]
+    public const int OK;
+    [CCode (cname = "TS_NOT_FOUND")]
+    public const int NOT_FOUND;
+    [CCode (cname = "TS_ERROR")]
+    public const int ERROR;
+
+    /* The library's version ("MAJOR.MINOR.PATCH"). */
+    [CCode (cname = "ts_version")]
+    public unowned string version ();
+
+    [CCode (cname = "ts_kind", cprefix = "TS_KIND_", has_type_id = false)]
+    public enum Kind {
+        REFRESH_TOKEN,
+        APPLE_USER_ID,
+        ACCESS_TOKEN,
+        GENERIC
+    }
+
+    [CCode (cname = "ts_state", cprefix = "TS_STATE_", has_type_id = false)]
+    public enum State {
+        AUTHORIZED,
+        REVOKED,
+        NOT_FOUND
+    }
+
+    [CCode (cname = "ts_logout_outcome", cprefix = "TS_LOGOUT_", has_type_id = false)]
+    public enum LogoutOutcome {
+        REVOKED,
+        NOT_FOUND,
+        PENDING,
+        FAILED
+    }
+
+    /* The details of a failed call (ts_error): a stable code and a message without secrets. */
+    [Compact, CCode (cname = "ts_error", free_function = "ts_error_free")]
+    public class ErrorDetails {
+        /* The library's error code, e.g. "keyringLocked", "timedOut", "invalidInput". */
+        [CCode (cname = "ts_error_code")]
+        public unowned string code ();
+        [CCode (cname = "ts_error_message")]
+        public unowned string message ();
+    }
+
+    /* Wipes and frees a secret returned by item_get or access_token. */
+    [CCode (cname = "ts_bytes_free")]
+    public void bytes_free ([CCode (array_length_type = "size_t")] uint8[]? bytes);
+
+    /* An open store (ts_store); closed when the last reference (this or a session) goes. */
+    [Compact, CCode (cname = "ts_store", free_function = "ts_store_close")]
+    public class Store {
+        /* path null: $XDG_DATA_HOME/<app_id>/tokens.sqlite. */
+        [CCode (cname = "ts_store_open")]
+        public static int open (string? path, string app_id, out Store? store, out ErrorDetails? error);
+
+        /* service null: "auth0". */
+        [CCode (cname = "ts_item_set")]
+        public int item_set (string? service, string account, Kind kind,
+                             [CCode (array_length_type = "size_t")] uint8[] bytes, out ErrorDetails? error);
+
+        /* OK: `bytes` holds a copy to release with bytes_free(); NOT_FOUND: no such item. */
+        [CCode (cname = "ts_item_get")]
+        public int item_get (string? service, string account, Kind kind,
+                             [CCode (array_length_type = "size_t")] out unowned uint8[]? bytes,
+                             out ErrorDetails? error);
+
+        [CCode (cname = "ts_item_delete")]
+        public int item_delete (string? service, string account, Kind kind, out ErrorDetails? error);
+
+        [CCode (cname = "ts_credential_state")]
+        public int credential_state (string user_id, out State state, out ErrorDetails? error);
+    }
+
+    /*
+     * Opens the sign-in URL in the user's browser; called on the thread that called
+     * Session.sign_in_browser, once, before the wait. Return 0 when a browser was started,
+     * anything else when none could be (browserUnavailable). Do not log the URL.
+     */
+    [CCode (cname = "ts_open_url_fn", instance_pos = 1.9, has_target = true)]
+    public delegate int OpenUrlFunc (string url);
+
+    /* ts_sign_in_options: `TokenStore.SignInOptions ()` sets the defaults (every field unset). */
+    [CCode (cname = "ts_sign_in_options", has_type_id = false, destroy_function = "")]
+    public struct SignInOptions {
+        [CCode (cname = "ts_sign_in_options_init")]
+        public SignInOptions ();
+        public size_t struct_size;
+        /* Loopback redirect ports tried in order; null: 53180-53183; 0: any free port. */
+        [CCode (array_length_cname = "port_count", array_length_type = "size_t")]
+        public unowned uint16[]? ports;
+        /* null: "/callback". */
+        public unowned string? redirect_path;
+        /* null: "apple"; "": the tenant's login page. */
+        public unowned string? connection;
+        /* Space-separated; null: "openid profile email". */
+        public unowned string? scopes;
+        public unowned string? audience;
+        /* 1-86400; 0: 300. */
+        public int timeout_seconds;
+        /* null: the system browser ($BROWSER, GIO, xdg-open). Keep the delegate alive during the call. */
+        [CCode (delegate_target_cname = "user_data")]
+        public unowned OpenUrlFunc? open_url;
+    }
+
+    /* A session over a store talking to one authorization server (ts_session). */
+    [Compact, CCode (cname = "ts_session", free_function = "ts_session_free")]
+    public class Session {
+        [CCode (cname = "ts_session_new")]
+        public static int create (Store store, string domain, string client_id, out Session? session,
+                                  out ErrorDetails? error);
+
+        /* OK: `token` to release with bytes_free(); `expires_at` in Unix seconds, 0: unknown. */
+        [CCode (cname = "ts_session_access_token")]
+        public int access_token (string account, string? audience, string? scopes, int min_ttl_seconds,
+                                 [CCode (array_length_type = "size_t")] out unowned uint8[]? token,
+                                 out int64 expires_at, out ErrorDetails? error);
+
+        [CCode (cname = "ts_session_logout")]
+        public int logout (string account, out LogoutOutcome outcome, out ErrorDetails? error);
+
+        [CCode (cname = "ts_session_resume")]
+        public int resume (out int still_pending, out ErrorDetails? error);
+
+        /* Blocks until the browser's redirect came back (at most the time-out) and the tokens are
+         * stored. `user_id`: the Apple user id, or null. */
+        [CCode (cname = "ts_session_sign_in_browser")]
+        public int sign_in_browser (string account, SignInOptions? options, out string? user_id,
+                                    out ErrorDetails? error);
+    }
+}
