@@ -116,6 +116,8 @@ extension TokenStore {
         }
         let store = try TokenStore(path: path, appID: appID, keyProvider: keyProvider)
         defer { store.close() }
+        // A copy of the file from before the reset is an older copy now (storeRolledBack).
+        try store.connection.write { db, envelope in _ = try store.connection.raiseEpoch(db, from: envelope) }
         return StoreResetReport(
             itemsDestroyed: counts.items, credentialStatesRevoked: counts.states, pendingRevocationsLost: counts.outbox,
             discardedKeyIdentifiers: discarded, keptKeyIdentifiers: kept, newKeyIdentifier: store.keyIdentifier)
