@@ -1,6 +1,6 @@
 -- Schema version 9: the store epoch (rollback detection).
 --
--- A counter raised by every logout, key rotation and reset, kept twice: here, and in the key
+-- A counter raised by every logout and key rotation (a reset keeps it), kept twice: here, and in the key
 -- provider next to the data key (a Secret Service item of its own, or a file beside the
 -- wrapped keys). A database file restored from an older copy holds a lower epoch than the
 -- key provider and opens as `storeRolledBack`. `epoch_mac` authenticates the value: a keyed

@@ -66,14 +66,14 @@ struct StoreEpochTests {
         #expect(try SecretServiceKeyProvider().storeEpoch(storeID: storeID) == 1)
         #expect(try TokenStore.inspect(path: t.path).epoch == 0)
 
-        // The way out without a newer copy: reset, which raises the epoch past both.
+        // The way out without a newer copy: reset, which takes the key provider's epoch.
         let report = try TokenStore.resetStore(path: t.path, appID: testAppID, confirm: .yesDiscardSealedData)
         #expect(report.itemsDestroyed >= 1)
         let store = try t.reopen()
-        #expect(try store.epochStatus() == StoreEpochStatus(file: 2, keyProvider: 2))
+        #expect(try store.epochStatus() == StoreEpochStatus(file: 1, keyProvider: 1))
         #expect(try store.ledger.hasRefreshToken(account: alice) == false)
         #expect(try store.verify().isHealthy)
-        // The copy from before the reset is an older copy too.
+        // The copy from before the logout is still an older copy.
         store.close()
         try restore(copy, at: t.path)
         #expect(throws: TokenStoreError.storeRolledBack) { _ = try t.reopen() }
@@ -101,7 +101,7 @@ struct StoreEpochTests {
         #expect(try store.verify().isHealthy)
     }
 
-    @Test("key rotation, reset and a revoked credential state raise the epoch; the MAC follows the new key")
+    @Test("key rotation and a revoked credential state raise the epoch, the MAC follows the new key; a reset keeps it")
     func rotationResetAndRevocationRaise() throws {
         let t = try TestStore()
         let storeID = t.store.storeIdentifier
@@ -119,7 +119,7 @@ struct StoreEpochTests {
         #expect(try reopened.verify().epoch == StoreEpochStatus(file: 2, keyProvider: 2))
         reopened.close()
         try TokenStore.resetStore(path: t.path, appID: testAppID, confirm: .yesDiscardSealedData)
-        #expect(try t.reopen().epochStatus() == StoreEpochStatus(file: 3, keyProvider: 3))
+        #expect(try t.reopen().epochStatus() == StoreEpochStatus(file: 2, keyProvider: 2))
     }
 
     @Test("a fresh store starts at 0 on both sides; a store from before migration 9 opens at 0 and is raised by its next logout")
@@ -174,7 +174,7 @@ struct StoreEpochTests {
         let provider = SecretServiceKeyProvider()
         let storeID = Hex.encode(SecretBytes.random(count: 16).copyBytes())
         defer { try? PrivateKeyring.clearItems(storeID: storeID) }
-        let items = { try PrivateKeyring.itemCount(attributes: ["store-id": storeID, "xdg:schema": "dev.tokenstore.StoreEpoch"]) }
+        let items = { try PrivateKeyring.itemCount(attributes: ["epoch-store-id": storeID, "xdg:schema": "dev.tokenstore.StoreEpoch"]) }
         #expect(try provider.storeEpoch(storeID: storeID) == 0)
         var samples: [Double] = []
         for epoch in UInt64(1)...30 {

@@ -47,7 +47,7 @@ struct RollbackCommandTests {
         #expect(try fixture.run(["reset", "--yes"]).exitCode == 0)
         let verify = try fixture.run(["verify"])
         #expect(verify.exitCode == 0, "\(verify.standardError)")
-        #expect(verify.standardOutput.contains("file 2, key provider 2"), "\(verify.standardOutput)")
+        #expect(verify.standardOutput.contains("file 1, key provider 1"), "\(verify.standardOutput)")
         #expect(try fixture.run(["state", userID]).exitCode == 0)
     }
 }

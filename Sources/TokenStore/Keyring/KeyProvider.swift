@@ -59,7 +59,7 @@ public protocol KeyProvider: Sendable {
     func availability(of reference: DataKeyReference) throws -> DataKeyAvailability
 
     /// Reads a store's epoch: a counter kept outside the database file, raised by every
-    /// logout, key rotation and reset, so that a database file restored from an older copy is
+    /// logout and key rotation, so that a database file restored from an older copy is
     /// told apart (`storeRolledBack`). See <doc:StoreEpoch>.
     /// - Parameter storeID: the store's random id (32 lowercase hex digits).
     /// - Returns: the highest epoch the provider holds for the store; 0 when it holds none.

@@ -3,15 +3,16 @@ internal import CLibSecret
 /// The libsecret calls behind the store epoch of ``SecretServiceKeyProvider``.
 ///
 /// The epoch is kept in items of a schema of its own, `dev.tokenstore.StoreEpoch`, in the
-/// default collection, with three attributes: `store-id` (the store's random id), `epoch` (the
-/// value, decimal) and `write-id` (random, so that no write ever matches an existing item).
+/// default collection, with three attributes: `epoch-store-id` (the store's random id; not
+/// `store-id`, so that a search for a store's key items never finds them), `epoch` (the value,
+/// decimal) and `write-id` (random, so that no write ever matches an existing item).
 /// The secret is the value again, in decimal. An item is never replaced in place (KeePassXC
 /// hangs replacing an item another process created): a raise stores a new item, then clears
 /// the items of lower values. A reader takes the highest value it finds, so a crash between
 /// the two steps leaves the new value in force.
 enum SecretServiceEpochItems {
     static let schemaName = "dev.tokenstore.StoreEpoch"
-    static let storeIDAttribute = "store-id"
+    static let storeIDAttribute = "epoch-store-id"
     static let epochAttribute = "epoch"
     static let writeIDAttribute = "write-id"
 

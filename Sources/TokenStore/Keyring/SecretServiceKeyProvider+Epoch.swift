@@ -2,7 +2,7 @@ extension SecretServiceKeyProvider {
     /// The highest store epoch the Secret Service holds for `storeID`, 0 when it holds none.
     ///
     /// The epoch lives in items of the schema `dev.tokenstore.StoreEpoch` (attributes
-    /// `store-id`, `epoch`, a random `write-id`; see ``raiseStoreEpoch(storeID:appID:to:)``).
+    /// `epoch-store-id`, `epoch`, a random `write-id`; see ``raiseStoreEpoch(storeID:appID:to:)``).
     /// - Throws: ``TokenStoreError`` `keyringLocked` (an epoch item, or the default collection
     ///   when none is visible, is locked), `integrityCheckFailed` (an item holds no number),
     ///   `invalidInput`, `secretServiceUnavailable`, `timedOut`, `cancelled`, `ioError`.

@@ -1,6 +1,6 @@
 import FoundationEssentials
 
-/// The store epoch: a counter raised by every logout, key rotation and reset, kept in the
+/// The store epoch: a counter raised by every logout and key rotation (a reset keeps it), kept in the
 /// database file (`store_info.epoch`, authenticated by `epoch_mac` under the data key's MAC
 /// subkey) and in the key provider (``KeyProvider/storeEpoch(storeID:)``).
 ///

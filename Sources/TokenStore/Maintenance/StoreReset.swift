@@ -46,7 +46,9 @@ extension TokenStore {
     /// A key item the store names that is still in the key provider and still opens the store
     /// is never deleted (see ``StoreResetReport/keptKeyIdentifiers``): when only the database's
     /// key records were damaged, restoring the file from a backup is the better remedy, and the
-    /// key it needs stays.
+    /// key it needs stays. The reset store takes the key provider's epoch (see <doc:StoreEpoch>):
+    /// a reset revokes nothing, so a copy as new as the last logout (such as that backup) still
+    /// opens, and an older one is still `storeRolledBack`.
     /// - Warning: every secret is gone for good, and refresh tokens that were waiting to be
     ///   revoked stay valid at the server until they expire.
     /// - Throws: `keyringLocked`, `secretServiceUnavailable`, `timedOut` (the database is
@@ -116,8 +118,6 @@ extension TokenStore {
         }
         let store = try TokenStore(path: path, appID: appID, keyProvider: keyProvider)
         defer { store.close() }
-        // A copy of the file from before the reset is an older copy now (storeRolledBack).
-        try store.connection.write { db, envelope in _ = try store.connection.raiseEpoch(db, from: envelope) }
         return StoreResetReport(
             itemsDestroyed: counts.items, credentialStatesRevoked: counts.states, pendingRevocationsLost: counts.outbox,
             discardedKeyIdentifiers: discarded, keptKeyIdentifiers: kept, newKeyIdentifier: store.keyIdentifier)
