@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension TokenStore {
     /// The credential state of an Apple user id: `authorized`, `revoked`, or `notFound`.
@@ -10,13 +10,19 @@ extension TokenStore {
 
     /// Records a change of credential state with its reason (and an optional detail code).
     /// Recording the state a user already has with the same reason and detail adds nothing.
+    /// Recording `revoked` raises the store epoch, so a copy of the file from before it opens
+    /// as `storeRolledBack` (see <doc:StoreEpoch>).
     /// - Throws: `invalidInput` (reason/detail not a short code), storage errors.
     public func recordCredentialState(
         _ state: CredentialState, forUserID userID: String, reason: CredentialStateReason, detail: String? = nil
     ) throws {
         try Self.validate(userID: userID)
         try connection.write { db, envelope in
+            let before = try db.scalarInt("SELECT count(*) FROM credential_history") ?? 0
             try CredentialRecord.record(db, userID: userID, to: state, reason: reason, detail: detail, envelope: envelope)
+            if state == .revoked, (try db.scalarInt("SELECT count(*) FROM credential_history") ?? 0) > before {
+                try connection.raiseEpoch(db, from: envelope)
+            }
         }
     }
 

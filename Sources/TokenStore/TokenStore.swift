@@ -48,7 +48,9 @@ public final class TokenStore: Sendable {
 
     /// Opens (or creates) the store at the default location for `appID`.
     /// - Throws: ``TokenStoreError`` — `secretServiceUnavailable`, `keyringLocked`,
-    ///   `dataKeyMissing`, `dataKeyCorrupt`, `databaseCorrupt`, `schemaTampered` (a trigger,
+    ///   `dataKeyMissing`, `dataKeyCorrupt`, `storeRolledBack` (the file is older than its epoch
+    ///   in the key provider: restored from an older copy; see <doc:StoreEpoch>),
+    ///   `databaseCorrupt`, `schemaTampered` (a trigger,
     ///   view, table or index was added or changed outside this library), `schemaTooNew`,
     ///   `migrationFailed`, `unsafeFileLayout`, `invalidInput`, `ioError`, `diskFull`.
     public convenience init(
@@ -94,6 +96,9 @@ public final class TokenStore: Sendable {
         var keySetup = KeySetup(database: db, provider: keyProvider, appID: appID, logger: logger)
         keySetup.newKeyScheme = keyScheme
         let setup = try keySetup.openOrCreate()
+        // A file older than its epoch in the key provider is refused before anything runs on it.
+        try StoreEpoch.checkAtOpen(
+            db, envelope: Envelope(storeID: setup.storeID, key: setup.key), provider: keyProvider, appID: appID, logger: logger)
         connection = StoreConnection(
             path: path, appID: appID, keyProvider: keyProvider, options: options, logger: logger, database: db,
             envelope: Envelope(storeID: setup.storeID, key: setup.key), newKeyScheme: keyScheme)

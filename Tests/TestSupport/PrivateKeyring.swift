@@ -85,11 +85,14 @@ public enum PrivateKeyring {
 
     // MARK: - Items
 
-    /// Deletes every (unlocked) item whose `store-id` attribute is `storeID`.
+    /// Deletes every (unlocked) item whose `store-id` (key) or `epoch-store-id` (store epoch) attribute is `storeID`.
     public static func clearItems(storeID: String) throws {
-        let result = try run("secret-tool", ["clear", "store-id", storeID])
-        guard result.status == 0 || result.standardError.isEmpty else {
-            throw PrivateKeyringError("secret-tool clear failed: \(result.standardError)")
+        // The key items, then the store-epoch items (`epoch-store-id`).
+        for attribute in ["store-id", "epoch-store-id"] {
+            let result = try run("secret-tool", ["clear", attribute, storeID])
+            guard result.status == 0 || result.standardError.isEmpty else {
+                throw PrivateKeyringError("secret-tool clear failed: \(result.standardError)")
+            }
         }
     }
 

@@ -69,7 +69,7 @@ struct StoreCommandTests {
         let statusJSON = try store.json(["status"])
         expectKeys(statusJSON.object, [
             "path", "schemaVersion", "supportedSchemaVersion", "pendingMigrations", "storeID", "keyID", "keyProvider",
-            "keyState", "keyStateExplanation", "counts", "fileModes", "processDumpable",
+            "keyState", "keyStateExplanation", "epoch", "counts", "fileModes", "processDumpable",
         ])
         // Finding 11: tokenctl turns core dumps and ptrace off for itself (PR_SET_DUMPABLE 0).
         #expect(statusJSON.object["processDumpable"] as? Bool == false)
@@ -130,7 +130,7 @@ struct StoreCommandTests {
         try store.put(makeCanary(), account: "bob")
         let clean = try store.json(["verify"])
         #expect(clean.result.exitCode == 0)
-        expectKeys(clean.object, ["healthy", "integrityCheck", "rowsChecked", "badRows", "schemaDifferences"])
+        expectKeys(clean.object, ["healthy", "integrityCheck", "rowsChecked", "badRows", "schemaDifferences", "epoch"])
         #expect(clean.object["healthy"] as? Bool == true)
         #expect(clean.object["rowsChecked"] as? Int == 2)
 

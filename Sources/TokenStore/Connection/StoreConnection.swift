@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,7 +10,7 @@ import Glibc
 /// `read` and `write` lend the connection and the envelope to a closure for one transaction;
 /// neither escapes it. Before the closure runs, a key rotation that another store object
 /// finished meanwhile is followed, so the envelope is always the store's active key.
-final class StoreConnection: @unchecked Sendable {  // mutable state is behind `lock` (and `keyLock` for `envelope`)
+final class StoreConnection: @unchecked Sendable {  // mutable state is behind `lock` (and `currentKey`'s mutex for `envelope`)
     let path: String
     let appID: String
     let keyProvider: any KeyProvider
@@ -20,11 +21,17 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     let newKeyScheme: KeyScheme
 
     private let lock = StoreLock()
-    /// Guards `current` for ``envelope``, which must answer even from inside a callback;
-    /// `current` changes only with both locks held.
-    private let keyLock = NSLock()
+    /// The envelope of the active key, for ``envelope``, which must answer even from inside a
+    /// callback; it changes only with `lock` held too.
+    private let currentKey: Mutex<Envelope>
+    private var current: Envelope { currentKey.withLock { $0 } }
     private var database: Database?
-    private var current: Envelope
+    /// The epoch the transaction running now raised in the file (``raiseEpoch(_:from:to:)``),
+    /// for the key provider once it has committed; with `lock` held.
+    private var epochToPublish: UInt64?
+    /// An epoch the key provider could not be raised to after its commit, tried again after
+    /// the next write (and at the next open, which heals it); with `lock` held.
+    private var epochOwed: UInt64?
     /// `PRAGMA data_version` when the active key was last confirmed: unchanged means no other
     /// connection committed since, so no key switch can have happened.
     private var confirmedDataVersion: Int64?
@@ -42,11 +49,11 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
         self.options = options
         self.logger = logger
         self.database = database
-        current = envelope
+        currentKey = Mutex(envelope)
     }
 
     /// The envelope of the active key (readable from inside a callback of this store).
-    var envelope: Envelope { keyLock.withLock { current } }
+    var envelope: Envelope { current }
 
     /// Closes the connection; later calls throw `storeClosed`.
     /// - Throws: `invalidInput` from inside a callback of this store.
@@ -65,14 +72,60 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
 
     /// A write transaction (`BEGIN IMMEDIATE`), serialized, under the active key.
     /// After the commit, a checkpoint still owed (see ``checkpointQuietly()``) is tried again.
+    /// A transaction that raised the epoch (``raiseEpoch(_:from:to:)``) raises the key
+    /// provider's after the commit.
     func write<T>(_ body: (Database, Envelope) throws -> T) throws -> T {
         try withDatabase { db in
-            let value = try db.writeTransaction {
-                try followKeyRotation(db)
-                return try body(db, current)
-            }
+            let value = try transaction(db) { try body(db, current) }
+            publishEpoch()
             if owedCheckpoints > 0 { checkpoint(db) }
             return value
+        }
+    }
+
+    /// With `lock` held: one write transaction, forgetting an epoch raise it rolled back.
+    private func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
+        epochToPublish = nil
+        do {
+            return try db.writeTransaction {
+                try followKeyRotation(db)
+                return try body()
+            }
+        } catch {
+            epochToPublish = nil
+            throw error
+        }
+    }
+
+    /// Inside a write transaction of this connection: raises the file's epoch by one,
+    /// authenticated under `next` (the active key unless a key switch makes `next` active in
+    /// this transaction). Once the transaction has committed, the key provider's epoch is raised
+    /// to the same value. A store below schema version 9 has no epoch: nothing happens.
+    /// - Returns: the new epoch, or nil without epoch columns.
+    @discardableResult
+    func raiseEpoch(_ db: Database, from active: Envelope, to next: Envelope? = nil) throws -> UInt64? {
+        guard try StoreEpoch.hasColumns(db) else { return nil }
+        let epoch = try StoreEpoch.read(db, envelope: active) + 1
+        try StoreEpoch.write(db, epoch, envelope: next ?? active)
+        epochToPublish = epoch
+        return epoch
+    }
+
+    /// With `lock` held, after a commit: raises the key provider's epoch to the one the
+    /// transaction wrote (or one still owed). A failure is logged, not thrown (the change has
+    /// committed): the epoch stays owed, retried after the next write and healed at the next open.
+    private func publishEpoch() {
+        guard let epoch = [epochToPublish, epochOwed].compactMap({ $0 }).max() else { return }
+        epochToPublish = nil
+        CrashPoint.reach("epoch.afterFileRaise")
+        do {
+            try keyProvider.raiseStoreEpoch(storeID: Hex.encode(current.storeID), appID: appID, to: epoch)
+            epochOwed = nil
+        } catch {
+            epochOwed = epoch
+            logger.info(
+                "could not raise the key provider's store epoch after a commit; owed until the next write or open",
+                metadata: ["error": TokenStoreError.code(of: error)])
         }
     }
 
@@ -90,11 +143,9 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// the active key of this connection too.
     func write<T>(switchingTo key: DataKey, _ body: (Database, Envelope) throws -> T) throws -> T {
         try withDatabase { db in
-            let value = try db.writeTransaction {
-                try followKeyRotation(db)
-                return try body(db, current)
-            }
+            let value = try transaction(db) { try body(db, current) }
             activate(key)
+            publishEpoch()
             if owedCheckpoints > 0 { checkpoint(db) }
             return value
         }
@@ -153,7 +204,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
 
     /// Makes `key` the active one. Called with `lock` held, after the transaction that switched to it.
     private func activate(_ key: DataKey) {
-        keyLock.withLock { current = Envelope(storeID: current.storeID, key: key) }
+        currentKey.withLock { $0 = Envelope(storeID: $0.storeID, key: key) }
         confirmedDataVersion = nil
     }
 

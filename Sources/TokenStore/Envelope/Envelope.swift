@@ -17,6 +17,8 @@ enum LookupDomain: UInt8 {
     case logoutMarkMAC = 66
     /// MAC of a `credential_history` row, chained to the previous row of the same user.
     case historyRowMAC = 67
+    /// MAC of the store epoch in `store_info` (see ``StoreEpoch``).
+    case storeEpochMAC = 68
 }
 
 /// The store id and one data key: everything sealed, opened or hashed under that key.

@@ -67,13 +67,17 @@ public struct TokenStoreError: CodedError {
         public static let schemaTampered = Code(rawValue: "schemaTampered")
         /// The disk (or the file-size limit) is full; the write was rolled back whole.
         public static let diskFull = Code(rawValue: "diskFull")
+        /// The database file is older than its epoch in the key provider: it was restored from
+        /// an older copy, undoing the logouts made since. Nothing was changed; restore the
+        /// newest copy, or reset the store.
+        public static let storeRolledBack = Code(rawValue: "storeRolledBack")
 
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
             .secretServiceUnavailable, .keyringLocked, .dataKeyMissing, .dataKeyCorrupt,
             .integrityCheckFailed, .databaseCorrupt, .databaseBusy, .schemaTooNew, .migrationFailed,
             .unsafeFileLayout, .invalidInput, .ioError, .storeClosed, .timedOut, .cancelled,
-            .wrongPassphrase, .schemaTampered, .diskFull,
+            .wrongPassphrase, .schemaTampered, .diskFull, .storeRolledBack,
         ]
     }
 
@@ -182,6 +186,9 @@ extension TokenStoreError {
         .schemaTampered, "The database schema is not the one its migrations make.")
     /// Matches ``Code/diskFull``.
     public static let diskFull = Self(.diskFull, "The disk is full.")
+    /// Matches ``Code/storeRolledBack``.
+    public static let storeRolledBack = Self(
+        .storeRolledBack, "The store file is older than its epoch in the key provider.")
 }
 
 extension TokenStoreError {

@@ -57,4 +57,27 @@ public protocol KeyProvider: Sendable {
 
     /// Tells whether a key is present, locked away, or missing, without unlocking anything.
     func availability(of reference: DataKeyReference) throws -> DataKeyAvailability
+
+    /// Reads a store's epoch: a counter kept outside the database file, raised by every
+    /// logout and key rotation, so that a database file restored from an older copy is
+    /// told apart (`storeRolledBack`). See <doc:StoreEpoch>.
+    /// - Parameter storeID: the store's random id (32 lowercase hex digits).
+    /// - Returns: the highest epoch the provider holds for the store; 0 when it holds none.
+    /// - Throws: ``TokenStoreError`` `keyringLocked`, `secretServiceUnavailable`, `timedOut`,
+    ///   `integrityCheckFailed` (a stored epoch is not a number), `invalidInput`, `ioError`.
+    func storeEpoch(storeID: String) throws -> UInt64
+
+    /// Raises a store's epoch to `epoch`; an epoch the provider already holds that is as high
+    /// or higher stays (the epoch never goes down). Implementations must write the new value
+    /// before they remove an older one, so a crash leaves the old or the new value, never none.
+    /// - Parameters:
+    ///   - storeID: the store's random id (32 lowercase hex digits).
+    ///   - appID: the app id, for a human-readable label only.
+    /// - Throws: ``TokenStoreError`` `keyringLocked`, `secretServiceUnavailable`, `timedOut`,
+    ///   `invalidInput`, `ioError`.
+    func raiseStoreEpoch(storeID: String, appID: String, to epoch: UInt64) throws
+
+    /// Deletes a store's epoch (when the store itself is destroyed). Succeeds when there is none.
+    /// - Throws: ``TokenStoreError`` `keyringLocked`, `secretServiceUnavailable`, `timedOut`, `ioError`.
+    func deleteStoreEpoch(storeID: String) throws
 }

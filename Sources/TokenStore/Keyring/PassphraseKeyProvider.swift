@@ -190,7 +190,7 @@ public struct PassphraseKeyProvider: KeyProvider {
 
     /// Overwrites the regular file at `path` with zeros and syncs it; false when there is none.
     /// A link is not followed (it is only unlinked).
-    private static func overwrite(_ path: String) throws -> Bool {
+    static func overwrite(_ path: String) throws -> Bool {
         let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT || errno == ENOTDIR { return false }
@@ -215,7 +215,7 @@ public struct PassphraseKeyProvider: KeyProvider {
         return true
     }
 
-    private static func readFile(_ path: String) throws -> [UInt8]? {
+    static func readFile(_ path: String) throws -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT || errno == ENOTDIR { return nil }
@@ -242,7 +242,7 @@ public struct PassphraseKeyProvider: KeyProvider {
         TokenStoreError(.unsafeFileLayout, message, hint: "Keep wrapped-key files in a private directory (0700) owned by this user.")
     }
 
-    private static func posix(_ operation: String, _ code: Int32) -> TokenStoreError {
+    static func posix(_ operation: String, _ code: Int32) -> TokenStoreError {
         TokenStoreError(.ioError, "A file-system call failed while \(operation).", cause: .posix(errno: code, operation: operation))
     }
 }

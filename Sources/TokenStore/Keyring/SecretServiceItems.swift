@@ -257,7 +257,7 @@ enum SecretServiceItems {
 
     /// Whether a search result is a locked `SecretItem`. Results of other backends (the
     /// file backend) have no lock of their own: they count as unlocked.
-    private static func isLocked(_ object: UnsafeMutableRawPointer) -> Bool {
+    static func isLocked(_ object: UnsafeMutableRawPointer) -> Bool {
         let instance = object.assumingMemoryBound(to: GTypeInstance.self)
         guard g_type_check_instance_is_a(instance, secret_item_get_type()) != 0 else { return false }
         return secret_item_get_locked(object.assumingMemoryBound(to: SecretItem.self)) != 0
@@ -265,7 +265,7 @@ enum SecretServiceItems {
 
     /// The secret of one unlocked search result, copied straight from libsecret's buffer
     /// into guarded memory.
-    private static func secret(
+    static func secret(
         of object: UnsafeMutableRawPointer, _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) -> SecretBytes {
         var value: OpaquePointer?

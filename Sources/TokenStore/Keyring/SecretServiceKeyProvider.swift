@@ -184,7 +184,7 @@ public struct SecretServiceKeyProvider: KeyProvider {
 
     /// Runs `body`; when it finds the keyring locked and interaction is allowed, unlocks
     /// (a prompt) and runs it once more.
-    private func withInteraction<R>(_ body: () throws(TokenStoreError) -> R) throws(TokenStoreError) -> R {
+    func withInteraction<R>(_ body: () throws(TokenStoreError) -> R) throws(TokenStoreError) -> R {
         do {
             return try reconnecting(body)
         } catch where error.code == .keyringLocked && allowsUserInteraction {
@@ -210,7 +210,7 @@ public struct SecretServiceKeyProvider: KeyProvider {
         }
     }
 
-    private static func locked(_ operation: String) -> TokenStoreError {
+    static func locked(_ operation: String) -> TokenStoreError {
         TokenStoreError(
             .keyringLocked, "The keyring holding the data key is locked (\(operation)).",
             hint: TokenStoreError.unlockHint)

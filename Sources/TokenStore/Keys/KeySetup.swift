@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Finds, or for a new store makes, the store id and data key at open time.
 struct KeySetup {
@@ -46,6 +46,12 @@ struct KeySetup {
                 [.blob(key.keyID), .blob(KeyCheck.seal(storeID: state.storeID, key: key)), .int(Timestamp.nowMillis())])
             if hasScheme {
                 try database.run("UPDATE data_keys SET scheme = ? WHERE key_id = ?", [.int(key.scheme.rawValue), .blob(key.keyID)])
+            }
+            if try StoreEpoch.hasColumns(database) {
+                // A new key for a store with no sealed row: a new store (the provider holds no
+                // epoch for its random id) or one just reset, which keeps the epoch it had.
+                let epoch = try provider.storeEpoch(storeID: Hex.encode(state.storeID))
+                try StoreEpoch.write(database, epoch, envelope: Envelope(storeID: state.storeID, key: key))
             }
             logger.info("created a new data key", metadata: ["key.provider": provider.name])
             return Result(storeID: state.storeID, key: key, created: true)

@@ -47,6 +47,7 @@ extension TokenStore {
                 for keyID in keyIDs {
                     try keyProvider.deleteKey(DataKeyReference(storeID: Hex.encode(storeID), keyID: Hex.encode(keyID), appID: appID))
                 }
+                try keyProvider.deleteStoreEpoch(storeID: Hex.encode(storeID))
             }
         } else if errno != ENOENT {
             throw TokenStoreError(.ioError, "Could not inspect the database file.", cause: .posix(errno: errno, operation: "lstat"))

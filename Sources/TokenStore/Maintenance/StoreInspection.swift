@@ -43,6 +43,10 @@ public struct StoreInspection: Sendable {
     public let failedRevocations: Int
     /// Recorded credential-state transitions.
     public let historyEntries: Int
+    /// The store epoch as the file records it, not checked (that needs the data key); `nil`
+    /// below schema version 9. Compare it with ``KeyProvider/storeEpoch(storeID:)``: lower
+    /// means the file is an older copy (see <doc:StoreEpoch>).
+    public let epoch: UInt64?
     public let fileModes: FileModes
 
     /// The key-provider reference of the active data key, for asking a provider about it
@@ -115,6 +119,7 @@ extension TokenStore {
                 dataKeys: keys, counts: counts,
                 failedRevocations: try count("SELECT count(*) FROM pending_revocations WHERE failed_code IS NOT NULL"),
                 historyEntries: try count("SELECT count(*) FROM credential_history"),
+                epoch: hasSchema ? try StoreEpoch.unchecked(db) : nil,
                 fileModes: .init(
                     directory: FileLayout.mode(of: directory.isEmpty ? "." : directory),
                     database: FileLayout.mode(of: path), wal: FileLayout.mode(of: path + "-wal"),

@@ -46,7 +46,9 @@ extension TokenStore {
     /// A key item the store names that is still in the key provider and still opens the store
     /// is never deleted (see ``StoreResetReport/keptKeyIdentifiers``): when only the database's
     /// key records were damaged, restoring the file from a backup is the better remedy, and the
-    /// key it needs stays.
+    /// key it needs stays. The reset store takes the key provider's epoch (see <doc:StoreEpoch>):
+    /// a reset revokes nothing, so a copy as new as the last logout (such as that backup) still
+    /// opens, and an older one is still `storeRolledBack`.
     /// - Warning: every secret is gone for good, and refresh tokens that were waiting to be
     ///   revoked stay valid at the server until they expire.
     /// - Throws: `keyringLocked`, `secretServiceUnavailable`, `timedOut` (the database is

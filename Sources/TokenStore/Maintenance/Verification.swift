@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What ``TokenStore/verify(progress:)`` found.
 public struct VerificationReport: Sendable {
@@ -15,17 +15,24 @@ public struct VerificationReport: Sendable {
     /// How the schema differs from the one the migrations make (a planted trigger, view,
     /// table or index), one line each; empty when it matches.
     public let schemaDifferences: [String]
-    public var isHealthy: Bool { integrityCheck == ["ok"] && badRows.isEmpty && schemaDifferences.isEmpty }
+    /// The store epoch in the file (authenticated) and in the key provider (see <doc:StoreEpoch>).
+    public let epoch: StoreEpochStatus
+    public var isHealthy: Bool {
+        integrityCheck == ["ok"] && badRows.isEmpty && schemaDifferences.isEmpty && !epoch.isRolledBack
+    }
 }
 
 extension TokenStore {
     /// Runs `PRAGMA integrity_check`, compares the schema with the one the migrations make,
     /// opens every sealed row and checks the MACs of the logout marks and the credential
     /// history (each chain, and its last entry against the head sealed in the user's state),
-    /// reporting each bad row.
+    /// reporting each bad row, and reads the store epoch on both sides.
     /// - Parameter progress: called with (done, total) as rows are checked.
+    /// - Throws: `integrityCheckFailed` (the file's epoch record was altered), the key
+    ///   provider's errors, `storeClosed`, storage errors.
     public func verify(progress: ((Int, Int) -> Void)? = nil) throws -> VerificationReport {
-        try connection.read { db, envelope in
+        let epoch = try epochStatus()
+        return try connection.read { db, envelope in
             var integrity: [String] = []
             try db.forEachRow("PRAGMA integrity_check") { integrity.append($0.text(0)) }
             let schemaDifferences = try SchemaCheck.differences(in: db)
@@ -55,7 +62,8 @@ extension TokenStore {
                 report(CredentialHistory.table, $0, $1)
             }
             return VerificationReport(
-                integrityCheck: integrity, rowsChecked: done, badRows: bad, schemaDifferences: schemaDifferences)
+                integrityCheck: integrity, rowsChecked: done, badRows: bad, schemaDifferences: schemaDifferences,
+                epoch: epoch)
         }
     }
 

@@ -187,6 +187,8 @@ package struct SessionLedger: Sendable {
                 }
                 try ItemRecord.delete(db, rtKey, envelope: envelope)
                 try AccountMarks.markLoggingOut(db, account, entryID: entryID, envelope: envelope)
+                // A copy of the file from before this logout is an older copy now (storeRolledBack).
+                try connection.raiseEpoch(db, from: envelope)
             }
             let pending = try OutboxRecord.entries(db, of: account, envelope: envelope)
             if !pending.isEmpty { return .queued(pending) }
@@ -213,7 +215,10 @@ package struct SessionLedger: Sendable {
             if let userID {
                 try CredentialRecord.record(db, userID: userID, to: .revoked, reason: reason, detail: nil, envelope: envelope)
             }
-            if try ItemRecord.count(db) < before { try markEraseOwedIfEmpty(db) }
+            if try ItemRecord.count(db) < before {
+                try markEraseOwedIfEmpty(db)
+                try connection.raiseEpoch(db, from: envelope)
+            }
         }
         connection.checkpointQuietly()
     }
@@ -323,6 +328,7 @@ package struct SessionLedger: Sendable {
                     detail: CredentialStateDetail.notRevokedAtServer, envelope: envelope)
             }
             try markEraseOwedIfEmpty(db)
+            try connection.raiseEpoch(db, from: envelope)
             return true
         }
         connection.checkpointQuietly()

@@ -6,7 +6,7 @@ import TokenStore
 ///
 /// | status | errors |
 /// |---|---|
-/// | 65 data | integrityCheckFailed, databaseCorrupt, schemaTampered, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput; idTokenInvalid |
+/// | 65 data | integrityCheckFailed, databaseCorrupt, schemaTampered, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput, storeRolledBack; idTokenInvalid |
 /// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable |
 /// | 75 temporary | keyringLocked, databaseBusy; rateLimited; the browser sign-in's authorizationFailed (e.g. `access_denied`), stateMismatch, cancelled, browserUnavailable, and its wait for the browser timing out (see `browserSignInFailure`) |
 /// | 77 permission | unsafeFileLayout, wrongPassphrase |
@@ -27,7 +27,7 @@ enum ErrorMapping {
     static func exitCode(for code: TokenStoreError.Code) -> ExitCode {
         switch code {
         case .integrityCheckFailed, .databaseCorrupt, .schemaTampered, .migrationFailed, .schemaTooNew, .dataKeyMissing,
-            .dataKeyCorrupt, .invalidInput:
+            .dataKeyCorrupt, .invalidInput, .storeRolledBack:
             return .dataError
         case .secretServiceUnavailable, .timedOut:
             return .unavailable
@@ -108,6 +108,11 @@ enum ErrorMapping {
         + "start over with 'tokenctl reset --yes' only when neither can be restored "
         + "(deletes the stored secrets, keeps the credential-state history)"
 
+    static let rolledBackHint =
+        "the store file was restored from an older copy, undoing later logouts: restore the newest copy of the file; "
+        + "if there is none, start over with 'tokenctl reset --yes' (deletes the stored secrets, keeps the "
+        + "credential-state history); tokens this copy still holds may have been logged out: revoke them at the server"
+
     private static func hint(for error: TokenStoreError) -> String? {
         switch error.code {
         case .keyringLocked: return unlockHint
@@ -121,6 +126,7 @@ enum ErrorMapping {
             return "the file was changed outside TokenStore (a planted trigger, view, table or index); "
                 + "restore the store file from a backup"
         case .diskFull: return "free some disk space and try again; nothing was half written"
+        case .storeRolledBack: return rolledBackHint
         case .databaseBusy: return "another process holds the store; try again in a moment"
         case .timedOut: return "the Secret Service did not answer in time; check that it is running and not stuck"
         default: return error.hint.map(sentenceToHint)

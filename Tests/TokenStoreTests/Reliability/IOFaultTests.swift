@@ -221,4 +221,19 @@ final class MemoryKeyProvider: KeyProvider, @unchecked Sendable {  // `keys` is 
     func availability(of reference: DataKeyReference) throws -> DataKeyAvailability {
         lock.withLock { keys[id(reference)] == nil ? .missing : .present }
     }
+
+    /// The store epoch lives in `keys` too (8 bytes, little-endian), so a snapshot copies it.
+    func storeEpoch(storeID: String) throws -> UInt64 {
+        lock.withLock { (keys["\(storeID)/epoch"] ?? []).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+    }
+
+    func raiseStoreEpoch(storeID: String, appID: String, to epoch: UInt64) throws {
+        let current = try storeEpoch(storeID: storeID)
+        guard epoch > current else { return }
+        lock.withLock { keys["\(storeID)/epoch"] = withUnsafeBytes(of: epoch.littleEndian) { Array($0) } }
+    }
+
+    func deleteStoreEpoch(storeID: String) throws {
+        _ = lock.withLock { keys.removeValue(forKey: "\(storeID)/epoch") }
+    }
 }

@@ -8,7 +8,9 @@ struct VerifyCommand: TokenctlCommand {
         abstract: "Check the database's integrity and open every sealed row.",
         discussion: """
             Runs PRAGMA integrity_check, then opens every sealed row and reports each bad row \
-            by id and reason. Exits 65 when anything is wrong.
+            by id and reason, and shows the store epoch in the file and in the key provider. \
+            Exits 65 when anything is wrong (a store file restored from an older copy fails \
+            to open with storeRolledBack).
             """)
 
     init(parsed: ParsedCommand) {}
@@ -22,6 +24,7 @@ struct VerifyCommand: TokenctlCommand {
             "integrityCheck": Format.strings(report.integrityCheck),
             "rowsChecked": .int(report.rowsChecked),
             "schemaDifferences": Format.strings(report.schemaDifferences),
+            "epoch": ["file": .int(Int(report.epoch.file)), "keyProvider": .int(Int(report.epoch.keyProvider))],
             "badRows": .array(report.badRows.map { row in
                 ["table": .string(row.table), "rowID": .string(row.rowID), "reason": .string(row.reason)]
             }),
@@ -32,6 +35,7 @@ struct VerifyCommand: TokenctlCommand {
             summary.append(["rows checked", String(report.rowsChecked)])
             summary.append(["bad rows", String(report.badRows.count)])
             summary.append(["schema", report.schemaDifferences.isEmpty ? "as migrated" : "\(report.schemaDifferences.count) difference(s)"])
+            summary.append(["epoch", "file \(report.epoch.file), key provider \(report.epoch.keyProvider)"])
             var text = summary.rendered()
             if !report.badRows.isEmpty {
                 var table = TextTable(header: ["TABLE", "ROW", "REASON"])
@@ -46,7 +50,8 @@ struct VerifyCommand: TokenctlCommand {
                 .dataError,
                 "the store failed verification: \(report.badRows.count) bad row(s)"
                     + (report.integrityCheck == ["ok"] ? "" : ", integrity_check failed")
-                    + (report.schemaDifferences.isEmpty ? "" : ", the schema was changed outside TokenStore"),
+                    + (report.schemaDifferences.isEmpty ? "" : ", the schema was changed outside TokenStore")
+                    + (report.epoch.isRolledBack ? ", the file is older than its epoch in the key provider" : ""),
                 hint: "a bad row was tampered with or damaged; delete its item ('tokenctl delete') or restore the store from a backup")
         }
         return .ok

@@ -8,8 +8,8 @@ struct StatusCommand: TokenctlCommand {
         abstract: "Show the store path, schema version, key provider and key state, and counts.",
         discussion: """
             Prints the store path, the schema version, the key provider and the state of the \
-            data key (present, locked or missing), the item and account counts, the pending \
-            revocations and the file modes. When the data key is missing or locked, says in \
+            data key (present, locked or missing), the store epoch in the file and in the key \
+            provider, the item and account counts, the pending revocations and the file modes. When the data key is missing or locked, says in \
             plain words what happened and the way forward.
             """)
 
@@ -44,7 +44,23 @@ struct StatusCommand: TokenctlCommand {
         } else {
             keyState = .none
         }
-        let explanation = explain(keyState, inspection: inspection, error: keyError)
+        var explanation = explain(keyState, inspection: inspection, error: keyError)
+        // The provider's epoch; the file's as recorded (checked only when the store opens).
+        var providerEpoch: UInt64?
+        var epochError: String?
+        if let storeID = inspection.storeIdentifier, inspection.epoch != nil, keyState == .present || keyState == .none {
+            do {
+                providerEpoch = try provider.storeEpoch(storeID: storeID)
+            } catch let error as TokenStoreError {
+                epochError = error.code.rawValue
+            }
+        }
+        if let file = inspection.epoch, let kept = providerEpoch, file < kept {
+            explanation += "\nThe store file is older than its epoch in the key provider (file \(file), key provider "
+                + "\(kept)): it was restored from an older copy, which undoes the logouts made since, so it will not open "
+                + "(storeRolledBack). Restore the newest copy of the file; if there is none, start over with "
+                + "'tokenctl reset --yes'."
+        }
 
         let counts = inspection.counts
         let modes = inspection.fileModes
@@ -58,6 +74,10 @@ struct StatusCommand: TokenctlCommand {
             "keyProvider": .string(provider.name),
             "keyState": .string(keyState.rawValue),
             "keyStateExplanation": .string(explanation),
+            "epoch": [
+                "file": inspection.epoch.map { .int(Int($0)) } ?? .null,
+                "keyProvider": providerEpoch.map { .int(Int($0)) } ?? .null,
+            ],
             "counts": [
                 "items": .int(counts.items), "accounts": .int(counts.accounts),
                 "pendingRevocations": .int(counts.pendingRevocations),
@@ -87,6 +107,11 @@ struct StatusCommand: TokenctlCommand {
             table.append(["key provider", provider.name])
             table.append(["key id", inspection.activeKeyIdentifier ?? "-"])
             table.append(["key state", keyState.rawValue])
+            table.append([
+                "epoch",
+                "file \(inspection.epoch.map { String($0) } ?? "-"), key provider "
+                    + (providerEpoch.map { String($0) } ?? epochError.map { "unknown (\($0))" } ?? "-"),
+            ])
             table.append(["items", String(counts.items)])
             table.append(["accounts", String(counts.accounts)])
             table.append([

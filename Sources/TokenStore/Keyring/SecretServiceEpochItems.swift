@@ -1,0 +1,144 @@
+internal import CLibSecret
+
+/// The libsecret calls behind the store epoch of ``SecretServiceKeyProvider``.
+///
+/// The epoch is kept in items of a schema of its own, `dev.tokenstore.StoreEpoch`, in the
+/// default collection, with three attributes: `epoch-store-id` (the store's random id; not
+/// `store-id`, so that a search for a store's key items never finds them), `epoch` (the value,
+/// decimal) and `write-id` (random, so that no write ever matches an existing item).
+/// The secret is the value again, in decimal. An item is never replaced in place (KeePassXC
+/// hangs replacing an item another process created): a raise stores a new item, then clears
+/// the items of lower values. A reader takes the highest value it finds, so a crash between
+/// the two steps leaves the new value in force.
+enum SecretServiceEpochItems {
+    static let schemaName = "dev.tokenstore.StoreEpoch"
+    static let storeIDAttribute = "epoch-store-id"
+    static let epochAttribute = "epoch"
+    static let writeIDAttribute = "write-id"
+
+    /// What a search for one store's epoch items found.
+    struct Found: Sendable {
+        /// Items of the store in any collection, locked or not.
+        var count = 0
+        /// How many of them are locked (their values are unknown).
+        var locked = 0
+        /// The values of the unlocked items.
+        var values: [UInt64] = []
+    }
+
+    /// Every epoch item of `storeID`, secrets loaded, without unlocking anything.
+    static func search(_ storeID: String, _ cancellable: GLibCancellable, operation: String) throws(TokenStoreError) -> Found {
+        try withSchema { schema throws(TokenStoreError) in
+            try withAttributes([storeIDAttribute: storeID]) { attributes throws(TokenStoreError) in
+                var error: UnsafeMutablePointer<GError>?
+                let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue | SECRET_SEARCH_LOAD_SECRETS.rawValue)
+                let list = secret_password_searchv_sync(schema, attributes, flags, cancellable.pointer, &error)
+                if let error {
+                    if let list { g_list_free_full(list, g_object_unref) }
+                    throw GLibError.classify(error, operation: operation)
+                }
+                guard let list else { return Found() }
+                defer { g_list_free_full(list, g_object_unref) }
+                var found = Found()
+                var node: UnsafeMutablePointer<GList>? = list
+                while let current = node {
+                    node = current.pointee.next
+                    guard let object = current.pointee.data else { continue }
+                    found.count += 1
+                    if SecretServiceItems.isLocked(object) {
+                        found.locked += 1
+                        continue
+                    }
+                    let secret = try SecretServiceItems.secret(of: object, cancellable, operation: operation)
+                    guard let value = parse(secret.copyBytes()) else {
+                        throw TokenStoreError(
+                            .integrityCheckFailed, "A store-epoch item of the keyring does not hold a number (\(operation)).",
+                            hint: "Delete the store's epoch items (secret-tool search --all xdg:schema \(schemaName)); "
+                                + "the next open writes the epoch again.")
+                    }
+                    found.values.append(value)
+                }
+                return found
+            }
+        }
+    }
+
+    /// Stores a new item holding `epoch` in the default collection (never matching an existing item).
+    static func store(
+        _ epoch: UInt64, storeID: String, label: String, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) {
+        let text = String(epoch)
+        let writeID = Hex.encode(SecretBytes.random(count: 8).copyBytes())
+        try withSchema { schema throws(TokenStoreError) in
+            try withAttributes([storeIDAttribute: storeID, epochAttribute: text, writeIDAttribute: writeID]) {
+                attributes throws(TokenStoreError) in
+                let bytes = Array(text.utf8)
+                let value = bytes.withUnsafeBytes { raw in
+                    secret_value_new(
+                        raw.baseAddress?.assumingMemoryBound(to: gchar.self), gssize(raw.count), "text/plain")
+                }
+                guard let value else {
+                    throw TokenStoreError(.ioError, "libsecret could not hold the store epoch (\(operation)).")
+                }
+                defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+                var error: UnsafeMutablePointer<GError>?
+                let stored = secret_password_storev_binary_sync(
+                    schema, attributes, SecretServiceItems.defaultCollectionAlias, label, value, cancellable.pointer, &error)
+                if let error { throw GLibError.classify(error, operation: operation) }
+                if stored == 0 {
+                    throw TokenStoreError(.ioError, "The Secret Service did not store the store epoch (\(operation)).")
+                }
+            }
+        }
+    }
+
+    /// Deletes the unlocked items of `storeID` holding `epoch` (every one when `epoch` is nil).
+    static func clear(
+        _ storeID: String, epoch: UInt64?, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) {
+        var match = [storeIDAttribute: storeID]
+        if let epoch { match[epochAttribute] = String(epoch) }
+        try withSchema { schema throws(TokenStoreError) in
+            try withAttributes(match) { attributes throws(TokenStoreError) in
+                var error: UnsafeMutablePointer<GError>?
+                _ = secret_password_clearv_sync(schema, attributes, cancellable.pointer, &error)
+                if let error { throw GLibError.classify(error, operation: operation) }
+            }
+        }
+    }
+
+    /// A decimal epoch of at most 19 digits, nothing else.
+    static func parse(_ bytes: [UInt8]) -> UInt64? {
+        guard (1...19).contains(bytes.count), bytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return UInt64(String(decoding: bytes, as: UTF8.self))
+    }
+
+    // MARK: - Pieces
+
+    /// The schema: three string attributes, flags NONE (so `xdg:schema` is matched too and no
+    /// data-key item is ever found by an epoch search).
+    private static func withSchema<R>(
+        _ body: (UnsafeMutablePointer<SecretSchema>) throws(TokenStoreError) -> R
+    ) throws(TokenStoreError) -> R {
+        let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil)!
+        defer { g_hash_table_unref(types) }
+        let stringType = UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue))
+        for name in [storeIDAttribute, epochAttribute, writeIDAttribute] {
+            g_hash_table_insert(types, g_strdup(name), stringType)
+        }
+        guard let schema = secret_schema_newv(schemaName, SECRET_SCHEMA_NONE, types) else {
+            throw TokenStoreError(.ioError, "libsecret could not make the epoch item schema.")
+        }
+        defer { secret_schema_unref(schema) }
+        return try body(schema)
+    }
+
+    private static func withAttributes<R>(
+        _ values: [String: String], _ body: (OpaquePointer) throws(TokenStoreError) -> R
+    ) throws(TokenStoreError) -> R {
+        let attributes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
+        defer { g_hash_table_unref(attributes) }
+        for (name, value) in values { g_hash_table_insert(attributes, g_strdup(name), g_strdup(value)) }
+        return try body(attributes)
+    }
+}

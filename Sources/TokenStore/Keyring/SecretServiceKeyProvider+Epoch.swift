@@ -1,0 +1,83 @@
+extension SecretServiceKeyProvider {
+    /// The highest store epoch the Secret Service holds for `storeID`, 0 when it holds none.
+    ///
+    /// The epoch lives in items of the schema `dev.tokenstore.StoreEpoch` (attributes
+    /// `epoch-store-id`, `epoch`, a random `write-id`; see ``raiseStoreEpoch(storeID:appID:to:)``).
+    /// - Throws: ``TokenStoreError`` `keyringLocked` (an epoch item, or the default collection
+    ///   when none is visible, is locked), `integrityCheckFailed` (an item holds no number),
+    ///   `invalidInput`, `secretServiceUnavailable`, `timedOut`, `cancelled`, `ioError`.
+    public func storeEpoch(storeID: String) throws -> UInt64 {
+        try Self.validateStoreID(storeID)
+        return try withInteraction { () throws(TokenStoreError) -> UInt64 in
+            try GLibWorkerThread.run("read store epoch", timeout: timeout) { cancellable throws(TokenStoreError) in
+                try Self.currentEpoch(storeID, cancellable, operation: "read store epoch").value
+            }
+        }
+    }
+
+    /// Raises the store's epoch to `epoch`: stores a new item for the value, then deletes the
+    /// items of lower values. Never replaces an item in place, never lowers the epoch (when the
+    /// keyring already holds `epoch` or more, nothing is written).
+    /// - Throws: ``TokenStoreError`` `keyringLocked`, `integrityCheckFailed`, `invalidInput`,
+    ///   `secretServiceUnavailable`, `timedOut`, `cancelled`, `ioError`.
+    public func raiseStoreEpoch(storeID: String, appID: String, to epoch: UInt64) throws {
+        try Self.validateStoreID(storeID)
+        let label = "TokenStore store epoch — \(appID)"
+        try withInteraction { () throws(TokenStoreError) in
+            try GLibWorkerThread.run("raise store epoch", timeout: timeout) { cancellable throws(TokenStoreError) in
+                let operation = "raise store epoch"
+                let current = try Self.currentEpoch(storeID, cancellable, operation: operation)
+                if current.value < epoch {
+                    try SecretServiceEpochItems.store(epoch, storeID: storeID, label: label, cancellable, operation: operation)
+                }
+                let target = max(current.value, epoch)
+                for older in Set(current.values) where older < target {
+                    try SecretServiceEpochItems.clear(storeID, epoch: older, cancellable, operation: operation)
+                }
+            }
+        }
+    }
+
+    /// Deletes every epoch item of the store. Succeeds when there is none.
+    /// - Throws: ``TokenStoreError`` `keyringLocked`, `invalidInput`, `secretServiceUnavailable`,
+    ///   `timedOut`, `cancelled`, `ioError` (an item survived the delete).
+    public func deleteStoreEpoch(storeID: String) throws {
+        try Self.validateStoreID(storeID)
+        try withInteraction { () throws(TokenStoreError) in
+            try GLibWorkerThread.run("delete store epoch", timeout: timeout) { cancellable throws(TokenStoreError) in
+                let operation = "delete store epoch"
+                let before = try SecretServiceEpochItems.search(storeID, cancellable, operation: operation)
+                if before.locked > 0 { throw Self.locked(operation) }
+                guard before.count > 0 else { return }
+                try SecretServiceEpochItems.clear(storeID, epoch: nil, cancellable, operation: operation)
+                let after = try SecretServiceEpochItems.search(storeID, cancellable, operation: operation)
+                if after.locked > 0 { throw Self.locked(operation) }
+                if after.count > 0 {
+                    throw TokenStoreError(.ioError, "\(after.count) store-epoch item(s) survived the delete (\(operation)).")
+                }
+            }
+        }
+    }
+
+    /// The highest value among the store's epoch items (0 for none) and every value found.
+    /// Never "none" when it could not look: a locked item, or a locked default collection
+    /// showing nothing, is `keyringLocked`.
+    private static func currentEpoch(
+        _ storeID: String, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> (value: UInt64, values: [UInt64]) {
+        let found = try SecretServiceEpochItems.search(storeID, cancellable, operation: operation)
+        if found.locked > 0 { throw locked(operation) }
+        if found.count == 0,
+            try SecretServiceItems.defaultCollectionLocked(cancellable, operation: operation) == true
+        {
+            throw locked(operation)
+        }
+        return (found.values.max() ?? 0, found.values)
+    }
+
+    static func validateStoreID(_ storeID: String) throws(TokenStoreError) {
+        guard (1...64).contains(storeID.utf8.count),
+            storeID.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
+        else { throw TokenStoreError(.invalidInput, "A store id is not lowercase hex.") }
+    }
+}
