@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension TokenStore {
     /// The credential state of an Apple user id: `authorized`, `revoked`, or `notFound`.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,7 +23,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     private let lock = StoreLock()
     /// Guards `current` for ``envelope``, which must answer even from inside a callback;
     /// `current` changes only with both locks held.
-    private let keyLock = NSLock()
+    private let keyLock = Mutex(())
     private var database: Database?
     private var current: Envelope
     /// `PRAGMA data_version` when the active key was last confirmed: unchanged means no other
@@ -46,7 +47,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     }
 
     /// The envelope of the active key (readable from inside a callback of this store).
-    var envelope: Envelope { keyLock.withLock { current } }
+    var envelope: Envelope { keyLock.withLock { _ in current } }
 
     /// Closes the connection; later calls throw `storeClosed`.
     /// - Throws: `invalidInput` from inside a callback of this store.
@@ -153,7 +154,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
 
     /// Makes `key` the active one. Called with `lock` held, after the transaction that switched to it.
     private func activate(_ key: DataKey) {
-        keyLock.withLock { current = Envelope(storeID: current.storeID, key: key) }
+        keyLock.withLock { _ in current = Envelope(storeID: current.storeID, key: key) }
         confirmedDataVersion = nil
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Finds, or for a new store makes, the store id and data key at open time.
 struct KeySetup {

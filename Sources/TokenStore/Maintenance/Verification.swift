@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What ``TokenStore/verify(progress:)`` found.
 public struct VerificationReport: Sendable {
