@@ -1,5 +1,6 @@
 internal import CCurl
-import Foundation
+import FoundationEssentials
+import Synchronization
 
 /// One request through libcurl: its options, its callbacks and the answer being collected.
 ///
@@ -14,7 +15,7 @@ final class CurlTransfer: @unchecked Sendable {
     private let limit: Int
     private let environment: [String: String]
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var cancelled = false
     private var multi: UnsafeMutableRawPointer?
 
@@ -33,13 +34,13 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Stops the transfer: wakes the transfer loop, and the progress callback aborts.
     func cancel() {
-        lock.withLock {
+        lock.withLock { _ in
             cancelled = true
             if let multi { _ = curl_multi_wakeup(multi) }
         }
     }
 
-    private var isCancelled: Bool { lock.withLock { cancelled } }
+    private var isCancelled: Bool { lock.withLock { _ in cancelled } }
 
     /// Performs the exchange (blocking).
     func run() -> Result<HTTPResponse, TransportFailure> {
@@ -186,11 +187,11 @@ final class CurlTransfer: @unchecked Sendable {
         defer { curl_multi_cleanup(handle) }
         guard curl_multi_add_handle(handle, easy) == CURLM_OK else { return CURLE_OUT_OF_MEMORY }
         defer { curl_multi_remove_handle(handle, easy) }
-        let startCancelled = lock.withLock { () -> Bool in
+        let startCancelled = lock.withLock { _ -> Bool in
             multi = handle
             return cancelled
         }
-        defer { lock.withLock { multi = nil } }
+        defer { lock.withLock { _ in multi = nil } }
         if startCancelled { return CURLE_ABORTED_BY_CALLBACK }
 
         var running: Int32 = 1
@@ -255,8 +256,8 @@ final class CurlTransfer: @unchecked Sendable {
             return true
         }
         guard let colon = text.firstIndex(of: ":") else { return true }  // blank line, folding
-        let name = String(text[..<colon]).trimmingCharacters(in: .whitespaces)
-        let value = String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+        let name = trimmingWhitespace(text[..<colon])
+        let value = trimmingWhitespace(text[text.index(after: colon)...])
         if status >= 200, name.lowercased() == "content-length" {
             // Refused before any body byte: a length past the limit, or one that is no number.
             let digits = value.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
@@ -291,4 +292,15 @@ private let curlTransferHeader: curl_write_callback = { data, size, count, conte
 private let curlTransferProgress: curl_xferinfo_callback = { context, _, _, _, _ in
     guard let context else { return 0 }
     return Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue().shouldAbort ? 1 : 0
+}
+
+/// `text` without leading and trailing whitespace as `CharacterSet.whitespaces` has it (Zs and tab).
+private func trimmingWhitespace(_ text: Substring) -> String {
+    func isSpace(_ c: Character) -> Bool {
+        c.unicodeScalars.allSatisfy { $0 == "\t" || $0.properties.generalCategory == .spaceSeparator }
+    }
+    guard let first = text.firstIndex(where: { !isSpace($0) }), let last = text.lastIndex(where: { !isSpace($0) }) else {
+        return ""
+    }
+    return String(text[first...last])
 }

@@ -1,5 +1,5 @@
 internal import CCurl
-import Foundation
+import FoundationEssentials
 
 /// The ``HTTPTransport`` of AuthSession: libcurl (Debian's OpenSSL build) called directly,
 /// without FoundationNetworking.
@@ -74,11 +74,12 @@ public final class CurlTransport: HTTPTransport {
             environment: environment ?? ProcessInfo.processInfo.environment)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
-                let thread = Thread {
+                let started = DetachedThread.start(name: "tokenstore-http") {
                     continuation.resume(with: transfer.run().mapError { $0 as any Error })
                 }
-                thread.name = "tokenstore-http"
-                thread.start()
+                if !started {
+                    continuation.resume(throwing: TransportFailure(.other, "No thread could be started for the request."))
+                }
             }
         } onCancel: {
             transfer.cancel()
