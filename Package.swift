@@ -4,12 +4,12 @@ import PackageDescription
 // libtokenstore.so.1, the C ABI (include/tokenstore.h): the Swift runtime linked in
 // (-static-stdlib), only ts_* exported (version script), a soname, no build-machine rpath.
 // unsafeFlags work because this is the root package; see `make install` and scripts/test-cabi.
-// The static Foundation archives -static-stdlib leaves out for a shared library, in one group
-// so their order does not matter. Each goes through -Xlinker: swiftc moves plain -l flags away
-// from the -Xlinker ones.
+// The static archives -static-stdlib leaves out for a shared library, in one group so their
+// order does not matter: FoundationEssentials only (TokenStore, AuthSession and TokenStoreC
+// import nothing else of Foundation, so no ICU data and no CoreFoundation). Each goes through
+// -Xlinker: swiftc moves plain -l flags away from the -Xlinker ones.
 let cABIStaticFoundation = (["--start-group"] + [
-    "Foundation", "FoundationInternationalization",
-    "_FoundationICU", "FoundationEssentials", "_FoundationCollections", "_FoundationCShims", "CoreFoundation",
+    "FoundationEssentials", "_FoundationCollections", "_FoundationCShims",
     "swiftSynchronization", "swiftDispatch",
 ].map { "-l\($0)" } + ["--end-group"]).flatMap { ["-Xlinker", $0] }
 
