@@ -51,9 +51,11 @@ let package = Package(
         .systemLibrary(
             name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
-        // libcurl (OpenSSL flavour): the HTTP transport, without FoundationNetworking.
+        // libcurl (OpenSSL flavour): the HTTP transport, without FoundationNetworking. Only its
+        // header: the library is loaded at the first transfer (dlopen), not linked, so no
+        // pkgConfig here (it would add -lcurl). The header is in the multiarch include directory.
         .systemLibrary(
-            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            name: "CCurl", path: "Sources/CCurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
         // GIO: opening the user's browser (g_app_info_launch_default_for_uri, portal-aware).
         .systemLibrary(
