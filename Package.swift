@@ -26,6 +26,14 @@ let cABILinkerSettings: [LinkerSetting] = Context.environment["TOKENSTORE_SANITI
         ])
 ]
 
+// tokenctl (release builds) carries the Swift runtime and FoundationEssentials itself
+// (-static-stdlib and the same static archives): a command then loads ~13 fewer shared
+// libraries and their relocations, about a third of the start-up time of `tokenctl get`.
+// Plain under a sanitizer, as the C ABI library.
+let tokenctlLinkerSettings: [LinkerSetting] = Context.environment["TOKENSTORE_SANITIZE"] != nil ? [] : [
+    .unsafeFlags(["-static-stdlib"] + cABIStaticFoundation, .when(configuration: .release))
+]
+
 let package = Package(
     name: "TokenStore",
     platforms: [.macOS(.v14)],
@@ -76,7 +84,9 @@ let package = Package(
             dependencies: ["CSQLite", "CLibSecret", "CSodium"],
             plugins: ["EmbedMigrations", "EmbedVersion"]),
         .target(name: "AuthSession", dependencies: ["TokenStore", "CSodium", "CCrypto", "CCurl", "CGIO", "CGlibcExtensions"]),
-        .executableTarget(name: "tokenctl", dependencies: ["TokenStore", "AuthSession", "CGlibcExtensions"]),
+        .executableTarget(
+            name: "tokenctl", dependencies: ["TokenStore", "AuthSession", "CGlibcExtensions"],
+            linkerSettings: tokenctlLinkerSettings),
 
         // VERSION compiled into TokenStore as TokenStoreVersion.string.
         .plugin(name: "EmbedVersion", capability: .buildTool(), path: "Plugins/EmbedVersion"),
