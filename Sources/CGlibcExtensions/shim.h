@@ -29,3 +29,8 @@ static inline int tokenstore_set_not_dumpable(void) {
 static inline int tokenstore_is_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 }
+
+/* prctl(PR_SET_NAME): names the calling thread (the kernel keeps the first 15 bytes). */
+static inline int tokenstore_set_thread_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension TokenStore {
     /// Stores `secret` at `key`, replacing what was there (an upsert: never a duplicate-item error).

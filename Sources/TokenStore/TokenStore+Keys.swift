@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension TokenStore {
     /// Makes a new data key, re-seals every row under it, switches the store to it, and only

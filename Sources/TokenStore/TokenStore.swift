@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// An encrypted keychain for one app: items sealed in SQLite under a data key kept by a
 /// ``KeyProvider`` (the Secret Service by default).
@@ -41,7 +41,7 @@ public final class TokenStore: Sendable {
         if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
             base = xdg
         } else {
-            base = (environment["HOME"] ?? NSHomeDirectory()) + "/.local/share"
+            base = (environment["HOME"] ?? PathNames.passwordDatabaseHome()) + "/.local/share"
         }
         return "\(base)/\(appID)/tokens.sqlite"
     }

@@ -1,6 +1,6 @@
 import AuthSession
 import CTokenStore
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 // Sessions: access tokens, logout and the revocation outbox (include/tokenstore.h).

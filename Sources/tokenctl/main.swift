@@ -1,5 +1,8 @@
 internal import CGlibcExtensions
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // tokenctl's entry point: parse, then show help or the version, or run the command.
 // Usage errors exit 64 with the usage line; command failures exit with their own code.

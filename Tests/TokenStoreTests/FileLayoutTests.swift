@@ -44,4 +44,16 @@ struct FileLayoutTests {
         #expect(throws: TokenStoreError.invalidInput) { try TokenStore.defaultPath(appID: "../evil") }
         #expect(throws: TokenStoreError.invalidInput) { try TokenStore.defaultPath(appID: "") }
     }
+
+    /// PathNames replaced NSString's path helpers: the same answers, compared with Foundation's.
+    @Test("PathNames gives NSString's directory and last component, trailing slashes and the root included")
+    func pathNamesMatchNSString() {
+        for path in ["/a/b/tokens.sqlite", "/a/b/", "/a//b", "tokens.sqlite", "dir/tokens.sqlite", "/tokens.sqlite", "/", "", "./x", "a/b//", "/a/"] {
+            #expect(PathNames.directory(of: path) == (path as NSString).deletingLastPathComponent, "directory of \(path)")
+            #expect(PathNames.lastComponent(of: path) == (path as NSString).lastPathComponent, "last component of \(path)")
+        }
+        // Only "//" differs: swift-corelibs-foundation answers "" for both, Darwin and PathNames "/".
+        #expect(PathNames.directory(of: "//") == "/" && PathNames.lastComponent(of: "//") == "/")
+        #expect(PathNames.passwordDatabaseHome().hasPrefix("/"))
+    }
 }

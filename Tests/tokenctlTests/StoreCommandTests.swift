@@ -37,6 +37,24 @@ struct StoreCommandTests {
         #expect(bob.object["secret"] as? String == "x\n")
     }
 
+    @Test("store commands never load libcurl (it is loaded at the first HTTP request), nor full Foundation or ICU")
+    func storeCommandsLoadNoHTTPClientNorICU() throws {
+        let store = try TokenctlStore()
+        let put = try store.run(["put", "--account", "alice", "--kind", "generic"], stdin: "secret")
+        #expect(put.exitCode == 0, "\(put.standardError)")
+        // The dynamic loader names every library it loads (on stderr) under LD_DEBUG=libs.
+        for arguments in [["--version"], ["get", "--account", "alice", "--kind", "generic", "--reveal"]] {
+            let result = try store.run(arguments, environment: ["LD_DEBUG": "libs"])
+            #expect(result.exitCode == 0)
+            let loaded = result.standardError.split(separator: "\n").filter { $0.contains("calling init:") }
+            #expect(loaded.contains { $0.contains("libc.so") }, "LD_DEBUG shows no loads: \(result.standardError.prefix(300))")
+            if arguments.count > 1 { #expect(loaded.contains { $0.contains("libsecret") }) }
+            for library in ["libcurl", "libFoundation.so", "libFoundationInternationalization", "_FoundationICU"] {
+                #expect(!loaded.contains { $0.contains(library) }, "tokenctl \(arguments[0]) loaded \(library)")
+            }
+        }
+    }
+
     @Test("get without --reveal, list and status never show the secret; text and JSON keys are stable")
     func inspectionNeverShowsTheSecret() throws {
         let store = try TokenctlStore()

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// The one HTTP path of the module to the authorization server (an Auth0 tenant):

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// Which endpoint an answer came from: the same status means different things at each.
@@ -152,23 +152,23 @@ package enum ResponseClassifier {
             throw AuthSessionError(
                 .unexpectedResponse, "The token answer is not a JSON object (\(body.count) bytes).", httpStatus: status)
         }
-        guard let access = object["access_token"] as? String, !access.isEmpty else {
+        guard let access = object["access_token"]?.string, !access.isEmpty else {
             throw AuthSessionError(
                 .unexpectedResponse, "The token answer has no access_token.", httpStatus: status)
         }
         func secret(_ key: String) throws(AuthSessionError) -> SecretBytes? {
-            guard let value = object[key], !(value is NSNull) else { return nil }
-            guard let text = value as? String else {
+            guard let value = object[key], value != .null else { return nil }
+            guard let text = value.string else {
                 throw AuthSessionError(.unexpectedResponse, "The token answer's \(key) is not a string.", httpStatus: status)
             }
             return text.isEmpty ? nil : SecretBytes(utf8: text)
         }
         let refresh = try secret("refresh_token")
         let idToken = try secret("id_token")
-        let tokenType = (object["token_type"] as? String).map { TextSanitizer.sanitize($0, limit: 32) } ?? "Bearer"
+        let tokenType = object["token_type"]?.string.map { TextSanitizer.sanitize($0, limit: 32) } ?? "Bearer"
         let expiresIn = expiresInSeconds(object["expires_in"]).map { Duration.seconds($0) }
         let expiresAt = expiresInSeconds(object["expires_in"]).map { receivedAt.addingTimeInterval(TimeInterval($0)) }
-        let scopeValue = object["scope"] as? String
+        let scopeValue = object["scope"]?.string
         let granted = scopeValue.map(TokenResponse.scopes(from:)) ?? requestedScopes
         return TokenResponse(
             accessToken: SecretBytes(utf8: access), refreshToken: refresh, idToken: idToken, tokenType: tokenType,
@@ -228,25 +228,23 @@ package enum ResponseClassifier {
         return make(.unexpectedResponse, "The server refused the request (\(status)) without an OAuth error." + oauth.excerptSuffix)
     }
 
-    static func jsonObject(_ body: Data) -> [String: Any]? {
+    static func jsonObject(_ body: Data) -> [String: JSONValue]? {
         guard !body.isEmpty, body.count <= maximumBodyBytes else { return nil }
-        guard let value = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]) else {
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: body) else {
             return nil  // Not JSON: the caller reports unexpectedResponse with the size, no content.
         }
-        return value as? [String: Any]
+        return value.object
     }
 
     /// `expires_in` as whole seconds in `0...10 years`: a number, or a string of digits.
-    private static func expiresInSeconds(_ value: Any?) -> Int64? {
+    private static func expiresInSeconds(_ value: JSONValue?) -> Int64? {
         let tenYears: Double = 315_576_000
-        // On Linux every JSON number is an NSNumber that also casts to Bool when it is 0 or 1:
-        // tell a real JSON boolean by its storage type ("c") instead.
-        if let number = value as? NSNumber, String(cString: number.objCType) != "c" {
-            let double = number.doubleValue
+        // A JSON boolean is never a number here (JSONValue keeps them apart).
+        if case .number(let double) = value {
             guard double.isFinite, double >= 0 else { return nil }
             return Int64(min(double, tenYears))
         }
-        if let text = value as? String, !text.isEmpty, text.count <= 12, text.allSatisfy({ $0.isASCII && $0.isNumber }),
+        if let text = value?.string, !text.isEmpty, text.count <= 12, text.allSatisfy({ $0.isASCII && $0.isNumber }),
             let seconds = Double(text)
         {
             return Int64(min(seconds, tenYears))
@@ -269,8 +267,8 @@ struct OAuthErrorBody {
     init(_ body: Data) {
         if let object = ResponseClassifier.jsonObject(body) {
             isJSON = true
-            error = (object["error"] as? String).map { TextSanitizer.sanitize($0, limit: 64) }
-            description = (object["error_description"] as? String).map { TextSanitizer.sanitize($0) }
+            error = object["error"]?.string.map { TextSanitizer.sanitize($0, limit: 64) }
+            description = object["error_description"]?.string.map { TextSanitizer.sanitize($0) }
             excerptSuffix = ""
         } else {
             isJSON = false

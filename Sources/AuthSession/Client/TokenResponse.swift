@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// A successful answer of the token endpoint (`POST /oauth/token`).

@@ -1,5 +1,6 @@
 internal import CCurl
-import Foundation
+import FoundationEssentials
+import Synchronization
 
 /// One request through libcurl: its options, its callbacks and the answer being collected.
 ///
@@ -10,11 +11,12 @@ final class CurlTransfer: @unchecked Sendable {
     /// The most header bytes (all lines of all answers of the exchange) read.
     static let maximumHeaderBytes = 64 * 1024
 
+    private let curl: CurlLibrary
     private let request: HTTPRequest
     private let limit: Int
     private let environment: [String: String]
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var cancelled = false
     private var multi: UnsafeMutableRawPointer?
 
@@ -25,7 +27,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var status = 0
     private var tooLarge = false
 
-    init(request: HTTPRequest, maximumBodyBytes: Int, environment: [String: String]) {
+    init(curl: CurlLibrary, request: HTTPRequest, maximumBodyBytes: Int, environment: [String: String]) {
+        self.curl = curl
         self.request = request
         self.limit = maximumBodyBytes
         self.environment = environment
@@ -33,26 +36,26 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Stops the transfer: wakes the transfer loop, and the progress callback aborts.
     func cancel() {
-        lock.withLock {
+        lock.withLock { _ in
             cancelled = true
-            if let multi { _ = curl_multi_wakeup(multi) }
+            if let multi { _ = curl.api.multi_wakeup(multi) }
         }
     }
 
-    private var isCancelled: Bool { lock.withLock { cancelled } }
+    private var isCancelled: Bool { lock.withLock { _ in cancelled } }
 
     /// Performs the exchange (blocking).
     func run() -> Result<HTTPResponse, TransportFailure> {
         if isCancelled { return .failure(TransportFailure(.cancelled, "The request was cancelled before it started.")) }
-        guard let easy = curl_easy_init(), let url = curl_url() else {
+        guard let easy = curl.api.easy_init(), let url = curl.api.url() else {
             return .failure(TransportFailure(.other, "libcurl could not make a transfer."))
         }
         defer {
-            curl_easy_cleanup(easy)
-            curl_url_cleanup(url)
+            curl.api.easy_cleanup(easy)
+            curl.api.url_cleanup(url)
         }
         var headerList: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headerList) }
+        defer { curl.api.slist_free_all(headerList) }
         let requestBody = request.body ?? Data()
         return requestBody.withUnsafeBytes { bytes in
             do throws(TransportFailure) {
@@ -77,20 +80,20 @@ final class CurlTransfer: @unchecked Sendable {
             }
         }
         func long(_ option: CURLoption, _ value: Int, _ what: String) throws(TransportFailure) {
-            try check(tokenstore_curl_setopt_long(easy, option, value), what)
+            try check(tokenstore_curl_setopt_long(curl.table, easy, option, value), what)
         }
         func string(_ option: CURLoption, _ value: String, _ what: String) throws(TransportFailure) {
-            try check(tokenstore_curl_setopt_string(easy, option, value), what)
+            try check(tokenstore_curl_setopt_string(curl.table, easy, option, value), what)
         }
 
         // The URL, parsed once by libcurl: the host the loopback rule looks at is the host the
         // transfer connects to.
-        guard curl_url_set(url, CURLUPART_URL, request.url.absoluteString, 0) == CURLUE_OK,
-            let scheme = Self.part(url, CURLUPART_SCHEME), let host = Self.part(url, CURLUPART_HOST)
+        guard curl.api.url_set(url, CURLUPART_URL, request.url.absoluteString, 0) == CURLUE_OK,
+            let scheme = part(url, CURLUPART_SCHEME), let host = part(url, CURLUPART_HOST)
         else {
             throw TransportFailure(.other, "The request URL is not one libcurl accepts.")
         }
-        try check(tokenstore_curl_setopt_pointer(easy, CURLOPT_CURLU, UnsafeRawPointer(url)), "URL")
+        try check(tokenstore_curl_setopt_pointer(curl.table, easy, CURLOPT_CURLU, UnsafeRawPointer(url)), "URL")
         try string(CURLOPT_PROTOCOLS_STR, "http,https", "protocols")
         try string(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "redirect protocols")
         try long(CURLOPT_FOLLOWLOCATION, 0, "redirect")
@@ -119,14 +122,14 @@ final class CurlTransfer: @unchecked Sendable {
         try long(CURLOPT_CONNECTTIMEOUT_MS, milliseconds, "connect timeout")
 
         // The answer: bounded, collected by the callbacks below; progress for cancellation.
-        try check(tokenstore_curl_setopt_offset(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(limit)), "size limit")
+        try check(tokenstore_curl_setopt_offset(curl.table, easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(limit)), "size limit")
         let context = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
-        try check(tokenstore_curl_setopt_write(easy, CURLOPT_WRITEFUNCTION, curlTransferWrite), "write callback")
-        try check(tokenstore_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, context), "write callback")
-        try check(tokenstore_curl_setopt_write(easy, CURLOPT_HEADERFUNCTION, curlTransferHeader), "header callback")
-        try check(tokenstore_curl_setopt_pointer(easy, CURLOPT_HEADERDATA, context), "header callback")
-        try check(tokenstore_curl_setopt_xferinfo(easy, curlTransferProgress), "progress callback")
-        try check(tokenstore_curl_setopt_pointer(easy, CURLOPT_XFERINFODATA, context), "progress callback")
+        try check(tokenstore_curl_setopt_write(curl.table, easy, CURLOPT_WRITEFUNCTION, curlTransferWrite), "write callback")
+        try check(tokenstore_curl_setopt_pointer(curl.table, easy, CURLOPT_WRITEDATA, context), "write callback")
+        try check(tokenstore_curl_setopt_write(curl.table, easy, CURLOPT_HEADERFUNCTION, curlTransferHeader), "header callback")
+        try check(tokenstore_curl_setopt_pointer(curl.table, easy, CURLOPT_HEADERDATA, context), "header callback")
+        try check(tokenstore_curl_setopt_xferinfo(curl.table, easy, curlTransferProgress), "progress callback")
+        try check(tokenstore_curl_setopt_pointer(curl.table, easy, CURLOPT_XFERINFODATA, context), "progress callback")
         try long(CURLOPT_NOPROGRESS, 0, "progress callback")
 
         // Header fields: no line breaks (no header injection); no `Expect: 100-continue`.
@@ -134,17 +137,17 @@ final class CurlTransfer: @unchecked Sendable {
             guard Self.isToken(field.name), !field.value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }) else {
                 throw TransportFailure(.other, "A request header field is not valid.")
             }
-            headerList = curl_slist_append(headerList, "\(field.name): \(field.value)")
+            headerList = curl.api.slist_append(headerList, "\(field.name): \(field.value)")
         }
-        headerList = curl_slist_append(headerList, "Expect:")
-        try check(tokenstore_curl_setopt_pointer(easy, CURLOPT_HTTPHEADER, UnsafeRawPointer(headerList)), "header fields")
+        headerList = curl.api.slist_append(headerList, "Expect:")
+        try check(tokenstore_curl_setopt_pointer(curl.table, easy, CURLOPT_HTTPHEADER, UnsafeRawPointer(headerList)), "header fields")
 
         // Method and body: the body is sent from the caller's bytes (not copied by us).
         let method = request.method.uppercased()
         guard Self.isToken(method) else { throw TransportFailure(.other, "The request method is not valid.") }
         if request.body != nil {
-            try check(tokenstore_curl_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)), "body")
-            try check(tokenstore_curl_setopt_pointer(easy, CURLOPT_POSTFIELDS, body.baseAddress ?? UnsafeRawPointer(("" as StaticString).utf8Start)), "body")
+            try check(tokenstore_curl_setopt_offset(curl.table, easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)), "body")
+            try check(tokenstore_curl_setopt_pointer(curl.table, easy, CURLOPT_POSTFIELDS, body.baseAddress ?? UnsafeRawPointer(("" as StaticString).utf8Start)), "body")
             if method != "POST" { try string(CURLOPT_CUSTOMREQUEST, method, "method") }
         } else if method == "GET" {
             try long(CURLOPT_HTTPGET, 1, "method")
@@ -155,10 +158,10 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    private static func part(_ url: OpaquePointer, _ which: CURLUPart) -> String? {
+    private func part(_ url: OpaquePointer, _ which: CURLUPart) -> String? {
         var value: UnsafeMutablePointer<CChar>?
-        guard curl_url_get(url, which, &value, 0) == CURLUE_OK, let value else { return nil }
-        defer { curl_free(value) }
+        guard curl.api.url_get(url, which, &value, 0) == CURLUE_OK, let value else { return nil }
+        defer { curl.api.free(value) }
         return String(cString: value)
     }
 
@@ -182,27 +185,27 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Runs the transfer through a multi handle so ``cancel()`` can wake its wait at once.
     private func perform(_ easy: UnsafeMutableRawPointer) -> CURLcode {
-        guard let handle = curl_multi_init() else { return CURLE_OUT_OF_MEMORY }
-        defer { curl_multi_cleanup(handle) }
-        guard curl_multi_add_handle(handle, easy) == CURLM_OK else { return CURLE_OUT_OF_MEMORY }
-        defer { curl_multi_remove_handle(handle, easy) }
-        let startCancelled = lock.withLock { () -> Bool in
+        guard let handle = curl.api.multi_init() else { return CURLE_OUT_OF_MEMORY }
+        defer { _ = curl.api.multi_cleanup(handle) }
+        guard curl.api.multi_add_handle(handle, easy) == CURLM_OK else { return CURLE_OUT_OF_MEMORY }
+        defer { _ = curl.api.multi_remove_handle(handle, easy) }
+        let startCancelled = lock.withLock { _ -> Bool in
             multi = handle
             return cancelled
         }
-        defer { lock.withLock { multi = nil } }
+        defer { lock.withLock { _ in multi = nil } }
         if startCancelled { return CURLE_ABORTED_BY_CALLBACK }
 
         var running: Int32 = 1
         while true {
-            guard curl_multi_perform(handle, &running) == CURLM_OK else { return CURLE_OUT_OF_MEMORY }
+            guard curl.api.multi_perform(handle, &running) == CURLM_OK else { return CURLE_OUT_OF_MEMORY }
             if running == 0 { break }
             if isCancelled { return CURLE_ABORTED_BY_CALLBACK }
-            guard curl_multi_poll(handle, nil, 0, 1000, nil) == CURLM_OK else { return CURLE_OUT_OF_MEMORY }
+            guard curl.api.multi_poll(handle, nil, 0, 1000, nil) == CURLM_OK else { return CURLE_OUT_OF_MEMORY }
         }
         var queued: Int32 = 0
         var result = CURLE_GOT_NOTHING
-        while let message = curl_multi_info_read(handle, &queued) {
+        while let message = curl.api.multi_info_read(handle, &queued) {
             if message.pointee.msg == CURLMSG_DONE { result = message.pointee.data.result }
         }
         return result
@@ -213,14 +216,14 @@ final class CurlTransfer: @unchecked Sendable {
             return .failure(
                 TransportFailure(
                     .other, "The answer is larger than \(limit) bytes; it was not read.",
-                    underlying: CurlError(code: Int(code.rawValue), text: String(cString: curl_easy_strerror(code)))))
+                    underlying: CurlError(code: Int(code.rawValue), text: curl.text(for: code))))
         }
         let cancelled = isCancelled
         guard code == CURLE_OK else {
             return .failure(CurlTransport.failure(forCurlCode: code.rawValue, cancelled: cancelled))
         }
         var responseCode = 0
-        _ = tokenstore_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &responseCode)
+        _ = tokenstore_curl_getinfo_long(curl.table, easy, CURLINFO_RESPONSE_CODE, &responseCode)
         guard responseCode >= 100 else {
             return .failure(TransportFailure(.other, "The answer was not an HTTP response."))
         }
@@ -255,8 +258,8 @@ final class CurlTransfer: @unchecked Sendable {
             return true
         }
         guard let colon = text.firstIndex(of: ":") else { return true }  // blank line, folding
-        let name = String(text[..<colon]).trimmingCharacters(in: .whitespaces)
-        let value = String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+        let name = trimmingWhitespace(text[..<colon])
+        let value = trimmingWhitespace(text[text.index(after: colon)...])
         if status >= 200, name.lowercased() == "content-length" {
             // Refused before any body byte: a length past the limit, or one that is no number.
             let digits = value.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
@@ -291,4 +294,15 @@ private let curlTransferHeader: curl_write_callback = { data, size, count, conte
 private let curlTransferProgress: curl_xferinfo_callback = { context, _, _, _, _ in
     guard let context else { return 0 }
     return Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue().shouldAbort ? 1 : 0
+}
+
+/// `text` without leading and trailing whitespace as `CharacterSet.whitespaces` has it (Zs and tab).
+private func trimmingWhitespace(_ text: Substring) -> String {
+    func isSpace(_ c: Character) -> Bool {
+        c.unicodeScalars.allSatisfy { $0 == "\t" || $0.properties.generalCategory == .spaceSeparator }
+    }
+    guard let first = text.firstIndex(where: { !isSpace($0) }), let last = text.lastIndex(where: { !isSpace($0) }) else {
+        return ""
+    }
+    return String(text[first...last])
 }

@@ -1,5 +1,5 @@
 internal import CCurl
-import Foundation
+import FoundationEssentials
 
 /// The ``HTTPTransport`` of AuthSession: libcurl (Debian's OpenSSL build) called directly,
 /// without FoundationNetworking.
@@ -60,25 +60,20 @@ public final class CurlTransport: HTTPTransport {
         self.environment = environment
     }
 
-    /// `curl_global_init` once per process; Swift runs a static initialiser once, thread-safely.
-    private static let initialised: Bool = curl_global_init(tokenstore_curl_global_default()) == CURLE_OK
-
     /// Sends `request` once; the answer is returned whatever its status (3xx included).
     /// - Throws: ``TransportFailure``.
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        guard Self.initialised else {
-            throw TransportFailure(.other, "libcurl could not be initialised.")
-        }
         let transfer = CurlTransfer(
-            request: request, maximumBodyBytes: maximumBodyBytes,
+            curl: try CurlLibrary.shared.get(), request: request, maximumBodyBytes: maximumBodyBytes,
             environment: environment ?? ProcessInfo.processInfo.environment)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
-                let thread = Thread {
+                let started = DetachedThread.start(name: "tokenstore-http") {
                     continuation.resume(with: transfer.run().mapError { $0 as any Error })
                 }
-                thread.name = "tokenstore-http"
-                thread.start()
+                if !started {
+                    continuation.resume(throwing: TransportFailure(.other, "No thread could be started for the request."))
+                }
             }
         } onCancel: {
             transfer.cancel()
@@ -115,7 +110,7 @@ public final class CurlTransport: HTTPTransport {
     /// Maps a libcurl result code (`CURLcode`) into a ``TransportFailure``.
     static func failure(forCurlCode rawCode: UInt32, cancelled: Bool) -> TransportFailure {
         let code = CURLcode(rawValue: rawCode)
-        let error = CurlError(code: Int(rawCode), text: String(cString: curl_easy_strerror(code)))
+        let error = CurlError(code: Int(rawCode), text: CurlLibrary.text(for: code))
         let text = "libcurl error \(rawCode)"
         switch code {
         case CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_PROXY,

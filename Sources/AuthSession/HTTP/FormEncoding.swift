@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// One value of an `application/x-www-form-urlencoded` body.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One HTTP request as handed to an ``HTTPTransport``.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One HTTP answer as delivered by an ``HTTPTransport``. Redirects are delivered as
 /// answers (status 3xx), never followed.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// Logs users out in the order Apple's guide asks — revoke the refresh token at the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Parsing of the server's "wait this long" headers: `Retry-After` (RFC 9110 §10.2.3, as
 /// delta-seconds or as an HTTP-date in any of the three formats of §5.6.7) and Auth0's

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Synchronization
 
 /// When and how often a call to the authorization server is tried again.
 ///
@@ -153,15 +154,13 @@ package struct RandomSource: Sendable {
 }
 
 /// SplitMix64 behind a lock.
-// @unchecked Sendable: `state` is only touched under `lock`.
-private final class SplitMix64: @unchecked Sendable {
-    private let lock = NSLock()
-    private var state: UInt64
+private final class SplitMix64: Sendable {
+    private let state: Mutex<UInt64>
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { state = Mutex(seed) }
 
     func next() -> UInt64 {
-        lock.withLock {
+        state.withLock { state in
             state &+= 0x9E37_79B9_7F4A_7C15
             var z = state
             z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

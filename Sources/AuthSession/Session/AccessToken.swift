@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// An access token handed to the app: the token, the API it is for, its expiry, and the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 extension TokenSession {
@@ -101,7 +101,7 @@ extension TokenSession {
         if let maxAge { query.append(("max_age", .text("\(maxAge.components.seconds)"))) }
         let endpoint = client.configuration.authorizationEndpoint.absoluteString
         // Form encoding writes a space as `+` (a `+` itself as `%2B`); a URL query says `%20`.
-        let encoded = String(decoding: FormEncoding.encode(query), as: UTF8.self).replacingOccurrences(of: "+", with: "%20")
+        let encoded = String(decoding: FormEncoding.encode(query), as: UTF8.self).replacing("+", with: "%20")
         // The endpoint was validated with the configuration, and the query is percent-encoded.
         return URL(string: endpoint + "?" + encoded)!
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// One signed-in (or logging-out) account as the session sees it.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 extension TokenSession {
@@ -27,7 +27,7 @@ extension TokenSession {
     @discardableResult
     public func signInWithApple(
         authorizationCode: SecretBytes, appleUserID: String? = nil, account: AccountID,
-        scopes: [String] = ["openid"], fullName: PersonNameComponents? = nil
+        scopes: [String] = ["openid"], fullName: PersonName? = nil
     ) async throws -> SignInResult {
         // Bad names are refused before the server issues tokens that could then not be stored.
         try storage { try SessionLedger.validateSignIn(account: account, appleUserID: appleUserID) }
@@ -49,14 +49,14 @@ extension TokenSession {
     }
 
     /// Auth0's `user_profile` of a first Apple sign-in: `{"name":{"firstName":…,"lastName":…}}`.
-    static func appleUserProfile(_ name: PersonNameComponents) -> String? {
+    static func appleUserProfile(_ name: PersonName) -> String? {
         var parts: [String: String] = [:]
         if let given = name.givenName, !given.isEmpty { parts["firstName"] = given }
         if let middle = name.middleName, !middle.isEmpty { parts["middleName"] = middle }
         if let family = name.familyName, !family.isEmpty { parts["lastName"] = family }
-        guard !parts.isEmpty,
-            let data = try? JSONSerialization.data(withJSONObject: ["name": parts], options: [.sortedKeys])
-        else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard !parts.isEmpty, let data = try? encoder.encode(["name": parts]) else { return nil }
         return String(decoding: data, as: UTF8.self)
     }
 

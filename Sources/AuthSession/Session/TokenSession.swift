@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// The session layer an app talks to: Sign in with Apple through Auth0, silent token

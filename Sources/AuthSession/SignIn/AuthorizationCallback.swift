@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// The answer of a browser sign-in, as the loopback listener received it: the

@@ -1,5 +1,5 @@
 internal import CGIO
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// Opens a URL in the user's web browser: the first step of the browser sign-in.
@@ -87,9 +87,13 @@ public struct SystemBrowserOpener: BrowserOpener {
         // Blocking work (spawn checks, a GIO call that may talk to D-Bus) runs on a thread of
         // its own, never on the cooperative pool.
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let thread = Thread { continuation.resume(with: Result { try opener.openBlocking(url.absoluteString) }) }
-            thread.name = "tokenstore-browser-open"
-            thread.start()
+            let started = DetachedThread.start(name: "tokenstore-browser-open") {
+                continuation.resume(with: Result { try opener.openBlocking(url.absoluteString) })
+            }
+            if !started {
+                continuation.resume(
+                    throwing: AuthSessionError(.browserUnavailable, "No thread could be started to open the browser."))
+            }
         }
     }
 

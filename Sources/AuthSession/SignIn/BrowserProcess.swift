@@ -1,5 +1,5 @@
 internal import CGlibcExtensions
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
 import Glibc
@@ -115,13 +115,11 @@ enum BrowserProcess {
 
     /// Reaps `pid` on a detached thread whenever it exits (a browser may run for hours).
     private static func reapInBackground(_ pid: pid_t) {
-        let thread = Thread {
+        // Without a thread the exited browser stays a zombie until this process ends: harmless.
+        DetachedThread.start(name: "tokenstore-browser-reaper", stackSize: 64 * 1024) {
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         }
-        thread.name = "tokenstore-browser-reaper"
-        thread.stackSize = 64 * 1024
-        thread.start()
     }
 
     /// `program` itself when it has a slash, else the first executable `PATH` entry holding it.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The claims of a validated ID token that an app needs.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// Validates an ID token the way Auth0.swift's `IDTokenValidator` does, with a real

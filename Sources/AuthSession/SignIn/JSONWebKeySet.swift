@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One key of a JSON Web Key Set (RFC 7517), with the fields the RS256 check reads.
 struct JSONWebKey: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// The tenant's signing keys, fetched from `{issuer}.well-known/jwks.json` through an

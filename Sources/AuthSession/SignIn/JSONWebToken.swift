@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// A compact JWS (`header.payload.signature`) split and decoded, not yet verified.

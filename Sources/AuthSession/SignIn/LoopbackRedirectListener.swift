@@ -1,5 +1,6 @@
 internal import CGlibcExtensions
-import Foundation
+import FoundationEssentials
+import Synchronization
 import TokenStore
 
 #if canImport(Glibc)
@@ -69,7 +70,7 @@ final class LoopbackRedirectListener: @unchecked Sendable {
 
     private enum Phase { case bound, serving, closed }
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var phase = Phase.bound
     private var stopRequested = false
     private var listenDescriptor: Int32
@@ -160,7 +161,7 @@ final class LoopbackRedirectListener: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AuthorizationCallback, any Error>) in
-                let start = lock.withLock { () -> Bool in
+                let start = lock.withLock { _ -> Bool in
                     guard phase == .bound else { return false }
                     phase = .serving
                     return true
@@ -171,12 +172,15 @@ final class LoopbackRedirectListener: @unchecked Sendable {
                             .cancelled, "The loopback listener is closed: it answers one sign-in, once."))
                     return
                 }
-                let thread = Thread { [self] in
+                let started = DetachedThread.start(name: "tokenstore-loopback") { [self] in
                     let result = serve(deadline: deadline, timeout: timeout)
                     continuation.resume(with: result)
                 }
-                thread.name = "tokenstore-loopback"
-                thread.start()
+                if !started {
+                    closeDescriptors()
+                    continuation.resume(
+                        throwing: AuthSessionError(.loopbackUnavailable, "No thread could be started to serve the redirect."))
+                }
             }
         } onCancel: {
             stop()
@@ -186,7 +190,7 @@ final class LoopbackRedirectListener: @unchecked Sendable {
     /// Stops the listener: a wait in progress throws ``AuthSessionError/Code/cancelled``
     /// after the sockets are closed; a listener that never waited releases its port at once.
     func close() {
-        lock.withLock {
+        lock.withLock { _ in
             stopRequested = true
             switch phase {
             case .serving: wakeLocked()
@@ -199,7 +203,7 @@ final class LoopbackRedirectListener: @unchecked Sendable {
     // MARK: - Stopping
 
     private func stop() {
-        lock.withLock {
+        lock.withLock { _ in
             stopRequested = true
             wakeLocked()
         }
@@ -212,11 +216,11 @@ final class LoopbackRedirectListener: @unchecked Sendable {
         _ = send(wakeWrite, &byte, 1, Int32(MSG_NOSIGNAL))  // a full buffer already wakes it
     }
 
-    private var isStopRequested: Bool { lock.withLock { stopRequested } }
+    private var isStopRequested: Bool { lock.withLock { _ in stopRequested } }
 
     /// Closes every descriptor still open and marks the listener closed.
     private func closeDescriptors() {
-        lock.withLock { closeDescriptorsLocked() }
+        lock.withLock { _ in closeDescriptorsLocked() }
     }
 
     private func closeDescriptorsLocked() {
@@ -237,7 +241,7 @@ final class LoopbackRedirectListener: @unchecked Sendable {
     // MARK: - Serving (on the listener's thread)
 
     private func serve(deadline: ContinuousClock.Instant, timeout: Duration) -> Result<AuthorizationCallback, any Error> {
-        let (listener, wake) = lock.withLock { (listenDescriptor, wakeRead) }
+        let (listener, wake) = lock.withLock { _ in (listenDescriptor, wakeRead) }
         var connections: [LoopbackConnection] = []
         var refusedStates = 0
         // The outcome once decided, and the connection still receiving its page.

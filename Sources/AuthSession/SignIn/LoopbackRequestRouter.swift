@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// The HTTP side of the loopback redirect listener, without any I/O: what one request head

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The mutex that serializes a store object's calls. It is error-checking: a call into the
 /// store from inside one of its own callbacks (the body of `forEachItem`, the progress of

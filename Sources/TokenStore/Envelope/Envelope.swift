@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What a keyed lookup hash names; each domain hashes different fields, so a hash of one
 /// kind can never stand for another.

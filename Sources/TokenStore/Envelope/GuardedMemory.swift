@@ -1,5 +1,6 @@
 internal import CSodium
-import Foundation
+import FoundationEssentials
+import Synchronization
 
 /// Where ``SecretBytes`` keep their bytes: memory from `sodium_malloc` (locked with `mlock`,
 /// excluded from core dumps, guard pages around it), wiped with `sodium_memzero` when a
@@ -40,31 +41,28 @@ enum GuardedMemory {
         }
     }
 
-    // @unchecked Sendable: `free` is only touched with `lock` held; the slab memory it points
-    // into is never freed.
-    private final class SlotPool: @unchecked Sendable {
-        private let lock = NSLock()
-        private var free: [[UnsafeMutableRawPointer]] = Array(repeating: [], count: GuardedMemory.slotSizes.count)
+    private final class SlotPool: Sendable {
+        // Free slots by size class, as addresses (the slab memory they point into is never freed).
+        private let free = Mutex<[[UInt]]>(Array(repeating: [], count: GuardedMemory.slotSizes.count))
 
         func take(_ sizeClass: Int) -> UnsafeMutableRawPointer {
-            lock.lock()
-            defer { lock.unlock() }
-            if free[sizeClass].isEmpty {
-                guard let slab = sodium_malloc(GuardedMemory.slabBytes) else {
-                    fatalError("sodium_malloc failed: out of guarded memory")
+            let address = free.withLock { free in
+                if free[sizeClass].isEmpty {
+                    guard let slab = sodium_malloc(GuardedMemory.slabBytes) else {
+                        fatalError("sodium_malloc failed: out of guarded memory")
+                    }
+                    let size = GuardedMemory.slotSizes[sizeClass]
+                    for offset in stride(from: 0, through: GuardedMemory.slabBytes - size, by: size) {
+                        free[sizeClass].append(UInt(bitPattern: slab + offset))
+                    }
                 }
-                let size = GuardedMemory.slotSizes[sizeClass]
-                for offset in stride(from: 0, through: GuardedMemory.slabBytes - size, by: size) {
-                    free[sizeClass].append(slab + offset)
-                }
+                return free[sizeClass].removeLast()
             }
-            return free[sizeClass].removeLast()
+            return UnsafeMutableRawPointer(bitPattern: address)!  // never 0: an address inside a slab
         }
 
         func give(_ pointer: UnsafeMutableRawPointer, _ sizeClass: Int) {
-            lock.lock()
-            defer { lock.unlock() }
-            free[sizeClass].append(pointer)
+            free.withLock { $0[sizeClass].append(UInt(bitPattern: pointer)) }
         }
     }
 }

@@ -1,5 +1,5 @@
 internal import CSodium
-import Foundation
+import FoundationEssentials
 
 /// Secret bytes (a token, a key, a user id) held in guarded memory that is wiped when the
 /// value goes away.

@@ -1,5 +1,5 @@
 internal import CSodium
-import Foundation
+import FoundationEssentials
 
 /// libsodium initialisation, once per process.
 enum Sodium {

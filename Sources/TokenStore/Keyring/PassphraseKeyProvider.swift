@@ -1,5 +1,5 @@
 internal import CSodium
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -93,7 +93,7 @@ public struct PassphraseKeyProvider: KeyProvider {
     /// ``defaultDirectory(environment:)`` unless given; never the database's own directory
     /// (key files an earlier version left there are still read, and deleted with their key).
     public init(storePath: String, passphrase: SecretBytes, limits: Limits = .moderate, keyDirectory: String? = nil) {
-        let storeDirectory = (storePath as NSString).deletingLastPathComponent
+        let storeDirectory = PathNames.directory(of: storePath)
         self.init(
             directory: keyDirectory ?? Self.defaultDirectory(), legacyDirectory: storeDirectory.isEmpty ? "." : storeDirectory,
             passphrase: passphrase, limits: limits)
@@ -114,7 +114,7 @@ public struct PassphraseKeyProvider: KeyProvider {
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
             base = state
         } else {
-            base = (environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? NSHomeDirectory()) + "/.local/state"
+            base = (environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? PathNames.passwordDatabaseHome()) + "/.local/state"
         }
         return base + "/tokenstore/keys"
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One data key a store knows, for diagnostics (`tokenctl status`).
 public struct DataKeyInfo: Sendable, Equatable {

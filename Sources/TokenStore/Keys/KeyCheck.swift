@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The sealed "key check" each `data_keys` row holds, and what a failed check means.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A data-key rotation of one store: a new key, every sealed row re-sealed under it, the
 /// switch, then the old key deleted. The steps and why each is crash-safe are in the

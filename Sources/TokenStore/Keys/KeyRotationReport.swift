@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What ``TokenStore/rotateDataKey(batchSize:progress:)`` did.
 public struct KeyRotationReport: Sendable, Equatable {

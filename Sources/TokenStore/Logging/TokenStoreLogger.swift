@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A small value-type logger in the shape of swift-log's `Logger`, passed in by the app.
 ///
@@ -50,7 +50,7 @@ public struct TokenStoreLogger: Sendable {
     /// A logger that writes one line per record to standard error.
     public static func standardError(label: String, level: Level = .info) -> TokenStoreLogger {
         TokenStoreLogger(label: label, level: level) { record in
-            FileHandle.standardError.write(Data((record.description + "\n").utf8))
+            POSIXFile.writeAll(2, Array((record.description + "\n").utf8))
         }
     }
 

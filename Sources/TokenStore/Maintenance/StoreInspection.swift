@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -111,7 +111,7 @@ extension TokenStore {
                 accounts: try count("SELECT count(DISTINCT account_ref) FROM items"),
                 pendingRevocations: try count("SELECT count(*) FROM pending_revocations"),
                 credentialStates: try count("SELECT count(*) FROM credential_states"))
-            let directory = (path as NSString).deletingLastPathComponent
+            let directory = PathNames.directory(of: path)
             return StoreInspection(
                 path: path, schemaVersion: version, supportedSchemaVersion: migrator.latestVersion,
                 pendingMigrations: pending.map { .init(version: $0.version, name: $0.name) },

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The explicit confirmation ``TokenStore/resetStore(path:appID:keyProvider:confirm:)`` requires.
 public enum StoreResetConfirmation: Sendable {

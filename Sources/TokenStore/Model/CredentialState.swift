@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The credential state of an Apple user id, as Apple's `getCredentialState(forUserID:)`.
 public enum CredentialState: String, Sendable, CaseIterable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What an item holds. The raw value is the name used by `tokenctl --kind`.
 public enum ItemKind: String, Sendable, CaseIterable, CustomStringConvertible {

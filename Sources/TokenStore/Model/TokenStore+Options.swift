@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension TokenStore {
     /// Options of a store, fixed at open.

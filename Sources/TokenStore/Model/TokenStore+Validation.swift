@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension TokenStore {
     static func validate(_ key: ItemKey) throws {

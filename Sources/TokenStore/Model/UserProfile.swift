@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Who an account's user is, as the ID tokens of its sign-ins said: kept sealed in the store
 /// (``ItemKind/profile``) so that a name Apple sends on the first sign-in only is not lost.

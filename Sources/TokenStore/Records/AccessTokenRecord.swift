@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A row of `access_tokens`: one cached access token of an account for one audience and scope
 /// set, sealed with the account's names, the audience, the scopes (asked, granted, declined)

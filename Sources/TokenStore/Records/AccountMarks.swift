@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// `account_marks`: which accounts have a logout under way, and the outbox entry whose
 /// revocation finishes it. Filed under the account's keyed hash; nothing sealed, but each row

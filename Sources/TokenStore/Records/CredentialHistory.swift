@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// `credential_history`: every change of a user's credential state, in the clear (time, from,
 /// to, reason, detail) under the user's keyed hash.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A row of `credential_states`: one Apple user id's credential state, filed under the keyed
 /// hash of the id (`user_ref`). The clear `state` column is only an index: the state is sealed

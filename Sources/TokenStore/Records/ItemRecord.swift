@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A row of `items`: the sealed names, secret and attributes of one ``ItemKey``, filed under
 /// the keyed hash of that key (`lookup`) and of its account (`account_ref`).

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A row of `pending_revocations`: a refresh token waiting to be revoked at the authorization
 /// server, sealed with its account's names, the Apple user id and the logout reason, filed

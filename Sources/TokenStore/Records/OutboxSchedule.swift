@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The clear columns of an outbox entry that steer its revocation — attempts, next attempt,
 /// last error, failure flag — with the creation time, and their MAC: the MAC covers the table,

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension CredentialStateDetail {
     /// Recorded when an outbox row that could not be opened was discarded by id: its token was

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The session layer's transactions on a store: sign-in, refresh (compare-and-swap), and the
 /// logout outbox. For `AuthSession` (package access): an app that called one of these on its

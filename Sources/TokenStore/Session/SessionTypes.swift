@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A refresh token waiting to be revoked at the authorization server.
 public struct PendingRevocation: Sendable {

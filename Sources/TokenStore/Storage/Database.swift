@@ -1,5 +1,8 @@
 internal import CSQLite
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One SQLite connection. Not thread-safe: the owning ``TokenStore`` serializes access.
 ///

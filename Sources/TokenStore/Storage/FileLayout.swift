@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,7 +28,7 @@ package enum FileLayout {
 
     /// Prepares `path` for opening: creates the directory and an empty 0600 file if needed.
     static func prepare(databasePath path: String) throws {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathNames.directory(of: path)
         try prepareDirectory(directory.isEmpty ? "." : directory)
         try prepareFile(path)
         for suffix in sqliteSuffixes {
@@ -108,7 +108,7 @@ package enum FileLayout {
 
     /// Creates missing directories with mode 0700 (chmod after mkdir, so the umask does not matter).
     private static func createDirectories(_ directory: String) throws {
-        let parent = (directory as NSString).deletingLastPathComponent
+        let parent = PathNames.directory(of: directory)
         if !parent.isEmpty, parent != directory {
             var info = stat()
             if lstat(parent, &info) != 0 {
@@ -144,7 +144,7 @@ package enum FileLayout {
             if errno == ENOENT { return }
             throw posixError("inspecting a store file", errno)
         }
-        let name = (path as NSString).lastPathComponent.hasSuffix("sqlite") ? "database" : "database side file"
+        let name = PathNames.lastComponent(of: path).hasSuffix("sqlite") ? "database" : "database side file"
         if (info.st_mode & S_IFMT) == S_IFLNK {
             throw unsafe("The \(name) path is a symbolic link; refusing to open it.")
         }

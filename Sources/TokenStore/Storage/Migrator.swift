@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Applies the embedded migrations in order, each in its own IMMEDIATE transaction.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -63,9 +63,23 @@ package enum POSIXFile {
         syncDirectory(of: path)
     }
 
+    /// Writes all of `bytes` to `fd`, retrying short and interrupted writes; gives up silently
+    /// on an error (for standard error and the like, where there is no one to tell).
+    package static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var written = 0
+            while written < buffer.count {
+                let n = write(fd, buffer.baseAddress! + written, buffer.count - written)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return }
+                written += n
+            }
+        }
+    }
+
     /// fsyncs the directory holding `path`, so deletions and renames are durable.
     package static func syncDirectory(of path: String) {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathNames.directory(of: path)
         let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd >= 0 {
             _ = fsync(fd)

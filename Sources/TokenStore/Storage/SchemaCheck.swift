@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Synchronization
 
 /// Compares a store's `sqlite_schema` with the schema its applied migrations make.
 ///
@@ -91,10 +92,9 @@ enum SchemaCheck {
 }
 
 /// The expected schema per list of migrations, computed once per process.
-private final class ExpectedSchemaCache: @unchecked Sendable {  // `entries` is guarded by `lock`
-    private let lock = NSLock()
-    private var entries: [String: Set<SchemaCheck.Object>] = [:]
+private final class ExpectedSchemaCache: Sendable {
+    private let entries = Mutex<[String: Set<SchemaCheck.Object>]>([:])
 
-    func value(for key: String) -> Set<SchemaCheck.Object>? { lock.withLock { entries[key] } }
-    func store(_ value: Set<SchemaCheck.Object>, for key: String) { lock.withLock { entries[key] = value } }
+    func value(for key: String) -> Set<SchemaCheck.Object>? { entries.withLock { $0[key] } }
+    func store(_ value: Set<SchemaCheck.Object>, for key: String) { entries.withLock { $0[key] = value } }
 }

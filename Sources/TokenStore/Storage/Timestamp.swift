@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Wall-clock time in milliseconds since 1970, the unit of every timestamp column.
 enum Timestamp {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Renders help screens, usage lines and usage-error reports from the command table,
 /// in swift-argument-parser's layout: `OVERVIEW:`, `USAGE:`, `ARGUMENTS:`, `OPTIONS:`,
@@ -133,7 +133,7 @@ struct HelpFormatter: Sendable {
             let paragraphs = discussion.components(separatedBy: "\n\n").map { paragraph in
                 // Indented paragraphs (example command lines) are kept as written.
                 paragraph.hasPrefix("  ")
-                    ? paragraph : wrap(paragraph.replacingOccurrences(of: "\n", with: " "), indent: 0)
+                    ? paragraph : wrap(paragraph.replacing("\n", with: " "), indent: 0)
             }
             text += "\n\n" + paragraphs.joined(separator: "\n\n")
         }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What an option's value must look like. The parser rejects anything else with a usage error.
 enum ValueRule: Sendable, Equatable {

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import TokenStore
 
 /// What every command needs besides its own arguments: the global options, the console, the

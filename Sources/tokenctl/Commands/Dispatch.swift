@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Runs one parsed command and returns its exit status. Parsing, help, `--version` and
 /// usage errors are handled before it is called (see `main.swift`).

@@ -103,8 +103,8 @@ struct Completions {
 
     private func zshSpec(_ option: OptionSpec) -> String {
         let repeatable = option.isRepeatable ? "*" : ""
-        let text = Self.zshQuote(option.abstract).replacingOccurrences(of: "[", with: "\\[")
-            .replacingOccurrences(of: "]", with: "\\]")
+        let text = Self.zshQuote(option.abstract).replacing("[", with: "\\[")
+            .replacing("]", with: "\\]")
         switch option.arity {
         case .flag:
             return "'\(repeatable)\(option.longSpelling)[\(text)]'"
@@ -115,7 +115,7 @@ struct Completions {
     }
 
     private static func zshQuote(_ text: String) -> String {
-        text.replacingOccurrences(of: "'", with: "'\\''").replacingOccurrences(of: ":", with: "\\:")
+        text.replacing("'", with: "'\\''").replacing(":", with: "\\:")
     }
 
     // MARK: fish
@@ -151,6 +151,6 @@ struct Completions {
     }
 
     private static func fishQuote(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'")
+        text.replacing("\\", with: "\\\\").replacing("'", with: "\\'")
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// `tokenctl __man`: the man page tokenctl(1) in roff, generated from the command table so it
 /// cannot drift from `help` (`make install` writes it to share/man/man1/tokenctl.1).
@@ -73,13 +73,13 @@ struct ManPage {
             if paragraph.hasPrefix("  ") {
                 return [".PP", ".nf", ".RS 4"] + paragraph.split(separator: "\n").map { Self.escape(String($0.drop { $0 == " " })) } + [".RE", ".fi"]
             }
-            return [".PP", Self.escape(paragraph.replacingOccurrences(of: "\n", with: " "))]
+            return [".PP", Self.escape(paragraph.replacing("\n", with: " "))]
         }
     }
 
     /// Escapes roff: backslashes and dashes, and a leading dot or quote.
     static func escape(_ text: String) -> String {
-        var escaped = text.replacingOccurrences(of: "\\", with: "\\e").replacingOccurrences(of: "-", with: "\\-")
+        var escaped = text.replacing("\\", with: "\\e").replacing("-", with: "\\-")
         if escaped.hasPrefix(".") || escaped.hasPrefix("'") { escaped = "\\&" + escaped }
         return escaped
     }

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import TokenStore
 
 /// The secrets tokenctl reads from a file descriptor rather than from an argument: the

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import TokenStore
 
 /// Where tokenctl writes: stdout for the command's result, stderr for everything else
 /// (errors, hints, warnings, progress). Writes are unbuffered so that the order of
@@ -20,11 +21,11 @@ struct Console: Sendable {
 
     /// Writes `text` to stdout as is (add the newline yourself).
     func write(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
+        POSIXFile.writeAll(1, Array(text.utf8))
     }
 
     /// Writes `text` to stderr as is (add the newline yourself).
     func writeError(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
+        POSIXFile.writeAll(2, Array(text.utf8))
     }
 }

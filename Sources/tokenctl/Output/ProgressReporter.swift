@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Synchronization
 
 /// Shows `label: done/total` on one rewritten stderr line while a long command runs,
 /// only when stderr is a terminal and `--quiet` is not given; silent otherwise.
@@ -14,7 +15,7 @@ final class ProgressReporter: @unchecked Sendable {  // mutable state guarded by
     private let console: Console
     private let isEnabled: Bool
     private let minimumInterval: TimeInterval
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var lastWidth = 0
     private var lastWrite = Date.distantPast
 
@@ -29,7 +30,7 @@ final class ProgressReporter: @unchecked Sendable {  // mutable state guarded by
     /// Redraws the line with the new counts (throttled).
     func update(done: Int, total: Int) {
         guard isEnabled else { return }
-        lock.withLock {
+        lock.withLock { _ in
             let now = Date()
             guard done >= total || now.timeIntervalSince(lastWrite) >= minimumInterval else { return }
             lastWrite = now
@@ -43,7 +44,7 @@ final class ProgressReporter: @unchecked Sendable {  // mutable state guarded by
     /// Ends the progress line so that later output starts on a fresh line.
     func finish() {
         guard isEnabled else { return }
-        lock.withLock {
+        lock.withLock { _ in
             if lastWidth > 0 { console.writeError("\n") }
             lastWidth = 0
         }

@@ -318,7 +318,7 @@ struct BrowserSignInTests {
         let f = try SessionFixture()
         let user = "000792.native.first.0638"
         try f.server.setNextAppleUser(user, firstSignIn: true)
-        var name = PersonNameComponents()
+        var name = PersonName()
         name.givenName = "Ada"
         name.familyName = "Lovelace"
         let code = try f.server.appleAuthorizationCode(for: user)

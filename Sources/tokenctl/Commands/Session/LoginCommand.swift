@@ -1,5 +1,5 @@
 import AuthSession
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// `tokenctl login`: signs in through the browser (`--browser`), or exchanges an Apple
@@ -51,7 +51,7 @@ struct LoginCommand: TokenctlCommand {
     /// How the user signs in.
     enum Method: Sendable {
         case browser(connection: String, audience: String?, redirectURIs: [URL], timeoutSeconds: Int)
-        case appleCode(appleUserID: String?, fullName: PersonNameComponents?)
+        case appleCode(appleUserID: String?, fullName: PersonName?)
     }
 
     let server: ServerOptions
@@ -86,11 +86,9 @@ struct LoginCommand: TokenctlCommand {
             }
             let first = parsed.value(Self.firstName)
             let last = parsed.value(Self.lastName)
-            var fullName: PersonNameComponents?
+            var fullName: PersonName?
             if first != nil || last != nil {
-                fullName = PersonNameComponents()
-                fullName?.givenName = first
-                fullName?.familyName = last
+                fullName = PersonName(givenName: first, familyName: last)
             }
             method = .appleCode(appleUserID: parsed.value(Self.appleUserID), fullName: fullName)
             scopes = ServerOptions.scopes(parsed, default: ["openid"])
@@ -136,7 +134,7 @@ struct LoginCommand: TokenctlCommand {
 
     /// `session.signInWithApple` with the code read from stdin.
     private func exchangeAppleCode(
-        _ context: CommandContext, appleUserID: String?, fullName: PersonNameComponents?
+        _ context: CommandContext, appleUserID: String?, fullName: PersonName?
     ) throws -> SignInResult {
         if context.console.standardInputIsTerminal {
             context.console.writeError("tokenctl: reading the Apple authorization code from stdin; end it with Ctrl-D\n")

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Synchronization
+import Dispatch
 
 /// Runs `body` on the concurrency pool and blocks the calling (main) thread until it ends.
 /// The main thread is not part of the cooperative pool, so waiting here cannot starve it.
@@ -13,14 +15,13 @@ func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) thro
     return try box.get()
 }
 
-private final class ResultBox<T: Sendable>: @unchecked Sendable {  // written once before the semaphore is signalled
-    private let lock = NSLock()
-    private var result: Result<T, any Error>?
+private final class ResultBox<T: Sendable>: Sendable {  // written once before the semaphore is signalled
+    private let result = Mutex<Result<T, any Error>?>(nil)
 
-    func set(_ value: Result<T, any Error>) { lock.withLock { result = value } }
+    func set(_ value: Result<T, any Error>) { result.withLock { $0 = value } }
 
     func get() throws -> T {
-        guard let result = lock.withLock({ result }) else { fatalError("waitFor: no result after the task ended") }
+        guard let result = result.withLock({ $0 }) else { fatalError("waitFor: no result after the task ended") }
         return try result.get()
     }
 }

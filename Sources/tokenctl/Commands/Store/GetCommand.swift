@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// `tokenctl get`: one item's metadata and fingerprint; the secret only with `--reveal`.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenStore
 
 /// An item's metadata as `list` and `get` print it with `--json`: the keys are written once
