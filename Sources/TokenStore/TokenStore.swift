@@ -47,6 +47,10 @@ public final class TokenStore: Sendable {
     }
 
     /// Opens (or creates) the store at the default location for `appID`.
+    ///
+    /// With no `keyProvider`, ``KeyProviderSelection/automatic(storePath:probeTimeout:)`` picks
+    /// one: the Secret Service, or inside a Flatpak sandbox that cannot reach it the Secret
+    /// portal (``PortalKeyProvider``).
     /// - Throws: ``TokenStoreError`` — `secretServiceUnavailable`, `keyringLocked`,
     ///   `dataKeyMissing`, `dataKeyCorrupt`, `storeRolledBack` (the file is older than its epoch
     ///   in the key provider: restored from an older copy; see <doc:StoreEpoch>),
@@ -54,7 +58,7 @@ public final class TokenStore: Sendable {
     ///   view, table or index was added or changed outside this library), `schemaTooNew`,
     ///   `migrationFailed`, `unsafeFileLayout`, `invalidInput`, `ioError`, `diskFull`.
     public convenience init(
-        appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(), logger: TokenStoreLogger = .disabled,
+        appID: String, keyProvider: (any KeyProvider)? = nil, logger: TokenStoreLogger = .disabled,
         options: Options = Options()
     ) throws {
         try self.init(
@@ -71,10 +75,12 @@ public final class TokenStore: Sendable {
     /// logged, never thrown: the store opens with every row readable.
     /// - Throws: as ``init(appID:keyProvider:logger:options:)``.
     public convenience init(
-        path: String, appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(),
+        path: String, appID: String, keyProvider: (any KeyProvider)? = nil,
         logger: TokenStoreLogger = .disabled, options: Options = Options()
     ) throws {
-        try self.init(path: path, appID: appID, keyProvider: keyProvider, logger: logger, options: options, migrator: Migrator())
+        try self.init(
+            path: path, appID: appID, keyProvider: keyProvider ?? KeyProviderSelection.automatic(storePath: path),
+            logger: logger, options: options, migrator: Migrator())
     }
 
     /// Opens the store bringing its schema up to `migrator`'s newest version, making keys of

@@ -60,7 +60,9 @@ public struct TokenStoreError: CodedError {
         public static let timedOut = Code(rawValue: "timedOut")
         /// The operation was cancelled.
         public static let cancelled = Code(rawValue: "cancelled")
-        /// The passphrase given to a ``PassphraseKeyProvider`` does not open the wrapped key.
+        /// The passphrase given to a ``PassphraseKeyProvider`` does not open the wrapped key, or
+        /// the Secret portal's secret for this app does not open a ``PortalKeyProvider`` key file
+        /// (the store was made by another app). Nothing is changed.
         public static let wrongPassphrase = Code(rawValue: "wrongPassphrase")
         /// The database's schema (its tables, indexes, triggers, views) is not the one its
         /// migrations make: an object was added, removed or changed outside this library.

@@ -33,7 +33,9 @@ public enum DataKeyAvailability: String, Sendable {
 }
 
 /// Keeps data keys outside the database: the Secret Service by default
-/// (``SecretServiceKeyProvider``), or a passphrase-wrapped key chosen explicitly by the app.
+/// (``SecretServiceKeyProvider``), in a Flatpak sandbox that cannot reach it a key wrapped
+/// under the Secret portal's per-app secret (``PortalKeyProvider``, see
+/// ``KeyProviderSelection``), or a passphrase-wrapped key chosen explicitly by the app.
 ///
 /// Implementations must be safe to call from any thread. They must never answer "missing"
 /// when they could not look (a locked keyring, an absent service): they throw instead.

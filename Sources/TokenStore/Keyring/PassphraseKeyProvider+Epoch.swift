@@ -7,50 +7,76 @@ extension PassphraseKeyProvider {
     /// The path of the file holding the store epoch: `tokenstore-<store-id>.epoch` in ``directory``.
     /// - Throws: `invalidInput` when the id is not hex.
     public func epochFilePath(storeID: String) throws -> String {
-        try SecretServiceKeyProvider.validateStoreID(storeID)
-        return "\(directory)/tokenstore-\(storeID).epoch"
+        try StoreEpochFiles(directory: directory).path(storeID: storeID)
     }
 
     /// The store's epoch from its file in ``directory``; 0 when there is no file.
     /// - Throws: `integrityCheckFailed` (the file is damaged), `unsafeFileLayout`, `invalidInput`, `ioError`.
     public func storeEpoch(storeID: String) throws -> UInt64 {
-        let path = try epochFilePath(storeID: storeID)
-        guard let bytes = try Self.readFile(path) else { return 0 }
-        return try StoreEpochFile.decode(bytes)
+        try StoreEpochFiles(directory: directory).epoch(storeID: storeID)
     }
 
-    /// Raises the store's epoch: the file is replaced atomically (a new file renamed over the
-    /// old one), under an advisory lock on the directory so two processes never lower it.
-    /// Nothing is written when the file already holds `epoch` or more.
+    /// Raises the store's epoch (see ``StoreEpochFiles/raise(storeID:to:)``).
     /// - Throws: `integrityCheckFailed`, `unsafeFileLayout`, `invalidInput`, `ioError`.
     public func raiseStoreEpoch(storeID: String, appID: String, to epoch: UInt64) throws {
-        let path = try epochFilePath(storeID: storeID)
-        try FileLayout.prepareDirectory(directory, what: "key")
-        try withDirectoryLock {
-            let current = try Self.readFile(path).map(StoreEpochFile.decode) ?? 0
-            guard current < epoch else { return }
-            do {
-                try POSIXFile.writeAtomically(StoreEpochFile.encode(epoch), to: path)
-            } catch let failure as POSIXFile.Failure {
-                throw Self.posix("writing the store-epoch file (\(failure.operation))", failure.errno)
-            }
-        }
+        try StoreEpochFiles(directory: directory).raise(storeID: storeID, to: epoch)
     }
 
     /// Deletes the store's epoch file. Succeeds when there is none.
     /// - Throws: `invalidInput`, `ioError`.
     public func deleteStoreEpoch(storeID: String) throws {
-        let path = try epochFilePath(storeID: storeID)
-        if unlink(path) != 0, errno != ENOENT { throw Self.posix("deleting the store-epoch file", errno) }
+        try StoreEpochFiles(directory: directory).delete(storeID: storeID)
+    }
+}
+
+/// Store epochs kept as files (`tokenstore-<store-id>.epoch`) in a private directory, for the
+/// key providers that keep their keys in files: ``PassphraseKeyProvider`` (its key directory)
+/// and ``PortalKeyProvider`` (the passphrase provider's default directory under
+/// `$XDG_STATE_HOME`, apart from the store's own directory so restoring that folder does not
+/// roll the epoch back with it).
+struct StoreEpochFiles {
+    let directory: String
+
+    func path(storeID: String) throws -> String {
+        try SecretServiceKeyProvider.validateStoreID(storeID)
+        return "\(directory)/tokenstore-\(storeID).epoch"
+    }
+
+    /// The store's epoch; 0 when there is no file.
+    func epoch(storeID: String) throws -> UInt64 {
+        guard let bytes = try KeyFiles.read(path(storeID: storeID)) else { return 0 }
+        return try StoreEpochFile.decode(bytes)
+    }
+
+    /// Replaces the file atomically (a new file renamed over the old one), under an advisory
+    /// lock on the directory so two processes never lower it. Nothing is written when the file
+    /// already holds `epoch` or more.
+    func raise(storeID: String, to epoch: UInt64) throws {
+        let path = try path(storeID: storeID)
+        try FileLayout.prepareDirectory(directory, what: "key")
+        try withDirectoryLock {
+            let current = try KeyFiles.read(path).map(StoreEpochFile.decode) ?? 0
+            guard current < epoch else { return }
+            do {
+                try POSIXFile.writeAtomically(StoreEpochFile.encode(epoch), to: path)
+            } catch let failure as POSIXFile.Failure {
+                throw KeyFiles.posix("writing the store-epoch file (\(failure.operation))", failure.errno)
+            }
+        }
+    }
+
+    func delete(storeID: String) throws {
+        let path = try path(storeID: storeID)
+        if unlink(path) != 0, errno != ENOENT { throw KeyFiles.posix("deleting the store-epoch file", errno) }
         FileLayout.syncDirectory(of: path)
     }
 
     private func withDirectoryLock(_ body: () throws -> Void) throws {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw Self.posix("opening the key directory", errno) }
+        guard fd >= 0 else { throw KeyFiles.posix("opening the key directory", errno) }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw Self.posix("locking the key directory", errno) }
+            guard errno == EINTR else { throw KeyFiles.posix("locking the key directory", errno) }
         }
         defer { flock(fd, LOCK_UN) }
         try body()

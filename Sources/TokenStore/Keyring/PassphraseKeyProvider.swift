@@ -122,11 +122,7 @@ public struct PassphraseKeyProvider: KeyProvider {
     /// The path of the file holding `reference`'s key.
     /// - Throws: `invalidInput` when the ids are not hex.
     public func filePath(for reference: DataKeyReference) throws -> String {
-        for id in [reference.storeID, reference.keyID] {
-            guard (1...64).contains(id.utf8.count),
-                  id.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
-            else { throw TokenStoreError(.invalidInput, "A key reference id is not lowercase hex.") }
-        }
+        try KeyFiles.checkHex(reference)
         return FileLayout.wrappedKeyPath(directory: directory, storeID: reference.storeID, keyID: reference.keyID)
     }
 
@@ -136,7 +132,7 @@ public struct PassphraseKeyProvider: KeyProvider {
     ///   a regular file, another owner, readable by others), `ioError`.
     public func loadKey(_ reference: DataKeyReference) throws -> SecretBytes? {
         for path in try paths(for: reference) {
-            guard let bytes = try Self.readFile(path) else { continue }
+            guard let bytes = try KeyFiles.read(path) else { continue }
             return try WrappedKeyFile.unwrap(bytes, passphrase: passphrase, reference: reference)
         }
         return nil
@@ -156,12 +152,7 @@ public struct PassphraseKeyProvider: KeyProvider {
     public func storeKey(_ key: SecretBytes, for reference: DataKeyReference) throws {
         let path = try filePath(for: reference)
         let bytes = try WrappedKeyFile.wrap(key, passphrase: passphrase, limits: limits, reference: reference)
-        try FileLayout.prepareDirectory(directory, what: "key")
-        do {
-            try POSIXFile.writeAtomically(bytes, to: path)
-        } catch let failure as POSIXFile.Failure {
-            throw Self.posix("writing a wrapped-key file (\(failure.operation))", failure.errno)
-        }
+        try KeyFiles.write(bytes, to: path, directory: directory)
     }
 
     /// Deletes a key's file: overwrites it with zeros (and syncs that) before unlinking it, so
@@ -169,81 +160,13 @@ public struct PassphraseKeyProvider: KeyProvider {
     /// write, and backups, can still hold it). Succeeds when it is already gone.
     /// - Warning: every row sealed under this key becomes unreadable.
     public func deleteKey(_ reference: DataKeyReference) throws {
-        for path in try paths(for: reference) {
-            guard try Self.overwrite(path) else { continue }
-            if unlink(path) != 0, errno != ENOENT { throw Self.posix("deleting a wrapped-key file", errno) }
-            FileLayout.syncDirectory(of: path)
-        }
+        for path in try paths(for: reference) { try KeyFiles.delete(path) }
     }
 
     /// `present` when the key's file exists (the passphrase is not checked), else `missing`.
     public func availability(of reference: DataKeyReference) throws -> DataKeyAvailability {
-        for path in try paths(for: reference) {
-            var info = stat()
-            if lstat(path, &info) == 0 { return .present }
-            guard errno == ENOENT || errno == ENOTDIR else { throw Self.posix("inspecting a wrapped-key file", errno) }
-        }
+        for path in try paths(for: reference) where try KeyFiles.exists(path) { return .present }
         return .missing
-    }
-
-    // MARK: Files
-
-    /// Overwrites the regular file at `path` with zeros and syncs it; false when there is none.
-    /// A link is not followed (it is only unlinked).
-    static func overwrite(_ path: String) throws -> Bool {
-        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT || errno == ENOTDIR { return false }
-            if errno == ELOOP { return true }  // a link: nothing of ours to overwrite, unlink it
-            throw posix("opening a wrapped-key file to erase it", errno)
-        }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw posix("inspecting a wrapped-key file", errno) }
-        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 4_096 else { return true }
-        let zeros = [UInt8](repeating: 0, count: Int(info.st_size))
-        var written = 0
-        while written < zeros.count {
-            let n = zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress! + written, zeros.count - written, off_t(written)) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw posix("erasing a wrapped-key file", errno)
-            }
-            written += n
-        }
-        guard fsync(fd) == 0 else { throw posix("syncing an erased wrapped-key file", errno) }
-        return true
-    }
-
-    static func readFile(_ path: String) throws -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT || errno == ENOTDIR { return nil }
-            if errno == ELOOP { throw unsafe("The wrapped-key file is a symbolic link; refusing to open it.") }
-            throw posix("opening a wrapped-key file", errno)
-        }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw posix("inspecting a wrapped-key file", errno) }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { throw unsafe("The wrapped-key path is not a regular file.") }
-        guard info.st_uid == geteuid() else { throw unsafe("The wrapped-key file is owned by another user.") }
-        guard info.st_mode & 0o077 == 0 else { throw unsafe("The wrapped-key file is accessible to other users; make it 0600.") }
-        guard info.st_size <= 4_096 else {
-            throw TokenStoreError(.integrityCheckFailed, "The wrapped-key file is too large to be one.")
-        }
-        do {
-            return try POSIXFile.readToEnd(fd, capacity: Int(info.st_size) + 1) { Array($0) }
-        } catch let failure as POSIXFile.Failure {
-            throw posix("reading a wrapped-key file", failure.errno)
-        }
-    }
-
-    private static func unsafe(_ message: String) -> TokenStoreError {
-        TokenStoreError(.unsafeFileLayout, message, hint: "Keep wrapped-key files in a private directory (0700) owned by this user.")
-    }
-
-    static func posix(_ operation: String, _ code: Int32) -> TokenStoreError {
-        TokenStoreError(.ioError, "A file-system call failed while \(operation).", cause: .posix(errno: code, operation: operation))
     }
 }
 

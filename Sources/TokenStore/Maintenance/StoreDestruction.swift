@@ -32,11 +32,12 @@ extension TokenStore {
     /// - Warning: every secret, every pending revocation and the whole history are gone for good.
     /// - Throws: as ``destroyStore(confirm:)``, and `invalidInput`, `databaseCorrupt`.
     public static func destroyStore(
-        path: String, appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(),
+        path: String, appID: String, keyProvider: (any KeyProvider)? = nil,
         confirm: StoreDestructionConfirmation
     ) throws {
         try validateAppID(appID)
         switch confirm { case .yesDestroyEverything: break }
+        let keyProvider = keyProvider ?? KeyProviderSelection.automatic(storePath: path)
         var info = stat()
         if lstat(path, &info) == 0 {
             guard (info.st_mode & S_IFMT) == S_IFREG else {

@@ -56,11 +56,12 @@ extension TokenStore {
     ///   `invalidInput`, `unsafeFileLayout`, `databaseCorrupt`, `databaseBusy`, `schemaTooNew`, `ioError`.
     @discardableResult
     public static func resetStore(
-        path: String, appID: String, keyProvider: any KeyProvider = SecretServiceKeyProvider(),
+        path: String, appID: String, keyProvider: (any KeyProvider)? = nil,
         confirm: StoreResetConfirmation
     ) throws -> StoreResetReport {
         try validateAppID(appID)
         switch confirm { case .yesDiscardSealedData: break }
+        let keyProvider = keyProvider ?? KeyProviderSelection.automatic(storePath: path)
         try FileLayout.prepare(databasePath: path)
         var counts = (items: 0, states: 0, outbox: 0)
         var discarded: [String] = []

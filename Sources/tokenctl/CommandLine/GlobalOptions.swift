@@ -17,6 +17,16 @@ struct GlobalOptions: Sendable, Equatable {
     var quiet = false
     /// `--passphrase-fd N`: read the store passphrase from this open file descriptor.
     var passphraseFileDescriptor: Int32?
+    /// `--key-provider NAME` (or `TOKENCTL_KEY_PROVIDER`): `auto` (the default), `secret-service`, `portal`.
+    var keyProvider = KeyProviderName.auto
+
+    /// The key providers `--key-provider` names; the passphrase provider is chosen by `--passphrase-fd`.
+    enum KeyProviderName: String, Sendable, Equatable, CaseIterable {
+        /// The library's choice: the Secret Service, or the Secret portal in a sandbox that cannot reach it.
+        case auto
+        case secretService = "secret-service"
+        case portal
+    }
 
     static let store = OptionSpec.value("store", "path", "The store database file to open.")
     static let appID = OptionSpec.value(
@@ -28,8 +38,13 @@ struct GlobalOptions: Sendable, Equatable {
         "passphrase-fd", "fd", rule: .nonNegativeInteger,
         "Read the store passphrase from this open file descriptor (passphrase key provider).")
 
+    static let keyProvider = OptionSpec.value(
+        "key-provider", "name", environment: "TOKENCTL_KEY_PROVIDER",
+        rule: .oneOf(KeyProviderName.allCases.map(\.rawValue)),
+        "Where the data key is kept: auto (Secret Service, or the Secret portal in a Flatpak sandbox), secret-service, portal.")
+
     /// The declarations of the global options, shown under GLOBAL OPTIONS in every command's help.
-    static let specs = [store, appID, json, quiet, passphraseFileDescriptor]
+    static let specs = [store, appID, json, quiet, passphraseFileDescriptor, keyProvider]
 
     /// The global options that may not be combined.
     static let mutuallyExclusive = [[store.name, appID.name]]
@@ -44,6 +59,7 @@ struct GlobalOptions: Sendable, Equatable {
         json = root.isSet(Self.json)
         quiet = root.isSet(Self.quiet)
         passphraseFileDescriptor = root.value(Self.passphraseFileDescriptor).flatMap { Int32($0) }
+        keyProvider = root.value(Self.keyProvider).flatMap(KeyProviderName.init(rawValue:)) ?? .auto
     }
 
     init() {}

@@ -75,16 +75,27 @@ struct CommandContext {
         return result
     }
 
-    /// The key provider the global options ask for: the Secret Service, or with
-    /// `--passphrase-fd N` the passphrase provider keeping its wrapped key under
-    /// `$XDG_STATE_HOME/tokenstore/keys` (not beside the database; a key file an earlier
-    /// version left there is still read).
+    /// The key provider the global options ask for: with `--passphrase-fd N` the passphrase
+    /// provider keeping its wrapped key under `$XDG_STATE_HOME/tokenstore/keys` (not beside the
+    /// database; a key file an earlier version left there is still read); with
+    /// `--key-provider portal` the Secret portal's provider (key files beside the database);
+    /// with `secret-service` the Secret Service; else the library's automatic choice (the
+    /// Secret Service, or the portal in a Flatpak sandbox that cannot reach it).
     /// Call it once per command: the passphrase is read from the descriptor to its end.
     func keyProvider(storePath: String) throws -> any KeyProvider {
         if let fd = global.passphraseFileDescriptor {
+            guard global.keyProvider == .auto else {
+                throw CommandFailure(
+                    .usage, "--passphrase-fd chooses the passphrase key provider; it cannot be combined with --key-provider",
+                    hint: "give one of them (unset TOKENCTL_KEY_PROVIDER)")
+            }
             return PassphraseKeyProvider(storePath: storePath, passphrase: try SecretInput.passphrase(fileDescriptor: fd))
         }
-        return SecretServiceKeyProvider()
+        switch global.keyProvider {
+        case .auto: return KeyProviderSelection.automatic(storePath: storePath)
+        case .secretService: return SecretServiceKeyProvider()
+        case .portal: return PortalKeyProvider(storePath: storePath)
+        }
     }
 
     // MARK: Output

@@ -114,6 +114,8 @@ enum ErrorMapping {
         + "credential-state history); tokens this copy still holds may have been logged out: revoke them at the server"
 
     private static func hint(for error: TokenStoreError) -> String? {
+        // The Secret portal's provider names the portal in its own hint: the Secret Service hints would mislead.
+        if let hint = error.hint, hint.contains("org.freedesktop.portal.Secret") { return sentenceToHint(hint) }
         switch error.code {
         case .keyringLocked: return unlockHint
         case .secretServiceUnavailable: return secretServiceHint

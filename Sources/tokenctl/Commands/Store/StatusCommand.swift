@@ -44,7 +44,7 @@ struct StatusCommand: TokenctlCommand {
         } else {
             keyState = .none
         }
-        var explanation = explain(keyState, inspection: inspection, error: keyError)
+        var explanation = explain(keyState, inspection: inspection, error: keyError, provider: provider.name)
         // The provider's epoch; the file's as recorded (checked only when the store opens).
         var providerEpoch: UInt64?
         var epochError: String?
@@ -132,17 +132,24 @@ struct StatusCommand: TokenctlCommand {
     }
 
     /// What the key state means for the user, and the way forward, in plain words.
-    private func explain(_ state: KeyState, inspection: StoreInspection, error: String?) -> String {
+    private func explain(_ state: KeyState, inspection: StoreInspection, error: String?, provider: String) -> String {
+        // Where the key lives, as the provider keeps it.
+        let keyHome: String
+        switch provider {
+        case "portal": keyHome = "a key file beside the store (wrapped under the Secret portal's secret for this app)"
+        case "passphrase": keyHome = "a passphrase-wrapped key file"
+        default: keyHome = "the Secret Service"
+        }
         let sealed = inspection.counts.items + inspection.counts.pendingRevocations + inspection.counts.credentialStates
         switch state {
         case .present:
-            return "The data key is in the Secret Service and can be read: the store opens normally."
+            return "The data key is in \(keyHome) and can be read: the store opens normally."
         case .locked:
             return "The keyring holding the data key is locked, so nothing in the store can be read or written "
                 + "until it is unlocked. Nothing is lost. Unlock it with 'tokenctl unlock' (shows the desktop's "
                 + "unlock prompt) or by logging in to the desktop session."
         case .missing:
-            return "The data key is missing from the Secret Service: the \(sealed) sealed row(s) of this store "
+            return "The data key is missing from \(keyHome): the \(sealed) sealed row(s) of this store "
                 + "cannot be opened by anyone. Either restore the keyring that held the key (for example the "
                 + "~/.local/share/keyrings folder from a backup), or start over with 'tokenctl reset --yes', which "
                 + "deletes the stored secrets and keeps the credential-state history (every user becomes revoked, "

@@ -1,0 +1,78 @@
+internal import CLibSecret
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Picks the key provider a store uses when the app names none.
+///
+/// Outside a sandbox: always the Secret Service (``SecretServiceKeyProvider``); nothing is
+/// probed. Inside a Flatpak sandbox (the file `/.flatpak-info` exists): the Secret Service
+/// when its name is reachable on the session bus (the app was given
+/// `--talk-name=org.freedesktop.secrets`), else the Secret portal (``PortalKeyProvider``),
+/// as libsecret itself does in a sandbox. The passphrase provider is never chosen here.
+public enum KeyProviderSelection {
+    /// The file a Flatpak sandbox has at its root, and xdg-desktop-portal reads the app id from.
+    public static let sandboxMarker = "/.flatpak-info"
+    /// The Secret Service's well-known bus name.
+    static let secretServiceName = "org.freedesktop.secrets"
+
+    /// Whether this process runs in a Flatpak sandbox (`marker` exists).
+    public static func isSandboxed(marker: String = sandboxMarker) -> Bool {
+        var info = stat()
+        return lstat(marker, &info) == 0
+    }
+
+    /// The provider for the store at `storePath`, chosen as described above.
+    /// - Parameter probeTimeout: the bound of the bus question asked inside a sandbox.
+    public static func automatic(storePath: String, probeTimeout: Duration = .seconds(3)) -> any KeyProvider {
+        guard isSandboxed() else { return SecretServiceKeyProvider() }
+        return secretServiceReachable(timeout: probeTimeout) ? SecretServiceKeyProvider() : PortalKeyProvider(storePath: storePath)
+    }
+
+    /// Whether the session bus can reach `org.freedesktop.secrets`: a process owns the name,
+    /// or the bus can start one. No bus, no answer in time, or a bus filter (a Flatpak's
+    /// `xdg-dbus-proxy`) that hides the name all count as unreachable. Starts nothing.
+    public static func secretServiceReachable(timeout: Duration = .seconds(3)) -> Bool {
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let answer = try? GLibWorkerThread.run("secret service probe", timeout: timeout) { cancellable throws(TokenStoreError) -> Bool in
+            var error: UnsafeMutablePointer<GError>?
+            guard let bus = g_bus_get_sync(G_BUS_TYPE_SESSION, cancellable.pointer, &error) else {
+                if let error { g_error_free(error) }
+                return false
+            }
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            if ask(bus, "NameHasOwner", argument: secretServiceName, milliseconds, cancellable) { return true }
+            return ask(bus, "ListActivatableNames", argument: nil, milliseconds, cancellable)
+        }
+        return answer ?? false
+    }
+
+    /// `NameHasOwner(name)` → its boolean; `ListActivatableNames()` → whether it lists the name.
+    private static func ask(
+        _ bus: OpaquePointer, _ method: String, argument: String?, _ milliseconds: Int32, _ cancellable: GLibCancellable
+    ) -> Bool {
+        var error: UnsafeMutablePointer<GError>?
+        var children = argument.map { [g_variant_new_string($0)] } ?? []
+        let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        guard let reply = g_dbus_connection_call_sync(
+            bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method, parameters, nil,
+            G_DBUS_CALL_FLAGS_NO_AUTO_START, milliseconds, cancellable.pointer, &error)
+        else {
+            if let error { g_error_free(error) }
+            return false
+        }
+        defer { g_variant_unref(reply) }
+        let value = g_variant_get_child_value(reply, 0)
+        defer { g_variant_unref(value) }
+        let type = String(cString: g_variant_get_type_string(value))
+        if type == "b" { return g_variant_get_boolean(value) != 0 }
+        guard type == "as" else { return false }
+        for index in 0..<g_variant_n_children(value) {
+            let name = g_variant_get_child_value(value, index)
+            defer { g_variant_unref(name) }
+            if String(cString: g_variant_get_string(name, nil)) == secretServiceName { return true }
+        }
+        return false
+    }
+}
