@@ -40,7 +40,7 @@ import TestSupport
 
     private let getUsage = "tokenctl get --account <account> --kind <kind> [--service <service>] [--reveal]"
     private let rootUsage =
-        "tokenctl [--store <path> | --app-id <id>] [--json] [--quiet] [--passphrase-fd <fd>] <subcommand>"
+        "tokenctl [--store <path> | --app-id <id>] [--json] [--quiet] [--passphrase-fd <fd>] [--key-provider <name>] <subcommand>"
 
     // MARK: Accepted forms
 
