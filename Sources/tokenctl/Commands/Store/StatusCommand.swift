@@ -45,6 +45,7 @@ struct StatusCommand: TokenctlCommand {
             keyState = .none
         }
         let explanation = explain(keyState, inspection: inspection, error: keyError)
+        let identity = Self.identity(of: provider)
 
         let counts = inspection.counts
         let modes = inspection.fileModes
@@ -56,6 +57,12 @@ struct StatusCommand: TokenctlCommand {
             "storeID": Format.optional(inspection.storeIdentifier),
             "keyID": Format.optional(inspection.activeKeyIdentifier),
             "keyProvider": .string(provider.name),
+            // Which program serves the keys (the owner of org.freedesktop.secrets), when known.
+            "provider": [
+                "name": .string(identity?.name ?? "none"),
+                "version": Format.optional(identity?.version),
+                "executable": Format.optional(identity?.executable),
+            ],
             "keyState": .string(keyState.rawValue),
             "keyStateExplanation": .string(explanation),
             "counts": [
@@ -84,7 +91,7 @@ struct StatusCommand: TokenctlCommand {
                     + (pending.isEmpty ? "nothing pending)" : "pending: \(pending.joined(separator: ", ")))"),
             ])
             table.append(["store id", inspection.storeIdentifier ?? "-"])
-            table.append(["key provider", provider.name])
+            table.append(["key provider", "\(provider.name) (\(identity?.displayName ?? "none running"))"])
             table.append(["key id", inspection.activeKeyIdentifier ?? "-"])
             table.append(["key state", keyState.rawValue])
             table.append(["items", String(counts.items)])
@@ -104,6 +111,13 @@ struct StatusCommand: TokenctlCommand {
             return table.rendered() + "\n" + explanation + "\n"
         }
         return .ok
+    }
+
+    /// The program behind the key provider: the passphrase provider, or the owner of
+    /// org.freedesktop.secrets (nil when no Secret Service runs or the bus cannot be asked).
+    private static func identity(of provider: any KeyProvider) -> KeyProviderIdentity? {
+        if provider.name == KeyProviderIdentity.passphrase { return .passphraseProvider }
+        return (try? KeyProviderIdentity.secretService()) ?? nil
     }
 
     /// What the key state means for the user, and the way forward, in plain words.

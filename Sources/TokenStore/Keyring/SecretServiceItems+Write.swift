@@ -1,0 +1,218 @@
+internal import CLibSecret
+
+/// The write path of ``SecretServiceKeyProvider`` and the prompt-free unlock, written so that
+/// no Secret Service can turn a key write into a dialog that never returns:
+///
+/// - **No silent collection creation.** libsecret's `secret_password_store` into the
+///   `default` alias calls `CreateCollection` when there is no default collection; KeePassXC
+///   and KWallet answer that with a dialog (and KWallet rewrites its "Default Wallet"). The
+///   store resolves the default collection first and throws when there is none.
+/// - **Nothing written into a locked collection.** A store sent to a locked collection makes
+///   libsecret unlock it (a prompt; KeePassXC's hangs headless). The store checks first.
+/// - **No item is overwritten in place.** Replacing an item another process created makes
+///   KeePassXC run a per-item prompt that never completes. A key of an existing reference
+///   is written as a new item (`Replace` off), then the old items are deleted by path.
+extension SecretServiceItems {
+    /// Stores `key` as a new item of `reference` in the default collection, then deletes any
+    /// older item of the same reference. Storing the key an item already holds changes nothing.
+    static func store(
+        _ key: SecretBytes, for reference: DataKeyReference, _ cancellable: GLibCancellable,
+        operation: String
+    ) throws(TokenStoreError) {
+        try withService(cancellable, operation: operation) { service throws(TokenStoreError) in
+            guard let collection = try defaultCollection(service, cancellable, operation: operation) else {
+                throw noDefaultCollection(operation, cancellable)
+            }
+            defer { g_object_unref(collection) }
+            if try isLocked(collection, of: service, cancellable, operation: operation) {
+                guard try unlockWithoutPrompt(service, collection, cancellable, operation: operation) else {
+                    throw TokenStoreError(
+                        .keyringLocked, "The keyring holding the data key is locked (\(operation)).",
+                        hint: TokenStoreError.unlockHint)
+                }
+            }
+            let before = try search(reference, loadSecret: true, cancellable, operation: operation)
+            if before.locked > 0 {
+                throw TokenStoreError(
+                    .keyringLocked, "The keyring holding the data key is locked (\(operation)).",
+                    hint: TokenStoreError.unlockHint)
+            }
+            if before.count == 1, let existing = before.secret, existing == key { return }
+            let old = try itemPaths(reference, cancellable, operation: operation)
+            try create(key, for: reference, in: collection, cancellable, operation: operation)
+            let connection = g_dbus_proxy_get_connection(
+                UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self))!
+            for path in old {
+                try deleteItem(path, connection, cancellable, operation: operation)
+            }
+        }
+    }
+
+    /// Unlocks the default collection when that needs no prompt; false otherwise.
+    ///
+    /// KWallet reports its collection locked to Secret Service clients until one of them
+    /// calls `Unlock`, also when the wallet was opened at login (kwallet-pam); its unlock
+    /// prompt then completes without showing anything. Only in that case — the daemon is
+    /// kwalletd and says the wallet is open — is the unlock done; everywhere else it would be
+    /// a dialog, which only ``SecretServiceKeyProvider/allowsUserInteraction`` permits.
+    static func unlockWithoutPrompt(_ cancellable: GLibCancellable, operation: String) throws(TokenStoreError) -> Bool {
+        try withService(cancellable, operation: operation) { service throws(TokenStoreError) in
+            guard let collection = try defaultCollection(service, cancellable, operation: operation) else {
+                return false
+            }
+            defer { g_object_unref(collection) }
+            guard try isLocked(collection, of: service, cancellable, operation: operation) else { return true }
+            return try unlockWithoutPrompt(service, collection, cancellable, operation: operation)
+        }
+    }
+
+    private static func unlockWithoutPrompt(
+        _ service: UnsafeMutablePointer<SecretService>, _ collection: UnsafeMutablePointer<SecretCollection>,
+        _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> Bool {
+        guard let identity = try KeyProviderIdentity.secretServiceNow(cancellable, operation: operation),
+            identity.name == KeyProviderIdentity.kWallet, let generation = identity.version
+        else { return false }
+        guard let label = secret_collection_get_label(collection) else { return false }
+        let wallet = String(cString: label)
+        g_free(label)
+        let connection = g_dbus_proxy_get_connection(
+            UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self))!
+        var children: [OpaquePointer?] = [g_variant_new_string(wallet)]
+        let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, 1) }
+        var error: UnsafeMutablePointer<GError>?
+        let reply = g_dbus_connection_call_sync(
+            connection, "org.kde.kwalletd\(generation)", "/modules/kwalletd\(generation)", "org.kde.KWallet",
+            "isOpen", parameters, nil, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable.pointer, &error)
+        if let error {
+            g_error_free(error)
+            return false
+        }
+        guard let reply else { return false }
+        defer { g_variant_unref(reply) }
+        guard g_variant_n_children(reply) == 1, let value = g_variant_get_child_value(reply, 0) else { return false }
+        defer { g_variant_unref(value) }
+        guard g_variant_classify(value) == G_VARIANT_CLASS_BOOLEAN, g_variant_get_boolean(value) != 0 else {
+            return false
+        }
+        let objects = g_list_append(nil, UnsafeMutableRawPointer(collection))
+        defer { g_list_free(objects) }
+        var unlocked: UnsafeMutablePointer<GList>?
+        let count = secret_service_unlock_sync(service, objects, cancellable.pointer, &unlocked, &error)
+        if let unlocked { g_list_free_full(unlocked, g_object_unref) }
+        if let error { throw GLibError.classify(error, operation: operation) }
+        return count > 0
+    }
+
+    /// A new item (never `Replace`: see the type's comment) in `collection`.
+    private static func create(
+        _ key: SecretBytes, for reference: DataKeyReference, in collection: UnsafeMutablePointer<SecretCollection>,
+        _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) {
+        try withSchema { schema throws(TokenStoreError) in
+            try withAttributes(reference) { attributes throws(TokenStoreError) in
+                // secret_value_new copies the bytes into libsecret's own non-pageable memory.
+                let value = key.withUnsafeBytes { bytes in
+                    secret_value_new(
+                        bytes.baseAddress?.assumingMemoryBound(to: gchar.self), gssize(bytes.count), contentType)
+                }
+                guard let value else {
+                    throw TokenStoreError(.ioError, "libsecret could not hold the key (\(operation)).")
+                }
+                defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+                var error: UnsafeMutablePointer<GError>?
+                let item = secret_item_create_sync(
+                    collection, schema, attributes, reference.label, value, SECRET_ITEM_CREATE_NONE,
+                    cancellable.pointer, &error)
+                if let error {
+                    if let item { g_object_unref(item) }
+                    throw GLibError.classify(error, operation: operation)
+                }
+                guard let item else {
+                    throw TokenStoreError(.ioError, "The Secret Service did not store the key (\(operation)).")
+                }
+                g_object_unref(item)
+            }
+        }
+    }
+
+    /// The object paths of every item of `reference`, in any collection.
+    private static func itemPaths(
+        _ reference: DataKeyReference, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> [String] {
+        try withSchema { schema throws(TokenStoreError) in
+            try withAttributes(reference) { attributes throws(TokenStoreError) in
+                var error: UnsafeMutablePointer<GError>?
+                let list = secret_password_searchv_sync(
+                    schema, attributes, SECRET_SEARCH_ALL, cancellable.pointer, &error)
+                if let error {
+                    if let list { g_list_free_full(list, g_object_unref) }
+                    throw GLibError.classify(error, operation: operation)
+                }
+                guard let list else { return [] }
+                defer { g_list_free_full(list, g_object_unref) }
+                var paths: [String] = []
+                var node: UnsafeMutablePointer<GList>? = list
+                while let current = node {
+                    node = current.pointee.next
+                    guard let object = current.pointee.data,
+                        g_type_check_instance_is_a(object.assumingMemoryBound(to: GTypeInstance.self), g_dbus_proxy_get_type()) != 0,
+                        let path = g_dbus_proxy_get_object_path(object.assumingMemoryBound(to: GDBusProxy.self))
+                    else { continue }
+                    paths.append(String(cString: path))
+                }
+                return paths
+            }
+        }
+    }
+
+    /// `org.freedesktop.Secret.Item.Delete` on `path`. A service that answers with a prompt
+    /// (it wants to ask the user) gets the prompt dismissed and a typed error naming it.
+    private static func deleteItem(
+        _ path: String, _ connection: OpaquePointer, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) {
+        var error: UnsafeMutablePointer<GError>?
+        let reply = g_dbus_connection_call_sync(
+            connection, "org.freedesktop.secrets", path, "org.freedesktop.Secret.Item",
+            "Delete", nil, nil, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable.pointer, &error)
+        if let error { throw GLibError.classify(error, operation: operation) }
+        guard let reply else { return }
+        defer { g_variant_unref(reply) }
+        guard g_variant_n_children(reply) == 1, let value = g_variant_get_child_value(reply, 0) else { return }
+        defer { g_variant_unref(value) }
+        guard let raw = g_variant_get_string(value, nil) else { return }
+        let prompt = String(cString: raw)
+        guard prompt != "/" else { return }
+        _ = g_dbus_connection_call_sync(
+            connection, "org.freedesktop.secrets", prompt, "org.freedesktop.Secret.Prompt",
+            "Dismiss", nil, nil, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable.pointer, nil).map { g_variant_unref($0) }
+        let name = (try? KeyProviderIdentity.secretServiceNow(cancellable, operation: operation))??.name ?? "the Secret Service"
+        throw TokenStoreError(
+            .ioError, "\(name) asks the user before deleting a replaced key item; it was left (\(operation)).",
+            hint: name == KeyProviderIdentity.keePassXC
+                ? "In KeePassXC, Settings → Secret Service Integration: turn off \"Confirm when passwords are deleted by clients\"."
+                : nil)
+    }
+
+    /// `secretServiceUnavailable`: the service runs but has no default collection, and making
+    /// one would ask the user (a dialog), so the store does not.
+    static func noDefaultCollection(_ operation: String, _ cancellable: GLibCancellable) -> TokenStoreError {
+        let name = (try? KeyProviderIdentity.secretServiceNow(cancellable, operation: operation))??.name
+        let hint: String
+        switch name {
+        case KeyProviderIdentity.keePassXC?:
+            hint = "Open a database in KeePassXC and expose a group of it (Database settings → Secret Service Integration)."
+        case KeyProviderIdentity.kWallet?:
+            hint = "Create a wallet in KWalletManager and make it the default wallet."
+        case KeyProviderIdentity.gnomeKeyring?:
+            hint = "Create a default keyring (Passwords and Keys, or log in to the desktop once)."
+        default:
+            hint = TokenStoreError.secretServiceHint
+        }
+        return TokenStoreError(
+            .secretServiceUnavailable,
+            "The Secret Service (\(name ?? "unknown")) has no default collection; TokenStore does not create one, "
+                + "because that asks the user in a dialog (\(operation)).",
+            hint: hint)
+    }
+}
