@@ -9,6 +9,9 @@ internal import CLibSecret
 ///   store resolves the default collection first and throws when there is none.
 /// - **Nothing written into a locked collection.** A store sent to a locked collection makes
 ///   libsecret unlock it (a prompt; KeePassXC's hangs headless). The store checks first.
+/// - **No identifying label in clear text.** KWallet keeps labels and attributes unencrypted
+///   (`<wallet>_attributes.json`): there the label carries no app id. It is unique per key
+///   (KWallet files items under their label; two created at once with one label collided).
 /// - **No item is overwritten in place.** Replacing an item another process created makes
 ///   KeePassXC run a per-item prompt that never completes. A key of an existing reference
 ///   is written as a new item (`Replace` off), then the old items are deleted by path.
@@ -38,15 +41,25 @@ extension SecretServiceItems {
                     hint: TokenStoreError.unlockHint)
             }
             if before.count == 1, let existing = before.secret, existing == key { return }
-            let old = try itemPaths(reference, cancellable, operation: operation)
+            let old = try items(of: reference, cancellable, operation: operation)
+            defer { for item in old { g_object_unref(item) } }
             try create(key, for: reference, in: collection, cancellable, operation: operation)
-            let connection = g_dbus_proxy_get_connection(
-                UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self))!
-            for path in old {
-                try deleteItem(path, connection, cancellable, operation: operation)
+            for item in old {
+                try deleteItem(item, cancellable, operation: operation)
+            }
+            // Read it back: a transfer session that went wrong (KWallet) stores other bytes.
+            let after = try search(reference, loadSecret: true, cancellable, operation: operation)
+            guard after.count == 1 else {
+                throw TokenStoreError(.ioError, "\(after.count) key items after storing one (\(operation)).")
+            }
+            guard let stored = after.secret, stored == key else {
+                throw TokenStoreError(.ioError, "\(unreadableSecretMessage): the stored key did not read back (\(operation)).")
             }
         }
     }
+
+    /// The message of an item whose secret could not be read or read back wrong.
+    static let unreadableSecretMessage = "The key item has no readable secret"
 
     /// Unlocks the default collection when that needs no prompt; false otherwise.
     ///
@@ -120,9 +133,12 @@ extension SecretServiceItems {
                     throw TokenStoreError(.ioError, "libsecret could not hold the key (\(operation)).")
                 }
                 defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+                // KWallet writes labels, like attributes, in clear text beside the wallet.
+                let provider = try KeyProviderIdentity.secretServiceNow(cancellable, operation: operation)
+                let label = provider?.name == KeyProviderIdentity.kWallet ? reference.neutralLabel : reference.label
                 var error: UnsafeMutablePointer<GError>?
                 let item = secret_item_create_sync(
-                    collection, schema, attributes, reference.label, value, SECRET_ITEM_CREATE_NONE,
+                    collection, schema, attributes, label, value, SECRET_ITEM_CREATE_NONE,
                     cancellable.pointer, &error)
                 if let error {
                     if let item { g_object_unref(item) }
@@ -136,10 +152,10 @@ extension SecretServiceItems {
         }
     }
 
-    /// The object paths of every item of `reference`, in any collection.
-    private static func itemPaths(
-        _ reference: DataKeyReference, _ cancellable: GLibCancellable, operation: String
-    ) throws(TokenStoreError) -> [String] {
+    /// Every item of `reference`, in any collection, each a new reference (`g_object_unref`).
+    private static func items(
+        of reference: DataKeyReference, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> [UnsafeMutablePointer<SecretItem>] {
         try withSchema { schema throws(TokenStoreError) in
             try withAttributes(reference) { attributes throws(TokenStoreError) in
                 var error: UnsafeMutablePointer<GError>?
@@ -151,47 +167,30 @@ extension SecretServiceItems {
                 }
                 guard let list else { return [] }
                 defer { g_list_free_full(list, g_object_unref) }
-                var paths: [String] = []
+                var items: [UnsafeMutablePointer<SecretItem>] = []
                 var node: UnsafeMutablePointer<GList>? = list
                 while let current = node {
                     node = current.pointee.next
                     guard let object = current.pointee.data,
-                        g_type_check_instance_is_a(object.assumingMemoryBound(to: GTypeInstance.self), g_dbus_proxy_get_type()) != 0,
-                        let path = g_dbus_proxy_get_object_path(object.assumingMemoryBound(to: GDBusProxy.self))
+                        g_type_check_instance_is_a(object.assumingMemoryBound(to: GTypeInstance.self), secret_item_get_type()) != 0
                     else { continue }
-                    paths.append(String(cString: path))
+                    g_object_ref(object)
+                    items.append(object.assumingMemoryBound(to: SecretItem.self))
                 }
-                return paths
+                return items
             }
         }
     }
 
-    /// `org.freedesktop.Secret.Item.Delete` on `path`. A service that answers with a prompt
-    /// (it wants to ask the user) gets the prompt dismissed and a typed error naming it.
+    /// Deletes `item`. KeePassXC answers every delete with a prompt, which deletes without a
+    /// dialog when "confirm delete" is off; libsecret runs it. With confirmation on, the
+    /// prompt waits for the user: bounded by the operation's time-out like every call.
     private static func deleteItem(
-        _ path: String, _ connection: OpaquePointer, _ cancellable: GLibCancellable, operation: String
+        _ item: UnsafeMutablePointer<SecretItem>, _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) {
         var error: UnsafeMutablePointer<GError>?
-        let reply = g_dbus_connection_call_sync(
-            connection, "org.freedesktop.secrets", path, "org.freedesktop.Secret.Item",
-            "Delete", nil, nil, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable.pointer, &error)
+        _ = secret_item_delete_sync(item, cancellable.pointer, &error)
         if let error { throw GLibError.classify(error, operation: operation) }
-        guard let reply else { return }
-        defer { g_variant_unref(reply) }
-        guard g_variant_n_children(reply) == 1, let value = g_variant_get_child_value(reply, 0) else { return }
-        defer { g_variant_unref(value) }
-        guard let raw = g_variant_get_string(value, nil) else { return }
-        let prompt = String(cString: raw)
-        guard prompt != "/" else { return }
-        _ = g_dbus_connection_call_sync(
-            connection, "org.freedesktop.secrets", prompt, "org.freedesktop.Secret.Prompt",
-            "Dismiss", nil, nil, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable.pointer, nil).map { g_variant_unref($0) }
-        let name = (try? KeyProviderIdentity.secretServiceNow(cancellable, operation: operation))??.name ?? "the Secret Service"
-        throw TokenStoreError(
-            .ioError, "\(name) asks the user before deleting a replaced key item; it was left (\(operation)).",
-            hint: name == KeyProviderIdentity.keePassXC
-                ? "In KeePassXC, Settings → Secret Service Integration: turn off \"Confirm when passwords are deleted by clients\"."
-                : nil)
     }
 
     /// `secretServiceUnavailable`: the service runs but has no default collection, and making

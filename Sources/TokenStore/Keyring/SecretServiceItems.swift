@@ -261,7 +261,7 @@ enum SecretServiceItems {
             }
         }
         guard let value else {
-            throw TokenStoreError(.ioError, "The Secret Service returned an item without a secret (\(operation)).")
+            throw TokenStoreError(.ioError, "\(unreadableSecretMessage) (\(operation)).")
         }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         var length: gsize = 0

@@ -64,7 +64,7 @@ public struct SecretServiceKeyProvider: KeyProvider {
                 if found.count == 1 {
                     if found.locked > 0 { throw Self.locked(operation) }
                     guard let key = found.secret else {
-                        throw TokenStoreError(.ioError, "The key item has no readable secret (\(operation)).")
+                        throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage) (\(operation)).")
                     }
                     guard key.count == Self.keyLength else {
                         throw TokenStoreError(
@@ -219,13 +219,28 @@ public struct SecretServiceKeyProvider: KeyProvider {
     /// not provided by any .service files") even after a new daemon took its place, until
     /// the process restarts. Forgetting the proxy lets this call and the later ones reach
     /// the daemon running now (or have D-Bus start one).
+    ///
+    /// The same once more for a failed transfer session: KWallet 5 gets about one
+    /// Diffie-Hellman session in 50 wrong (it wants a 128-byte public key, so a key with a
+    /// leading zero byte is refused, "Client public key size is invalid", or its shared
+    /// secret decrypts to garbage: libsecret then reads no secret). A new connection
+    /// negotiates a new session. A key store checks what it wrote by reading it back, so a
+    /// garbled write shows here too; its retry replaces that item.
     private func reconnecting<R>(_ body: () throws(TokenStoreError) -> R) throws(TokenStoreError) -> R {
         do {
             return try body()
-        } catch where error.code == .secretServiceUnavailable {
+        } catch where error.code == .secretServiceUnavailable || Self.isSessionFailure(error) {
             SecretServiceItems.forgetCachedService()
             return try body()
         }
+    }
+
+    /// An `ioError` that a new transfer session may not repeat (see ``reconnecting(_:)``).
+    static func isSessionFailure(_ error: TokenStoreError) -> Bool {
+        guard error.code == .ioError else { return false }
+        if error.message.contains(SecretServiceItems.unreadableSecretMessage) { return true }
+        guard case .glib(let domain, _, let message)? = error.cause else { return false }
+        return domain == "secret-error" || message.contains("Client public key size is invalid")
     }
 
     private static func locked(_ operation: String) -> TokenStoreError {
