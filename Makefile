@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build test test-cabi demo bench bench-footprint soak fuzz sanitizers release stress-tests docs install uninstall clean
+.PHONY: all deps build test test-providers test-cabi demo bench bench-footprint soak fuzz sanitizers release stress-tests docs install uninstall clean
 
 all: build
 
@@ -26,6 +26,17 @@ test: deps
 	TOKENSTORE_REQUIRE_KEYRING=1 SWIFT=$(SWIFT) scripts/with-keyring scripts/run-tests $(SWIFT_FLAGS)
 # Suites that lock the shared private keyring (or stop its daemon) have "ExclusiveKeyring" in
 # their type name: they run in a second, serialized pass so they cannot disturb the others.
+
+# The provider matrix: the key-provider contract tests and the keyring-touching tokenctl tests
+# against gnome-keyring, KeePassXC and KWallet, each headless on a private bus with no D-Bus
+# activation (scripts/providers/; what each does differently: docs/providers.md).
+test-providers: deps
+	@scripts/providers/install
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	SWIFT=$(SWIFT) scripts/providers/matrix $(SWIFT_FLAGS)
+	# The Flatpak Secret portal: xdg-desktop-portal + gnome-keyring's backend, apps in bubblewrap.
+	scripts/providers/install-portal
+	scripts/providers/portal
 
 # A sign-in → use → logout cycle in a private keyring session against the local server.
 demo: deps

@@ -25,6 +25,24 @@ public enum PrivateKeyring {
     public static let skipReason =
         "needs the private keyring: run the tests as `scripts/with-keyring swift test`"
 
+    /// The Secret Service under test: `gnome-keyring` (scripts/with-keyring, or
+    /// scripts/providers/gnome-keyring), `keepassxc` or `kwallet` (scripts/providers/*, which
+    /// set TOKENSTORE_TEST_PROVIDER).
+    public static var provider: String {
+        ProcessInfo.processInfo.environment["TOKENSTORE_TEST_PROVIDER"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? "gnome-keyring"
+    }
+
+    /// Whether ``unlockDefaultCollection()`` works with no display. Only gnome-keyring has a
+    /// headless unlock after a lock (its control socket); KeePassXC and KWallet (whose wallet
+    /// a lock closes) ask for the password in a dialog.
+    public static var canUnlockHeadless: Bool { provider == "gnome-keyring" }
+
+    /// Why a test that unlocks after locking is skipped on this provider.
+    public static var noHeadlessUnlockReason: String {
+        "\(provider) has no headless unlock after a lock (a password dialog)"
+    }
+
     /// The throwaway password of the private keyring, if any.
     public static var password: String? {
         ProcessInfo.processInfo.environment[passwordVariable].flatMap { $0.isEmpty ? nil : $0 }
@@ -53,17 +71,43 @@ public enum PrivateKeyring {
     }
 
     /// Locks the default collection through `org.freedesktop.Secret.Service.Lock` and waits
-    /// until the service reports it locked.
+    /// until the service reports it locked. KeePassXC answers Lock with a prompt, which locks
+    /// the database without a dialog when called.
     public static func lockDefaultCollection() throws {
         let path = try defaultCollectionPath()
-        _ = try gdbus("/org/freedesktop/secrets", "org.freedesktop.Secret.Service.Lock", ["['\(path)']"])
+        let answer = try gdbus("/org/freedesktop/secrets", "org.freedesktop.Secret.Service.Lock", ["['\(path)']"])
+        if let prompt = answer.standardOutput.split(separator: "'").dropLast().last.map(String.init),
+            prompt.hasPrefix("/org/freedesktop/secrets/prompt/")
+        {
+            _ = try gdbus(prompt, "org.freedesktop.Secret.Prompt.Prompt", [""])
+        }
         try waitForLockState(true)
+    }
+
+    /// Stops the Secret Service and starts it again (its items must survive): the provider
+    /// script's restart (TOKENSTORE_TEST_PROVIDER_RESTART), or under scripts/with-keyring a
+    /// `gnome-keyring-daemon --replace` unlocked with the throwaway password.
+    public static func restartSecretService() throws {
+        let environment = ProcessInfo.processInfo.environment
+        if let restart = environment["TOKENSTORE_TEST_PROVIDER_RESTART"], !restart.isEmpty {
+            let words = restart.split(separator: " ").map(String.init)
+            let result = try run(words[0], Array(words.dropFirst()), timeout: .seconds(90))
+            guard result.status == 0 else { throw PrivateKeyringError("the provider restart failed: \(result)") }
+            return
+        }
+        guard let password else { throw PrivateKeyringError("\(passwordVariable) is not set") }
+        let result = try run(
+            "gnome-keyring-daemon", ["--replace", "--unlock", "--components=secrets", "--daemonize"],
+            input: Data(password.utf8), timeout: .seconds(20))
+        guard result.status == 0 else { throw PrivateKeyringError("gnome-keyring-daemon --replace failed: \(result)") }
+        try waitForLockState(false)
     }
 
     /// Unlocks the default ("login") collection with the throwaway password, through
     /// gnome-keyring's control socket (`$XDG_RUNTIME_DIR/keyring/control`, the PAM path),
     /// and waits until the service reports it unlocked.
     public static func unlockDefaultCollection() throws {
+        guard canUnlockHeadless else { throw PrivateKeyringError(noHeadlessUnlockReason) }
         guard let password else { throw PrivateKeyringError("\(passwordVariable) is not set") }
         try unlockThroughControlSocket(password: password)
         try waitForLockState(false)
@@ -132,7 +176,8 @@ public enum PrivateKeyring {
         /// A fresh private bus (its own `dbus-daemon`) on which nothing provides
         /// `org.freedesktop.secrets` and nothing can be activated.
         case withoutSecretService
-        /// A fresh private bus with its own unlocked gnome-keyring (`scripts/with-keyring`):
+        /// A fresh private bus with its own unlocked Secret Service of the provider under test
+        /// (`scripts/with-keyring`, or the same `scripts/providers/*` script):
         /// for tests that lock the keyring and must not disturb tests running beside them.
         case ownPrivateKeyring
     }
@@ -170,7 +215,9 @@ public enum PrivateKeyring {
                     environment: environment, timeout: timeout)
             }
         case .ownPrivateKeyring:
-            let script = repositoryRoot.appendingPathComponent("scripts/with-keyring").path
+            // A session of the same provider as this one (scripts/providers/*), else with-keyring.
+            let script = environment["TOKENSTORE_TEST_PROVIDER_SCRIPT"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? repositoryRoot.appendingPathComponent("scripts/with-keyring").path
             return try run(script, [executable] + arguments, environment: environment, timeout: timeout)
         }
     }

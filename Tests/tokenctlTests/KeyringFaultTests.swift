@@ -29,8 +29,14 @@ struct KeyringFaultTests {
         coll=$(gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets \
             --method org.freedesktop.Secret.Service.ReadAlias default | sed -n "s/^(objectpath '\\(.*\\)',)$/\\1/p")
         [ -n "$coll" ] || { echo "no default collection" >&2; exit 91; }
-        gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets \
-            --method org.freedesktop.Secret.Service.Lock "['$coll']" >/dev/null || exit 92
+        answer=$(gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets \
+            --method org.freedesktop.Secret.Service.Lock "['$coll']") || exit 92
+        # KeePassXC answers with a prompt, which locks without a dialog when called.
+        prompt=$(printf '%s' "$answer" | sed -n "s|.*objectpath '\\(/org/freedesktop/secrets/prompt/[^']*\\)')$|\\1|p")
+        if [ -n "$prompt" ]; then
+            gdbus call --session --dest org.freedesktop.secrets --object-path "$prompt" \
+                --method org.freedesktop.Secret.Prompt.Prompt "" >/dev/null || exit 94
+        fi
         tries=0
         until gdbus call --session --dest org.freedesktop.secrets --object-path "$coll" \
                 --method org.freedesktop.DBus.Properties.Get org.freedesktop.Secret.Collection Locked | grep -q true; do
@@ -51,7 +57,10 @@ struct KeyringFaultTests {
             "$T" --store "$S" get --account alice --kind generic --reveal >"$O/get.out" 2>"$O/get.err"; echo $? >"$O/get.rc"
             "$T" --store "$S" status >"$O/status.out" 2>"$O/status.err"; echo $? >"$O/status.rc"
             "$T" --store "$S" --json status >"$O/status-json.out" 2>"$O/status-json.err"; echo $? >"$O/status-json.rc"
-            "$T" unlock >"$O/unlock.out" 2>"$O/unlock.err"; echo $? >"$O/unlock.rc"
+            # KeePassXC and KWallet would wait on an invisible password dialog.
+            if [ "${TOKENSTORE_TEST_PROVIDER:-gnome-keyring}" = gnome-keyring ]; then
+                "$T" unlock >"$O/unlock.out" 2>"$O/unlock.err"; echo $? >"$O/unlock.rc"
+            fi
             exit 0
             """
         let files = try runInOwnKeyring(script, store: store)
@@ -68,9 +77,13 @@ struct KeyringFaultTests {
         #expect(json?["keyState"] as? String == "locked")
         #expect((json?["counts"] as? [String: Any])?["items"] as? Int == 1)
 
-        // No display: the prompt cannot be shown, which counts as dismissed.
-        #expect(files["unlock.rc"] == "75\n", "\(files["unlock.err"] ?? "")")
-        #expect(files["unlock.err"]?.contains("tokenctl: error: The keyring stayed locked") == true)
+        // No display: gnome-keyring's prompt cannot be shown, which counts as dismissed.
+        if PrivateKeyring.canUnlockHeadless {
+            #expect(files["unlock.rc"] == "75\n", "\(files["unlock.err"] ?? "")")
+            #expect(files["unlock.err"]?.contains("tokenctl: error: The keyring stayed locked") == true)
+        } else {
+            #expect(files["unlock.rc"] == nil, "\(PrivateKeyring.noHeadlessUnlockReason): unlock not run")
+        }
 
         for (name, text) in files { #expect(!text.contains(canary), "\(name) shows the secret") }
     }

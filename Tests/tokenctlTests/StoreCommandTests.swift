@@ -87,8 +87,15 @@ struct StoreCommandTests {
         let statusJSON = try store.json(["status"])
         expectKeys(statusJSON.object, [
             "path", "schemaVersion", "supportedSchemaVersion", "pendingMigrations", "storeID", "keyID", "keyProvider",
-            "keyState", "keyStateExplanation", "epoch", "counts", "fileModes", "processDumpable",
+            "keyState", "keyStateExplanation", "epoch", "counts", "fileModes", "processDumpable", "provider",
         ])
+        // The program serving the keys, named after the owner of org.freedesktop.secrets.
+        let expectedProvider = ["gnome-keyring": "gnome-keyring", "keepassxc": "KeePassXC", "kwallet": "KWallet"][
+            PrivateKeyring.provider]
+        let providerObject = statusJSON.object["provider"] as? [String: Any]
+        #expect(providerObject?["name"] as? String == expectedProvider, "\(providerObject ?? [:])")
+        #expect(providerObject.map { Set($0.keys) } == ["name", "version", "executable"])
+        #expect(status.standardOutput.contains("key provider         secret-service (\(expectedProvider ?? "?")"))
         // Finding 11: tokenctl turns core dumps and ptrace off for itself (PR_SET_DUMPABLE 0).
         #expect(statusJSON.object["processDumpable"] as? Bool == false)
         #expect(statusJSON.object["keyState"] as? String == "present")

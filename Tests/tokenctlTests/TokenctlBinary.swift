@@ -109,8 +109,14 @@ struct TokenctlStore {
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> (result: TokenctlResult, object: [String: Any]) {
         let result = try run(["--json"] + arguments, stdin: stdin, environment: environment)
-        let parsed = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8))
+        let parsed = try? JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8))
         guard let object = parsed as? [String: Any] else {
+            if parsed == nil {
+                Issue.record(
+                    "not JSON (exit \(result.exitCode)): \(result.standardOutput)\n--- stderr\n\(result.standardError)",
+                    sourceLocation: sourceLocation)
+                return (result, [:])
+            }
             Issue.record("not a JSON object: \(result.standardOutput)", sourceLocation: sourceLocation)
             return (result, [:])
         }

@@ -19,6 +19,12 @@ public struct DataKeyReference: Sendable, Hashable, CustomStringConvertible {
     /// The label of the keyring item: "TokenStore data key — <app-id>".
     public var label: String { "TokenStore data key — \(appID)" }
 
+    /// The label where the provider keeps labels in clear text (KWallet's attribute file):
+    /// no app id, and unique per key (the random key id, already an attribute): KWallet files
+    /// items under their label, and two items created at once with one label overwrote
+    /// each other (a key lost).
+    public var neutralLabel: String { "TokenStore data key \(keyID)" }
+
     public var description: String { "store \(storeID.prefix(8)) key \(keyID.prefix(8))" }
 }
 

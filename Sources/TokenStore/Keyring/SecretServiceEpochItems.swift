@@ -67,6 +67,7 @@ enum SecretServiceEpochItems {
     static func store(
         _ epoch: UInt64, storeID: String, label: String, _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) {
+        try SecretServiceItems.requireWritableDefaultCollection(cancellable, operation: operation)
         let text = String(epoch)
         let writeID = Hex.encode(SecretBytes.random(count: 8).copyBytes())
         try withSchema { schema throws(TokenStoreError) in

@@ -87,64 +87,43 @@ enum SecretServiceItems {
                 return nil
             }
             defer { g_object_unref(collection) }
-            let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
-            let path = g_dbus_proxy_get_object_path(
-                UnsafeMutableRawPointer(collection).assumingMemoryBound(to: GDBusProxy.self))
-            var children: [OpaquePointer?] = [
-                g_variant_new_string("org.freedesktop.Secret.Collection"),
-                g_variant_new_string("Locked"),
-            ]
-            let parameters = children.withUnsafeMutableBufferPointer {
-                g_variant_new_tuple($0.baseAddress, 2)
-            }
-            var error: UnsafeMutablePointer<GError>?
-            let reply = g_dbus_connection_call_sync(
-                g_dbus_proxy_get_connection(proxy), g_dbus_proxy_get_name(proxy), path,
-                "org.freedesktop.DBus.Properties", "Get", parameters, nil,
-                G_DBUS_CALL_FLAGS_NONE, -1, cancellable.pointer, &error)
-            if let error { throw GLibError.classify(error, operation: operation) }
-            guard let reply else {
-                throw TokenStoreError(.ioError, "The Secret Service gave no lock state (\(operation)).")
-            }
-            defer { g_variant_unref(reply) }
-            guard g_variant_n_children(reply) == 1 else { throw badLockReply(operation) }
-            let boxed = g_variant_get_child_value(reply, 0)!
-            defer { g_variant_unref(boxed) }
-            guard g_variant_classify(boxed) == G_VARIANT_CLASS_VARIANT else { throw badLockReply(operation) }
-            let value = g_variant_get_variant(boxed)!
-            defer { g_variant_unref(value) }
-            guard g_variant_classify(value) == G_VARIANT_CLASS_BOOLEAN else { throw badLockReply(operation) }
-            return g_variant_get_boolean(value) != 0
+            return try isLocked(collection, of: service, cancellable, operation: operation)
         }
     }
 
-    /// Stores `key` in the default collection, replacing an item with the same attributes.
-    static func store(
-        _ key: SecretBytes, for reference: DataKeyReference, _ cancellable: GLibCancellable,
-        operation: String
-    ) throws(TokenStoreError) {
-        try withSchema { schema throws(TokenStoreError) in
-            try withAttributes(reference) { attributes throws(TokenStoreError) in
-                // secret_value_new copies the bytes into libsecret's own non-pageable memory.
-                let value = key.withUnsafeBytes { bytes in
-                    secret_value_new(
-                        bytes.baseAddress?.assumingMemoryBound(to: gchar.self), gssize(bytes.count),
-                        contentType)
-                }
-                guard let value else {
-                    throw TokenStoreError(.ioError, "libsecret could not hold the key (\(operation)).")
-                }
-                defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-                var error: UnsafeMutablePointer<GError>?
-                let stored = secret_password_storev_binary_sync(
-                    schema, attributes, defaultCollectionAlias, reference.label, value,
-                    cancellable.pointer, &error)
-                if let error { throw GLibError.classify(error, operation: operation) }
-                if stored == 0 {
-                    throw TokenStoreError(.ioError, "The Secret Service did not store the key (\(operation)).")
-                }
-            }
+    /// Whether `collection` is locked, as the service says now (`Properties.Get`).
+    static func isLocked(
+        _ collection: UnsafeMutablePointer<SecretCollection>, of service: UnsafeMutablePointer<SecretService>,
+        _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> Bool {
+        let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
+        let path = g_dbus_proxy_get_object_path(
+            UnsafeMutableRawPointer(collection).assumingMemoryBound(to: GDBusProxy.self))
+        var children: [OpaquePointer?] = [
+            g_variant_new_string("org.freedesktop.Secret.Collection"),
+            g_variant_new_string("Locked"),
+        ]
+        let parameters = children.withUnsafeMutableBufferPointer {
+            g_variant_new_tuple($0.baseAddress, 2)
         }
+        var error: UnsafeMutablePointer<GError>?
+        let reply = g_dbus_connection_call_sync(
+            g_dbus_proxy_get_connection(proxy), g_dbus_proxy_get_name(proxy), path,
+            "org.freedesktop.DBus.Properties", "Get", parameters, nil,
+            G_DBUS_CALL_FLAGS_NONE, -1, cancellable.pointer, &error)
+        if let error { throw GLibError.classify(error, operation: operation) }
+        guard let reply else {
+            throw TokenStoreError(.ioError, "The Secret Service gave no lock state (\(operation)).")
+        }
+        defer { g_variant_unref(reply) }
+        guard g_variant_n_children(reply) == 1 else { throw badLockReply(operation) }
+        let boxed = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(boxed) }
+        guard g_variant_classify(boxed) == G_VARIANT_CLASS_VARIANT else { throw badLockReply(operation) }
+        let value = g_variant_get_variant(boxed)!
+        defer { g_variant_unref(value) }
+        guard g_variant_classify(value) == G_VARIANT_CLASS_BOOLEAN else { throw badLockReply(operation) }
+        return g_variant_get_boolean(value) != 0
     }
 
     /// Deletes the unlocked items of `reference`. Returns false when nothing was deleted,
@@ -193,7 +172,7 @@ enum SecretServiceItems {
 
     // MARK: - Pieces
 
-    private static func withService<R>(
+    static func withService<R>(
         _ cancellable: GLibCancellable, operation: String,
         _ body: (UnsafeMutablePointer<SecretService>) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
@@ -209,7 +188,7 @@ enum SecretServiceItems {
     }
 
     /// The collection the `default` alias points at (a new reference: `g_object_unref`), or nil.
-    private static func defaultCollection(
+    static func defaultCollection(
         _ service: UnsafeMutablePointer<SecretService>, _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) -> UnsafeMutablePointer<SecretCollection>? {
         var error: UnsafeMutablePointer<GError>?
@@ -228,7 +207,7 @@ enum SecretServiceItems {
 
     /// The schema: name `dev.tokenstore.DataKey`, two string attributes, flags NONE (so the
     /// `xdg:schema` attribute is matched too).
-    private static func withSchema<R>(
+    static func withSchema<R>(
         _ body: (UnsafeMutablePointer<SecretSchema>) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
         let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil)!
@@ -245,7 +224,7 @@ enum SecretServiceItems {
     }
 
     /// `store-id` and `key-id`, nothing else: Secret Service attributes are not encrypted.
-    private static func withAttributes<R>(
+    static func withAttributes<R>(
         _ reference: DataKeyReference, _ body: (OpaquePointer) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
         let attributes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
@@ -282,7 +261,7 @@ enum SecretServiceItems {
             }
         }
         guard let value else {
-            throw TokenStoreError(.ioError, "The Secret Service returned an item without a secret (\(operation)).")
+            throw TokenStoreError(.ioError, "\(unreadableSecretMessage) (\(operation)).")
         }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         var length: gsize = 0

@@ -22,7 +22,9 @@ extension SecretServiceKeyProvider {
     ///   `secretServiceUnavailable`, `timedOut`, `cancelled`, `ioError`.
     public func raiseStoreEpoch(storeID: String, appID: String, to epoch: UInt64) throws {
         try Self.validateStoreID(storeID)
-        let label = "TokenStore store epoch — \(appID)"
+        // No app id in the label: KWallet keeps labels in clear text (the data key's item,
+        // labelled with the app id elsewhere, says whose store this is).
+        let label = "TokenStore store epoch"
         try withInteraction { () throws(TokenStoreError) in
             try GLibWorkerThread.run("raise store epoch", timeout: timeout) { cancellable throws(TokenStoreError) in
                 let operation = "raise store epoch"

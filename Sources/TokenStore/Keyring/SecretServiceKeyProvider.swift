@@ -64,7 +64,7 @@ public struct SecretServiceKeyProvider: KeyProvider {
                 if found.count == 1 {
                     if found.locked > 0 { throw Self.locked(operation) }
                     guard let key = found.secret else {
-                        throw TokenStoreError(.ioError, "The key item has no readable secret (\(operation)).")
+                        throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage) (\(operation)).")
                     }
                     guard key.count == Self.keyLength else {
                         throw TokenStoreError(
@@ -83,10 +83,16 @@ public struct SecretServiceKeyProvider: KeyProvider {
         }
     }
 
-    /// Stores a data key in the default collection, replacing the item with the same reference.
+    /// Stores a data key in the default collection. An item of the same reference is never
+    /// overwritten in place: the key is written as a new item, then the old one is deleted
+    /// (storing the key it already holds changes nothing).
+    ///
+    /// Nothing is written into a locked collection (that would make the service prompt), and
+    /// no collection is created when there is no default one (that would be a dialog).
     ///
     /// - Throws: ``TokenStoreError`` `invalidInput` (not 32 bytes), `keyringLocked`,
-    ///   `secretServiceUnavailable`, `timedOut`, `cancelled`, `ioError`.
+    ///   `secretServiceUnavailable` (also: the service has no default collection),
+    ///   `timedOut`, `cancelled`, `ioError`.
     public func storeKey(_ key: SecretBytes, for reference: DataKeyReference) throws {
         guard key.count == Self.keyLength else {
             throw TokenStoreError(
@@ -140,7 +146,9 @@ public struct SecretServiceKeyProvider: KeyProvider {
     /// - Throws: ``TokenStoreError`` `dataKeyCorrupt` (more than one item),
     ///   `secretServiceUnavailable`, `timedOut`, `cancelled`, `ioError`.
     public func availability(of reference: DataKeyReference) throws -> DataKeyAvailability {
-        try reconnecting { () throws(TokenStoreError) -> DataKeyAvailability in try availabilityOnce(of: reference) }
+        let first = try reconnecting { () throws(TokenStoreError) -> DataKeyAvailability in try availabilityOnce(of: reference) }
+        guard first == .locked, try unlockedWithoutPrompt() else { return first }
+        return try availabilityOnce(of: reference)
     }
 
     private func availabilityOnce(of reference: DataKeyReference) throws(TokenStoreError) -> DataKeyAvailability {
@@ -184,12 +192,22 @@ public struct SecretServiceKeyProvider: KeyProvider {
 
     /// Runs `body`; when it finds the keyring locked and interaction is allowed, unlocks
     /// (a prompt) and runs it once more.
+    /// A locked keyring is first unlocked without a prompt where the provider allows that
+    /// (KWallet with its wallet open, see ``SecretServiceItems/unlockWithoutPrompt(_:operation:)``).
     func withInteraction<R>(_ body: () throws(TokenStoreError) -> R) throws(TokenStoreError) -> R {
         do {
             return try reconnecting(body)
-        } catch where error.code == .keyringLocked && allowsUserInteraction {
+        } catch where error.code == .keyringLocked {
+            if try unlockedWithoutPrompt() { return try reconnecting(body) }
+            guard allowsUserInteraction else { throw error }
             try unlock(timeout: interactionTimeout)
             return try reconnecting(body)
+        }
+    }
+
+    private func unlockedWithoutPrompt() throws(TokenStoreError) -> Bool {
+        try GLibWorkerThread.run("unlock keyring", timeout: timeout) { cancellable throws(TokenStoreError) in
+            try SecretServiceItems.unlockWithoutPrompt(cancellable, operation: "unlock keyring")
         }
     }
 
@@ -201,13 +219,28 @@ public struct SecretServiceKeyProvider: KeyProvider {
     /// not provided by any .service files") even after a new daemon took its place, until
     /// the process restarts. Forgetting the proxy lets this call and the later ones reach
     /// the daemon running now (or have D-Bus start one).
+    ///
+    /// The same once more for a failed transfer session: KWallet 5 gets about one
+    /// Diffie-Hellman session in 50 wrong (it wants a 128-byte public key, so a key with a
+    /// leading zero byte is refused, "Client public key size is invalid", or its shared
+    /// secret decrypts to garbage: libsecret then reads no secret). A new connection
+    /// negotiates a new session. A key store checks what it wrote by reading it back, so a
+    /// garbled write shows here too; its retry replaces that item.
     private func reconnecting<R>(_ body: () throws(TokenStoreError) -> R) throws(TokenStoreError) -> R {
         do {
             return try body()
-        } catch where error.code == .secretServiceUnavailable {
+        } catch where error.code == .secretServiceUnavailable || Self.isSessionFailure(error) {
             SecretServiceItems.forgetCachedService()
             return try body()
         }
+    }
+
+    /// An `ioError` that a new transfer session may not repeat (see ``reconnecting(_:)``).
+    static func isSessionFailure(_ error: TokenStoreError) -> Bool {
+        guard error.code == .ioError else { return false }
+        if error.message.contains(SecretServiceItems.unreadableSecretMessage) { return true }
+        guard case .glib(let domain, _, let message)? = error.cause else { return false }
+        return domain == "secret-error" || message.contains("Client public key size is invalid")
     }
 
     static func locked(_ operation: String) -> TokenStoreError {

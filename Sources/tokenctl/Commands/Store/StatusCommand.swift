@@ -61,6 +61,7 @@ struct StatusCommand: TokenctlCommand {
                 + "(storeRolledBack). Restore the newest copy of the file; if there is none, start over with "
                 + "'tokenctl reset --yes'."
         }
+        let identity = Self.identity(of: provider)
 
         let counts = inspection.counts
         let modes = inspection.fileModes
@@ -72,6 +73,12 @@ struct StatusCommand: TokenctlCommand {
             "storeID": Format.optional(inspection.storeIdentifier),
             "keyID": Format.optional(inspection.activeKeyIdentifier),
             "keyProvider": .string(provider.name),
+            // Which program serves the keys (the owner of org.freedesktop.secrets), when known.
+            "provider": [
+                "name": .string(identity?.name ?? "none"),
+                "version": Format.optional(identity?.version),
+                "executable": Format.optional(identity?.executable),
+            ],
             "keyState": .string(keyState.rawValue),
             "keyStateExplanation": .string(explanation),
             "epoch": [
@@ -104,7 +111,7 @@ struct StatusCommand: TokenctlCommand {
                     + (pending.isEmpty ? "nothing pending)" : "pending: \(pending.joined(separator: ", ")))"),
             ])
             table.append(["store id", inspection.storeIdentifier ?? "-"])
-            table.append(["key provider", provider.name])
+            table.append(["key provider", "\(provider.name) (\(identity?.displayName ?? "none running"))"])
             table.append(["key id", inspection.activeKeyIdentifier ?? "-"])
             table.append(["key state", keyState.rawValue])
             table.append([
@@ -129,6 +136,14 @@ struct StatusCommand: TokenctlCommand {
             return table.rendered() + "\n" + explanation + "\n"
         }
         return .ok
+    }
+
+    /// The program behind the key provider: the passphrase provider, or the owner of
+    /// org.freedesktop.secrets (nil when no Secret Service runs or the bus cannot be asked).
+    private static func identity(of provider: any KeyProvider) -> KeyProviderIdentity? {
+        if provider.name == KeyProviderIdentity.passphrase { return .passphraseProvider }
+        if provider.name == KeyProviderIdentity.portal { return .portalProvider }
+        return (try? KeyProviderIdentity.secretService()) ?? nil
     }
 
     /// What the key state means for the user, and the way forward, in plain words.
