@@ -111,7 +111,9 @@ struct StatusCommand: TokenctlCommand {
                     + (pending.isEmpty ? "nothing pending)" : "pending: \(pending.joined(separator: ", ")))"),
             ])
             table.append(["store id", inspection.storeIdentifier ?? "-"])
-            table.append(["key provider", "\(provider.name) (\(identity?.displayName ?? "none running"))"])
+            // The program behind it, unless that is the provider itself (passphrase, portal).
+            let program = identity?.displayName ?? "none running"
+            table.append(["key provider", program == provider.name ? provider.name : "\(provider.name) (\(program))"])
             table.append(["key id", inspection.activeKeyIdentifier ?? "-"])
             table.append(["key state", keyState.rawValue])
             table.append([
