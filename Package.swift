@@ -73,8 +73,9 @@ let package = Package(
         // glibc GNU extensions Swift's Glibc module leaves out (accept4, posix_spawn closefrom).
         .systemLibrary(name: "CGlibcExtensions", path: "Sources/CGlibcExtensions"),
 
-        // Migrations/NNNN_name.sql compiled into the library at build time.
-        .executableTarget(name: "MigrationEmbedder", path: "Sources/MigrationEmbedder"),
+        // Migrations/NNNN_name.sql compiled into the library at build time, with the schema after each
+        // (the embedder replays them into SQLite; SchemaCheck compares a store with that table).
+        .executableTarget(name: "MigrationEmbedder", dependencies: ["CSQLite"], path: "Sources/MigrationEmbedder"),
         .plugin(
             name: "EmbedMigrations", capability: .buildTool(),
             dependencies: ["MigrationEmbedder"], path: "Plugins/EmbedMigrations"),
