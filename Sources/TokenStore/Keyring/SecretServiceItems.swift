@@ -36,6 +36,8 @@ enum SecretServiceItems {
         /// The secret of the single unlocked item, when secrets were asked for and exactly one
         /// item matched.
         var secret: SecretBytes?
+        /// The object path of that single unlocked item (path-level search only, ``SecretServicePaths``).
+        var unlockedPath: String?
     }
 
     // MARK: - Operations
@@ -47,6 +49,15 @@ enum SecretServiceItems {
     ) throws(TokenStoreError) -> Found {
         try withSchema { schema throws(TokenStoreError) in
             try withAttributes(reference) { attributes throws(TokenStoreError) in
+                if SecretServicePaths.isUsable {
+                    let paths = try SecretServicePaths.search(schema, attributes, cancellable, operation: operation)
+                    var found = Found(count: paths.count, locked: paths.locked.count)
+                    if paths.count == 1, let path = paths.unlocked.first {
+                        found.unlockedPath = path
+                        if loadSecret { found.secret = try SecretServicePaths.secrets(of: [path], cancellable, operation: operation).first }
+                    }
+                    return found
+                }
                 var flags = SECRET_SEARCH_ALL.rawValue
                 if loadSecret { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }
                 var error: UnsafeMutablePointer<GError>?
@@ -78,44 +89,55 @@ enum SecretServiceItems {
 
     /// Whether the collection behind the `default` alias is locked; `nil` when there is no
     /// default collection. Asks the service itself (`Properties.Get`) rather than trusting a
-    /// cached proxy property.
+    /// cached proxy property. `unlockedItem`: the path of an item the same operation just found
+    /// unlocked (``Found/unlockedPath``); when it lies in the default collection, that answers.
     static func defaultCollectionLocked(
-        _ cancellable: GLibCancellable, operation: String
+        unlockedItem: String? = nil, _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) -> Bool? {
-        try withService(cancellable, operation: operation) { service throws(TokenStoreError) in
+        if SecretServicePaths.isUsable {
+            return try SecretServicePaths.defaultCollectionLocked(unlockedItem: unlockedItem, cancellable, operation: operation)
+        }
+        return try withService(cancellable, operation: operation) { service throws(TokenStoreError) -> Bool? in
             guard let collection = try defaultCollection(service, cancellable, operation: operation) else {
                 return nil
             }
             defer { g_object_unref(collection) }
-            let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
-            let path = g_dbus_proxy_get_object_path(
-                UnsafeMutableRawPointer(collection).assumingMemoryBound(to: GDBusProxy.self))
-            var children: [OpaquePointer?] = [
-                g_variant_new_string("org.freedesktop.Secret.Collection"),
-                g_variant_new_string("Locked"),
-            ]
-            let parameters = children.withUnsafeMutableBufferPointer {
-                g_variant_new_tuple($0.baseAddress, 2)
-            }
-            var error: UnsafeMutablePointer<GError>?
-            let reply = g_dbus_connection_call_sync(
-                g_dbus_proxy_get_connection(proxy), g_dbus_proxy_get_name(proxy), path,
-                "org.freedesktop.DBus.Properties", "Get", parameters, nil,
-                G_DBUS_CALL_FLAGS_NONE, -1, cancellable.pointer, &error)
-            if let error { throw GLibError.classify(error, operation: operation) }
-            guard let reply else {
-                throw TokenStoreError(.ioError, "The Secret Service gave no lock state (\(operation)).")
-            }
-            defer { g_variant_unref(reply) }
-            guard g_variant_n_children(reply) == 1 else { throw badLockReply(operation) }
-            let boxed = g_variant_get_child_value(reply, 0)!
-            defer { g_variant_unref(boxed) }
-            guard g_variant_classify(boxed) == G_VARIANT_CLASS_VARIANT else { throw badLockReply(operation) }
-            let value = g_variant_get_variant(boxed)!
-            defer { g_variant_unref(value) }
-            guard g_variant_classify(value) == G_VARIANT_CLASS_BOOLEAN else { throw badLockReply(operation) }
-            return g_variant_get_boolean(value) != 0
+            let path = String(cString: g_dbus_proxy_get_object_path(
+                UnsafeMutableRawPointer(collection).assumingMemoryBound(to: GDBusProxy.self)))
+            return try lockedProperty(service, path: path, cancellable, operation: operation)
         }
+    }
+
+    /// The `Locked` property of the collection at `path`, asked of the service (`Properties.Get`).
+    static func lockedProperty(
+        _ service: UnsafeMutablePointer<SecretService>, path: String, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> Bool {
+        let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
+        var children: [OpaquePointer?] = [
+            g_variant_new_string("org.freedesktop.Secret.Collection"),
+            g_variant_new_string("Locked"),
+        ]
+        let parameters = children.withUnsafeMutableBufferPointer {
+            g_variant_new_tuple($0.baseAddress, 2)
+        }
+        var error: UnsafeMutablePointer<GError>?
+        let reply = g_dbus_connection_call_sync(
+            g_dbus_proxy_get_connection(proxy), g_dbus_proxy_get_name(proxy), path,
+            "org.freedesktop.DBus.Properties", "Get", parameters, nil,
+            G_DBUS_CALL_FLAGS_NONE, -1, cancellable.pointer, &error)
+        if let error { throw GLibError.classify(error, operation: operation) }
+        guard let reply else {
+            throw TokenStoreError(.ioError, "The Secret Service gave no lock state (\(operation)).")
+        }
+        defer { g_variant_unref(reply) }
+        guard g_variant_n_children(reply) == 1 else { throw badLockReply(operation) }
+        let boxed = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(boxed) }
+        guard g_variant_classify(boxed) == G_VARIANT_CLASS_VARIANT else { throw badLockReply(operation) }
+        let value = g_variant_get_variant(boxed)!
+        defer { g_variant_unref(value) }
+        guard g_variant_classify(value) == G_VARIANT_CLASS_BOOLEAN else { throw badLockReply(operation) }
+        return g_variant_get_boolean(value) != 0
     }
 
     /// Stores `key` in the default collection, replacing an item with the same attributes.
@@ -228,7 +250,7 @@ enum SecretServiceItems {
 
     /// The schema: name `dev.tokenstore.DataKey`, two string attributes, flags NONE (so the
     /// `xdg:schema` attribute is matched too).
-    private static func withSchema<R>(
+    static func withSchema<R>(
         _ body: (UnsafeMutablePointer<SecretSchema>) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
         let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil)!
@@ -245,7 +267,7 @@ enum SecretServiceItems {
     }
 
     /// `store-id` and `key-id`, nothing else: Secret Service attributes are not encrypted.
-    private static func withAttributes<R>(
+    static func withAttributes<R>(
         _ reference: DataKeyReference, _ body: (OpaquePointer) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
         let attributes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
@@ -285,6 +307,11 @@ enum SecretServiceItems {
             throw TokenStoreError(.ioError, "The Secret Service returned an item without a secret (\(operation)).")
         }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        return bytes(of: value)
+    }
+
+    /// The bytes of a `SecretValue` (not released here), copied into guarded memory.
+    static func bytes(of value: OpaquePointer) -> SecretBytes {
         var length: gsize = 0
         let bytes = secret_value_get(value, &length)
         return SecretBytes(count: Int(length)) { buffer in
