@@ -104,7 +104,8 @@ public final class TokenStore: Sendable {
         let setup = try keySetup.openOrCreate()
         // A file older than its epoch in the key provider is refused before anything runs on it.
         try StoreEpoch.checkAtOpen(
-            db, envelope: Envelope(storeID: setup.storeID, key: setup.key), provider: keyProvider, appID: appID, logger: logger)
+            db, envelope: Envelope(storeID: setup.storeID, key: setup.key), provider: keyProvider, appID: appID, logger: logger,
+            providerEpoch: setup.providerEpoch)
         connection = StoreConnection(
             path: path, appID: appID, keyProvider: keyProvider, options: options, logger: logger, database: db,
             envelope: Envelope(storeID: setup.storeID, key: setup.key), newKeyScheme: keyScheme)

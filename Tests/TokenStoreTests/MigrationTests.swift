@@ -20,6 +20,25 @@ struct MigrationTests {
         for (a, b) in zip(embeddedMigrations, embeddedMigrations.dropFirst()) { #expect(a.version < b.version) }
     }
 
+    @Test("the schema the build computed after each migration is the one replaying the migrations makes")
+    func builtSchemaEqualsReplay() throws {
+        #expect(embeddedSchemas.map(\.version) == embeddedMigrations.map(\.version))
+        let latest = embeddedMigrations.last!.version
+        for version in 0...(latest + 1) {
+            let built = SchemaCheck.builtObjects(version: version, schemas: embeddedSchemas)
+            let replayed = try SchemaCheck.replayedObjects(embeddedMigrations.filter { $0.version <= version })
+            #expect(built == replayed, "version \(version): \(built.symmetricDifference(replayed).sorted())")
+            #expect(try SchemaCheck.expectedObjects(version: version, migrator: Migrator()) == replayed)
+            #expect(version == 0 ? built.isEmpty : built.contains { $0.name == "schema_migrations" })
+        }
+        // And a store file brought up to date by the Migrator has exactly the newest table.
+        let dir = try TemporaryDirectory()
+        let db = try Database(path: dir.appending("m.sqlite").path)
+        try Migrator().migrate(db)
+        #expect(try SchemaCheck.objects(in: db) == SchemaCheck.builtObjects(version: latest, schemas: embeddedSchemas))
+        #expect(try SchemaCheck.differences(in: db).isEmpty)
+    }
+
     @Test("a version-2 store (WITHOUT ROWID items) upgrades to the newest with every item, state and outbox entry intact", keyringTrait)
     func upgradeFromVersion2() throws {
         let directory = try TemporaryDirectory()

@@ -1,7 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
-import TokenStore
+@testable import TokenStore
 
 // These tests run against the real gnome-keyring that `scripts/with-keyring` starts:
 //
@@ -270,6 +270,9 @@ struct SecretServiceKeyProviderTests {
             ("load", "keyringLocked"),
             ("load-hint", "ok"),
             ("load-missing-reference", "keyringLocked"),
+            ("load-and-epoch", "keyringLocked"),
+            ("load-and-epoch-missing-reference", "keyringLocked"),
+            ("epoch", "keyringLocked"),
             ("store", "keyringLocked"),
             ("store-new-reference", "keyringLocked"),
             ("delete", "keyringLocked"),
@@ -289,6 +292,7 @@ struct SecretServiceKeyProviderTests {
         expected += [
             ("unlock", "ok"),
             ("load-after-unlock", "match"),
+            ("load-and-epoch-after-unlock", "match epoch 0"),
             ("availability-after-unlock", "present"),
             ("store-after-unlock", "ok"),
             ("delete-after-unlock", "ok"),
@@ -479,6 +483,10 @@ final class ChildReportWriter {
         }
         report.step("load-hint") { loadError?.hint?.contains("Unlock") == true ? "ok" : "missing hint" }
         report.step("load-missing-reference") { try provider.loadKey(missing) == nil ? "nil" : "returned a key" }
+        // The open's combined read (KeyAndEpochReading): never a key-less "missing" or an epoch 0.
+        report.step("load-and-epoch") { "\(try provider.loadKeyAndStoreEpoch(reference))" }
+        report.step("load-and-epoch-missing-reference") { "\(try provider.loadKeyAndStoreEpoch(missing))" }
+        report.step("epoch") { String(try provider.storeEpoch(storeID: reference.storeID)) }
         report.step("store") { try provider.storeKey(randomKey(), for: reference); return "returned" }
         report.step("store-new-reference") { try provider.storeKey(randomKey(), for: missing); return "returned" }
         report.step("delete") { try provider.deleteKey(reference); return "returned" }
@@ -502,6 +510,10 @@ final class ChildReportWriter {
         guard PrivateKeyring.canUnlockHeadless else { return }
         report.step("unlock") { try PrivateKeyring.unlockDefaultCollection(); return "ok" }
         report.step("load-after-unlock") { try provider.loadKey(reference) == key ? "match" : "mismatch" }
+        report.step("load-and-epoch-after-unlock") {
+            let read = try provider.loadKeyAndStoreEpoch(reference)
+            return read.key == key ? "match epoch \(read.epoch.map(String.init) ?? "nil")" : "mismatch"
+        }
         report.step("availability-after-unlock") { try provider.availability(of: reference).rawValue }
         report.step("store-after-unlock") { try provider.storeKey(key, for: reference); return "ok" }
         report.step("delete-after-unlock") { try provider.deleteKey(reference); return "ok" }

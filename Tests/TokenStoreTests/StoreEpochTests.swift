@@ -199,6 +199,35 @@ struct StoreEpochTests {
         #expect(maximum < 10_000, "a raise stays within the provider's time bound")
     }
 
+    @Test("the open's combined read (key and epoch on one worker) answers as loadKey and storeEpoch do")
+    func combinedKeyAndEpochRead() throws {
+        let provider = SecretServiceKeyProvider()
+        let storeID = Hex.encode(SecretBytes.random(count: 16).copyBytes())
+        defer { try? PrivateKeyring.clearItems(storeID: storeID) }
+        let reference = DataKeyReference(storeID: storeID, keyID: Hex.encode(SecretBytes.random(count: 16).copyBytes()), appID: testAppID)
+        // No key: nil, and no epoch (the open reports the missing key; nothing reads the epoch).
+        let none = try provider.loadKeyAndStoreEpoch(reference)
+        #expect(none.key == nil && none.epoch == nil)
+        let key = SecretBytes.random(count: SecretServiceKeyProvider.keyLength)
+        try provider.storeKey(key, for: reference)
+        defer { try? provider.deleteKey(reference) }
+        // No epoch item: 0 (the key's item, unlocked in the default collection, answers the lock check).
+        let fresh = try provider.loadKeyAndStoreEpoch(reference)
+        #expect(fresh.key == key && fresh.epoch == 0)
+        #expect(try provider.storeEpoch(storeID: storeID) == 0)
+        try provider.raiseStoreEpoch(storeID: storeID, appID: testAppID, to: 7)
+        let raised = try provider.loadKeyAndStoreEpoch(reference)
+        #expect(raised.key == key && raised.epoch == 7)
+        #expect(try provider.storeEpoch(storeID: storeID) == 7)
+        // An epoch item that holds no number: the combined read leaves the epoch to storeEpoch, which throws.
+        try PrivateKeyring.storeRawItem(
+            attributes: ["epoch-store-id": storeID, "epoch": "9", "write-id": "00", "xdg:schema": SecretServiceEpochItems.schemaName],
+            secret: Array("nine".utf8))
+        let damaged = try provider.loadKeyAndStoreEpoch(reference)
+        #expect(damaged.key == key && damaged.epoch == nil)
+        #expect(throws: TokenStoreError.integrityCheckFailed) { try provider.storeEpoch(storeID: storeID) }
+    }
+
     @Test("the passphrase provider keeps the epoch in its key directory: a rolled-back copy is refused")
     func passphraseProvider() throws {
         let directory = try TemporaryDirectory()

@@ -1,16 +1,21 @@
-internal import CCrypto
+internal import CSodium
 
-/// SHA-256 through OpenSSL's libcrypto (EVP API).
+/// SHA-256 through libsodium (`crypto_hash_sha256`), which every process of the library loads
+/// anyway (libcrypto is loaded only for RS256, ``CryptoLibrary``).
 enum SHA256Digest {
+    /// `sodium_init` once per process (idempotent and thread-safe).
+    private static let initialized: Bool = sodium_init() >= 0
+
     /// The 32-byte SHA-256 digest of `bytes`.
     static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
+        precondition(initialized, "libsodium could not be initialised")
+        var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
         let status = digest.withUnsafeMutableBufferPointer { output in
-            EVP_Digest(bytes.baseAddress, bytes.count, output.baseAddress, &length, EVP_sha256(), nil)
+            crypto_hash_sha256(
+                output.baseAddress!, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
         }
-        // EVP_Digest with SHA-256 fails only when libcrypto cannot allocate a context.
-        precondition(status == 1 && length == 32, "libcrypto could not compute SHA-256")
+        // crypto_hash_sha256 has no failure case; it returns 0.
+        precondition(status == 0, "libsodium could not compute SHA-256")
         return digest
     }
 

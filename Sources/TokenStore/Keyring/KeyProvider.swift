@@ -89,3 +89,12 @@ public protocol KeyProvider: Sendable {
     /// - Throws: ``TokenStoreError`` `keyringLocked`, `secretServiceUnavailable`, `timedOut`, `ioError`.
     func deleteStoreEpoch(storeID: String) throws
 }
+
+/// A key provider that reads a store's data key and epoch together at open, cheaper than
+/// ``KeyProvider/loadKey(_:)`` then ``KeyProvider/storeEpoch(storeID:)`` (``KeySetup``).
+protocol KeyAndEpochReading: KeyProvider {
+    /// The key as ``KeyProvider/loadKey(_:)`` answers it (same errors), and the epoch of
+    /// `reference.storeID` as ``KeyProvider/storeEpoch(storeID:)`` would answer it, or nil when
+    /// the key is missing or the epoch could not be read this way (ask `storeEpoch` then).
+    func loadKeyAndStoreEpoch(_ reference: DataKeyReference) throws -> (key: SecretBytes?, epoch: UInt64?)
+}

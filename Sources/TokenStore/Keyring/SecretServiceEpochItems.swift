@@ -30,6 +30,14 @@ enum SecretServiceEpochItems {
     static func search(_ storeID: String, _ cancellable: GLibCancellable, operation: String) throws(TokenStoreError) -> Found {
         try withSchema { schema throws(TokenStoreError) in
             try withAttributes([storeIDAttribute: storeID]) { attributes throws(TokenStoreError) in
+                if SecretServicePaths.isUsable {
+                    let paths = try SecretServicePaths.search(schema, attributes, cancellable, operation: operation)
+                    var found = Found(count: paths.count, locked: paths.locked.count)
+                    for secret in try SecretServicePaths.secrets(of: paths.unlocked, cancellable, operation: operation) {
+                        found.values.append(try value(of: secret, operation))
+                    }
+                    return found
+                }
                 var error: UnsafeMutablePointer<GError>?
                 let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue | SECRET_SEARCH_LOAD_SECRETS.rawValue)
                 let list = secret_password_searchv_sync(schema, attributes, flags, cancellable.pointer, &error)
@@ -50,17 +58,23 @@ enum SecretServiceEpochItems {
                         continue
                     }
                     let secret = try SecretServiceItems.secret(of: object, cancellable, operation: operation)
-                    guard let value = parse(secret.copyBytes()) else {
-                        throw TokenStoreError(
-                            .integrityCheckFailed, "A store-epoch item of the keyring does not hold a number (\(operation)).",
-                            hint: "Delete the store's epoch items (secret-tool search --all xdg:schema \(schemaName)); "
-                                + "the next open writes the epoch again.")
-                    }
-                    found.values.append(value)
+                    found.values.append(try value(of: secret, operation))
                 }
                 return found
             }
         }
+    }
+
+    /// The epoch an item's secret holds.
+    /// - Throws: `integrityCheckFailed` when it is not a number.
+    private static func value(of secret: SecretBytes, _ operation: String) throws(TokenStoreError) -> UInt64 {
+        guard let value = parse(secret.copyBytes()) else {
+            throw TokenStoreError(
+                .integrityCheckFailed, "A store-epoch item of the keyring does not hold a number (\(operation)).",
+                hint: "Delete the store's epoch items (secret-tool search --all xdg:schema \(schemaName)); "
+                    + "the next open writes the epoch again.")
+        }
+        return value
     }
 
     /// Stores a new item holding `epoch` in the default collection (never matching an existing item).

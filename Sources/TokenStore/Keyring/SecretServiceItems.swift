@@ -36,6 +36,8 @@ enum SecretServiceItems {
         /// The secret of the single unlocked item, when secrets were asked for and exactly one
         /// item matched.
         var secret: SecretBytes?
+        /// The object path of that single unlocked item (path-level search only, ``SecretServicePaths``).
+        var unlockedPath: String?
     }
 
     // MARK: - Operations
@@ -47,6 +49,15 @@ enum SecretServiceItems {
     ) throws(TokenStoreError) -> Found {
         try withSchema { schema throws(TokenStoreError) in
             try withAttributes(reference) { attributes throws(TokenStoreError) in
+                if SecretServicePaths.isUsable {
+                    let paths = try SecretServicePaths.search(schema, attributes, cancellable, operation: operation)
+                    var found = Found(count: paths.count, locked: paths.locked.count)
+                    if paths.count == 1, let path = paths.unlocked.first {
+                        found.unlockedPath = path
+                        if loadSecret { found.secret = try SecretServicePaths.secrets(of: [path], cancellable, operation: operation).first }
+                    }
+                    return found
+                }
                 var flags = SECRET_SEARCH_ALL.rawValue
                 if loadSecret { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }
                 var error: UnsafeMutablePointer<GError>?
@@ -78,11 +89,15 @@ enum SecretServiceItems {
 
     /// Whether the collection behind the `default` alias is locked; `nil` when there is no
     /// default collection. Asks the service itself (`Properties.Get`) rather than trusting a
-    /// cached proxy property.
+    /// cached proxy property. `unlockedItem`: the path of an item the same operation just found
+    /// unlocked (``Found/unlockedPath``); when it lies in the default collection, that answers.
     static func defaultCollectionLocked(
-        _ cancellable: GLibCancellable, operation: String
+        unlockedItem: String? = nil, _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) -> Bool? {
-        try withService(cancellable, operation: operation) { service throws(TokenStoreError) in
+        if SecretServicePaths.isUsable {
+            return try SecretServicePaths.defaultCollectionLocked(unlockedItem: unlockedItem, cancellable, operation: operation)
+        }
+        return try withService(cancellable, operation: operation) { service throws(TokenStoreError) -> Bool? in
             guard let collection = try defaultCollection(service, cancellable, operation: operation) else {
                 return nil
             }
@@ -96,9 +111,16 @@ enum SecretServiceItems {
         _ collection: UnsafeMutablePointer<SecretCollection>, of service: UnsafeMutablePointer<SecretService>,
         _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) -> Bool {
+        let path = String(cString: g_dbus_proxy_get_object_path(
+            UnsafeMutableRawPointer(collection).assumingMemoryBound(to: GDBusProxy.self)))
+        return try lockedProperty(service, path: path, cancellable, operation: operation)
+    }
+
+    /// The `Locked` property of the collection at `path`, asked of the service (`Properties.Get`).
+    static func lockedProperty(
+        _ service: UnsafeMutablePointer<SecretService>, path: String, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> Bool {
         let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
-        let path = g_dbus_proxy_get_object_path(
-            UnsafeMutableRawPointer(collection).assumingMemoryBound(to: GDBusProxy.self))
         var children: [OpaquePointer?] = [
             g_variant_new_string("org.freedesktop.Secret.Collection"),
             g_variant_new_string("Locked"),
@@ -264,6 +286,11 @@ enum SecretServiceItems {
             throw TokenStoreError(.ioError, "\(unreadableSecretMessage) (\(operation)).")
         }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        return bytes(of: value)
+    }
+
+    /// The bytes of a `SecretValue` (not released here), copied into guarded memory.
+    static func bytes(of value: OpaquePointer) -> SecretBytes {
         var length: gsize = 0
         let bytes = secret_value_get(value, &length)
         return SecretBytes(count: Int(length)) { buffer in

@@ -1,4 +1,4 @@
-extension SecretServiceKeyProvider {
+extension SecretServiceKeyProvider: KeyAndEpochReading {
     /// The highest store epoch the Secret Service holds for `storeID`, 0 when it holds none.
     ///
     /// The epoch lives in items of the schema `dev.tokenstore.StoreEpoch` (attributes
@@ -11,6 +11,28 @@ extension SecretServiceKeyProvider {
         return try withInteraction { () throws(TokenStoreError) -> UInt64 in
             try GLibWorkerThread.run("read store epoch", timeout: timeout) { cancellable throws(TokenStoreError) in
                 try Self.currentEpoch(storeID, cancellable, operation: "read store epoch").value
+            }
+        }
+    }
+
+    /// A store's open: the data key and the store's epoch in one operation on one worker thread
+    /// (``KeyAndEpochReading``). The epoch search comes first; when it finds nothing, the lock
+    /// check that follows is answered by the key search that came after it when the key's item
+    /// lies in the default collection (found unlocked, so the collection was unlocked after the
+    /// epoch search, as the separate check would have seen it), else asked as ``storeEpoch(storeID:)`` does.
+    /// The epoch is nil when its read failed (the caller asks ``storeEpoch(storeID:)`` again for
+    /// the error, with its own unlock prompt if allowed); never 0 for a keyring it could not read.
+    func loadKeyAndStoreEpoch(_ reference: DataKeyReference) throws -> (key: SecretBytes?, epoch: UInt64?) {
+        let storeID = reference.storeID
+        let valid = (try? Self.validateStoreID(storeID)) != nil
+        return try withInteraction { () throws(TokenStoreError) -> (key: SecretBytes?, epoch: UInt64?) in
+            try GLibWorkerThread.run("load key", timeout: timeout) { cancellable throws(TokenStoreError) in
+                var epochFound: SecretServiceEpochItems.Found?
+                if valid { epochFound = try? SecretServiceEpochItems.search(storeID, cancellable, operation: "read store epoch") }
+                let (key, itemPath) = try Self.loadKeyOnce(reference, cancellable, operation: "load key")
+                guard key != nil, let found = epochFound else { return (key, nil) }
+                let epoch = try? Self.epoch(of: found, storeID, unlockedItem: itemPath, cancellable, operation: "read store epoch")
+                return (key, epoch?.value)
             }
         }
     }
@@ -68,9 +90,18 @@ extension SecretServiceKeyProvider {
         _ storeID: String, _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) -> (value: UInt64, values: [UInt64]) {
         let found = try SecretServiceEpochItems.search(storeID, cancellable, operation: operation)
+        return try epoch(of: found, storeID, unlockedItem: nil, cancellable, operation: operation)
+    }
+
+    /// The epoch a search found; when it found nothing, only if the default collection is not
+    /// locked (`unlockedItem`: see ``SecretServiceItems/defaultCollectionLocked(unlockedItem:_:operation:)``).
+    private static func epoch(
+        of found: SecretServiceEpochItems.Found, _ storeID: String, unlockedItem: String?, _ cancellable: GLibCancellable,
+        operation: String
+    ) throws(TokenStoreError) -> (value: UInt64, values: [UInt64]) {
         if found.locked > 0 { throw locked(operation) }
         if found.count == 0,
-            try SecretServiceItems.defaultCollectionLocked(cancellable, operation: operation) == true
+            try SecretServiceItems.defaultCollectionLocked(unlockedItem: unlockedItem, cancellable, operation: operation) == true
         {
             throw locked(operation)
         }

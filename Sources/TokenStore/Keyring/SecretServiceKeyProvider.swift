@@ -57,30 +57,35 @@ public struct SecretServiceKeyProvider: KeyProvider {
     public func loadKey(_ reference: DataKeyReference) throws -> SecretBytes? {
         try withInteraction { () throws(TokenStoreError) -> SecretBytes? in
             try GLibWorkerThread.run("load key", timeout: timeout) { cancellable throws(TokenStoreError) in
-                let operation = "load key"
-                let found = try SecretServiceItems.search(
-                    reference, loadSecret: true, cancellable, operation: operation)
-                if found.count > 1 { throw Self.duplicateItems(found.count, operation) }
-                if found.count == 1 {
-                    if found.locked > 0 { throw Self.locked(operation) }
-                    guard let key = found.secret else {
-                        throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage) (\(operation)).")
-                    }
-                    guard key.count == Self.keyLength else {
-                        throw TokenStoreError(
-                            .dataKeyCorrupt,
-                            "The key item holds \(key.count) bytes, not \(Self.keyLength) (\(operation)).")
-                    }
-                    return key
-                }
-                // Nothing visible. A locked collection may hide its items (not every
-                // provider lists locked items), so "missing" only when it is unlocked.
-                if try SecretServiceItems.defaultCollectionLocked(cancellable, operation: operation) == true {
-                    throw Self.locked(operation)
-                }
-                return nil
+                try Self.loadKeyOnce(reference, cancellable, operation: "load key").key
             }
         }
+    }
+
+    /// ``loadKey(_:)``'s work on the worker thread; also the object path of the key's item
+    /// (path-level searches only, ``SecretServicePaths``).
+    static func loadKeyOnce(
+        _ reference: DataKeyReference, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> (key: SecretBytes?, itemPath: String?) {
+        let found = try SecretServiceItems.search(reference, loadSecret: true, cancellable, operation: operation)
+        if found.count > 1 { throw duplicateItems(found.count, operation) }
+        if found.count == 1 {
+            if found.locked > 0 { throw locked(operation) }
+            guard let key = found.secret else {
+                throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage) (\(operation)).")
+            }
+            guard key.count == keyLength else {
+                throw TokenStoreError(
+                    .dataKeyCorrupt, "The key item holds \(key.count) bytes, not \(keyLength) (\(operation)).")
+            }
+            return (key, found.unlockedPath)
+        }
+        // Nothing visible. A locked collection may hide its items (not every
+        // provider lists locked items), so "missing" only when it is unlocked.
+        if try SecretServiceItems.defaultCollectionLocked(cancellable, operation: operation) == true {
+            throw locked(operation)
+        }
+        return (nil, nil)
     }
 
     /// Stores a data key in the default collection. An item of the same reference is never

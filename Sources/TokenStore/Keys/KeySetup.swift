@@ -13,6 +13,9 @@ struct KeySetup {
         let storeID: [UInt8]
         let key: DataKey
         let created: Bool
+        /// The store's epoch in the provider, when it was read with the key (``KeyAndEpochReading``);
+        /// nil: ``StoreEpoch/checkAtOpen`` asks the provider.
+        var providerEpoch: UInt64? = nil
     }
 
     func openOrCreate() throws -> Result {
@@ -68,11 +71,19 @@ struct KeySetup {
     }
 
     private func load(storeID: [UInt8], keyID: [UInt8], created: Bool) throws -> Result {
-        guard let material = try provider.loadKey(reference(storeID: storeID, keyID: keyID)) else {
+        let reference = reference(storeID: storeID, keyID: keyID)
+        var providerEpoch: UInt64?
+        let material: SecretBytes?
+        if let reader = provider as? any KeyAndEpochReading {
+            (material, providerEpoch) = try reader.loadKeyAndStoreEpoch(reference)
+        } else {
+            material = try provider.loadKey(reference)
+        }
+        guard let material else {
             throw try KeyCheck.missingKeyError(database: database, provider: provider, storeID: storeID, appID: appID)
         }
         let key = try KeyCheck.checkedKey(database: database, storeID: storeID, keyID: keyID, material: material)
-        return Result(storeID: storeID, key: key, created: created)
+        return Result(storeID: storeID, key: key, created: created, providerEpoch: providerEpoch)
     }
 
     func reference(storeID: [UInt8], keyID: [UInt8]) -> DataKeyReference {

@@ -57,12 +57,15 @@ enum StoreEpoch {
     }
 
     /// At open, with the store's active key: compares the file's epoch with the provider's.
-    /// Heals a provider left behind (file ahead) and refuses an older file.
+    /// Heals a provider left behind (file ahead) and refuses an older file. `providerEpoch`: the
+    /// provider's epoch when it was read with the key (before the file's, which is safe: the
+    /// provider's is raised only after the file's); nil: asked here.
     /// - Returns: both epochs, as compared (after a heal, the provider's is the file's).
     /// - Throws: `storeRolledBack` (nothing is changed), `integrityCheckFailed`, the provider's errors.
     @discardableResult
     static func checkAtOpen(
-        _ db: Database, envelope: Envelope, provider: any KeyProvider, appID: String, logger: TokenStoreLogger
+        _ db: Database, envelope: Envelope, provider: any KeyProvider, appID: String, logger: TokenStoreLogger,
+        providerEpoch: UInt64? = nil
     ) throws -> StoreEpochStatus {
         guard try hasColumns(db) else { return StoreEpochStatus(file: 0, keyProvider: 0) }
         let storeID = Hex.encode(envelope.storeID)
@@ -70,7 +73,7 @@ enum StoreEpoch {
             (try read(db, envelope: envelope), try db.scalarInt("SELECT count(*) FROM pending_revocations") ?? 0,
              try db.scalarInt("SELECT count(*) FROM items WHERE kind = ?", [.int(Int64(ItemKind.refreshToken.code))]) ?? 0)
         }
-        let kept = try provider.storeEpoch(storeID: storeID)
+        let kept = try providerEpoch ?? provider.storeEpoch(storeID: storeID)
         if file < kept {
             throw rolledBack(file: file, keyProvider: kept, outbox: Int(outbox), refreshTokens: Int(refreshTokens))
         }

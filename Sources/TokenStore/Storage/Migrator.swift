@@ -9,9 +9,20 @@ import FoundationEssentials
 ///   `migrationFailed`: shipped migrations are never edited.
 struct Migrator {
     let migrations: [Migration]
+    /// The schema after each migration, computed at build time (``embeddedSchemas``) when
+    /// `migrations` are the embedded ones; nil for any other list (tests), which
+    /// ``SchemaCheck`` replays instead.
+    let builtSchemas: [EmbeddedSchema]?
 
-    init(migrations: [Migration] = embeddedMigrations) {
+    /// The embedded migrations, with the schemas the build computed for them.
+    init() {
+        migrations = embeddedMigrations
+        builtSchemas = embeddedSchemas
+    }
+
+    init(migrations: [Migration]) {
         self.migrations = migrations
+        builtSchemas = nil
     }
 
     var latestVersion: Int { migrations.last?.version ?? 0 }
@@ -81,12 +92,9 @@ struct Migrator {
         return applied
     }
 
+    /// The ledger's text is the MigrationEmbedder's (`schemaMigrationsLedgerSQL`), so the schema
+    /// it computes at build time has the ledger every store has.
     private func createLedgerIfNeeded(_ db: Database) throws {
-        try db.execute(
-            """
-            CREATE TABLE IF NOT EXISTS schema_migrations (
-                version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at INTEGER NOT NULL
-            ) STRICT
-            """)
+        try db.execute(schemaMigrationsLedgerSQL)
     }
 }

@@ -8,8 +8,10 @@ import Synchronization
 /// refresh token it never revoked). Connections run with triggers and views off, and an open
 /// refuses a schema that differs from the expected one with `schemaTampered`.
 ///
-/// The expected schema is computed, not stored: the embedded migrations up to the store's
-/// version are applied to a private in-memory database (cached per version).
+/// The expected schema is computed, not stored in the file: the build replays the embedded
+/// migrations (the MigrationEmbedder) and compiles the schema after each into the library
+/// (``embeddedSchemas``); any other list of migrations (tests) is replayed into a private
+/// in-memory database here (cached per list). MigrationTests checks that both agree.
 enum SchemaCheck {
     /// One schema object as compared: type, name, table, and its SQL with whitespace collapsed.
     struct Object: Hashable, Comparable {
@@ -66,9 +68,23 @@ enum SchemaCheck {
         return objects
     }
 
-    /// The objects `migrator`'s migrations up to `version` make, applied to an in-memory database.
+    /// The objects `migrator`'s migrations up to `version` make: the build's table for the
+    /// embedded migrations, else replayed.
     static func expectedObjects(version: Int, migrator: Migrator) throws -> Set<Object> {
-        let migrations = migrator.migrations.filter { $0.version <= version }
+        if let built = migrator.builtSchemas {
+            return builtObjects(version: version, schemas: built)
+        }
+        return try replayedObjects(migrator.migrations.filter { $0.version <= version })
+    }
+
+    /// The schema after the newest of `schemas` at or below `version` (none: empty).
+    static func builtObjects(version: Int, schemas: [EmbeddedSchema]) -> Set<Object> {
+        guard let schema = schemas.last(where: { $0.version <= version }) else { return [] }
+        return Set(schema.rows.map { Object(type: $0.0, name: $0.1, table: $0.2, sql: normalized($0.3)) })
+    }
+
+    /// The objects `migrations` make, applied to an in-memory database (cached per list).
+    static func replayedObjects(_ migrations: [Migration]) throws -> Set<Object> {
         let cacheKey = migrations.map(\.checksum).joined(separator: ",")
         if let cached = cache.value(for: cacheKey) { return cached }
         let memory = try Database.inMemory()

@@ -1,0 +1,146 @@
+internal import CLibSecret
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Searches and reads of the Secret Service through libsecret's path-level calls
+/// (`secret-paths.h`), for ``SecretServiceItems`` and ``SecretServiceEpochItems``.
+///
+/// `secret_password_searchv_sync` makes a proxy object for every item it finds (a `GetAll`, and
+/// for the first a `StartServiceByName` and `GetNameOwner`, each a D-Bus round trip) only to read
+/// its `Locked` property, and runs on libsecret's backend, a second service proxy beside the one
+/// `secret_service_get` keeps. Here one `SearchItems` answers which items match and which of them
+/// are locked, one `GetSecrets` brings the secrets of the unlocked ones, and every call goes
+/// through the one cached service proxy (`secret_service_get`), as `secret-tool lookup` does.
+///
+/// Only where libsecret's own backend would be that same D-Bus service (``isUsable``): outside a
+/// Flatpak or Snap sandbox, with `SECRET_BACKEND` unset, empty or `service`. Elsewhere libsecret
+/// may pick its file backend, and the callers keep the `secret_password_*` calls.
+enum SecretServicePaths {
+    /// Whether libsecret's backend is the D-Bus Secret Service (its own choice, `secret-backend.c`:
+    /// the file backend in a sandbox, else `SECRET_BACKEND`, else `service`).
+    static let isUsable: Bool = {
+        var info = stat()
+        if stat("/.flatpak-info", &info) == 0 || getenv("SNAP_NAME") != nil { return false }
+        guard let backend = getenv("SECRET_BACKEND") else { return true }
+        let name = String(cString: backend)
+        return name.isEmpty || name == "service"
+    }()
+
+    /// What one search found: the object paths of the matching items, unlocked and locked.
+    struct Found {
+        var unlocked: [String] = []
+        var locked: [String] = []
+        var count: Int { unlocked.count + locked.count }
+    }
+
+    /// The items matching `attributes` under `schema` (its name matched as `xdg:schema`, as
+    /// `secret_password_searchv_sync` does) in every collection; unlocks nothing (no prompt).
+    static func search(
+        _ schema: UnsafeMutablePointer<SecretSchema>, _ attributes: OpaquePointer, _ cancellable: GLibCancellable,
+        operation: String
+    ) throws(TokenStoreError) -> Found {
+        try withService(cancellable, operation: operation) { service throws(TokenStoreError) in
+            var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+            var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+            var error: UnsafeMutablePointer<GError>?
+            let ok = secret_service_search_for_dbus_paths_sync(
+                service, schema, attributes, cancellable.pointer, &unlocked, &locked, &error)
+            defer {
+                g_strfreev(unlocked)
+                g_strfreev(locked)
+            }
+            if let error { throw GLibError.classify(error, operation: operation) }
+            guard ok != 0 else { throw TokenStoreError(.ioError, "The Secret Service search failed (\(operation)).") }
+            return Found(unlocked: strings(unlocked), locked: strings(locked))
+        }
+    }
+
+    /// The secrets of the unlocked items at `paths`, in the order of `paths` (one `GetSecrets`),
+    /// copied straight from libsecret's buffers into guarded memory.
+    /// - Throws: `ioError` when the service returns no secret for one of them.
+    static func secrets(
+        of paths: [String], _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> [SecretBytes] {
+        guard !paths.isEmpty else { return [] }
+        return try withService(cancellable, operation: operation) { service throws(TokenStoreError) in
+            let copies = paths.map { strdup($0) }
+            defer { for copy in copies { free(copy) } }
+            var list: [UnsafePointer<gchar>?] = copies.map { UnsafePointer($0) } + [nil]
+            var error: UnsafeMutablePointer<GError>?
+            let table = list.withUnsafeMutableBufferPointer { buffer in
+                secret_service_get_secrets_for_dbus_paths_sync(service, buffer.baseAddress, cancellable.pointer, &error)
+            }
+            if let error {
+                if let table { g_hash_table_unref(table) }
+                throw GLibError.classify(error, operation: operation)
+            }
+            guard let table else {
+                throw TokenStoreError(.ioError, "The Secret Service returned no secrets (\(operation)).")
+            }
+            defer { g_hash_table_unref(table) }
+            var secrets: [SecretBytes] = []
+            for path in paths {
+                guard let value = path.withCString({ g_hash_table_lookup(table, $0) }) else {
+                    throw TokenStoreError(.ioError, "The Secret Service returned an item without a secret (\(operation)).")
+                }
+                secrets.append(SecretServiceItems.bytes(of: OpaquePointer(value)))
+            }
+            return secrets
+        }
+    }
+
+    /// Whether the collection behind the `default` alias is locked; `nil` when there is no
+    /// default collection. `unlockedItem`: the path of an item the same operation just found
+    /// unlocked; when it lies in the default collection, that collection is unlocked without
+    /// asking again. Else asks the service itself (`Properties.Get`), not a cached property.
+    static func defaultCollectionLocked(
+        unlockedItem: String? = nil, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> Bool? {
+        try withService(cancellable, operation: operation) { service throws(TokenStoreError) -> Bool? in
+            var error: UnsafeMutablePointer<GError>?
+            let alias = secret_service_read_alias_dbus_path_sync(
+                service, SecretServiceItems.defaultCollectionAlias, cancellable.pointer, &error)
+            if let error {
+                g_free(alias)
+                throw GLibError.classify(error, operation: operation)
+            }
+            guard let alias else { return nil }
+            let path = String(cString: alias)
+            g_free(alias)
+            if let unlockedItem, unlockedItem.hasPrefix(path + "/") { return false }
+            return try SecretServiceItems.lockedProperty(service, path: path, cancellable, operation: operation)
+        }
+    }
+
+    // MARK: - Pieces
+
+    /// libsecret's cached service proxy (`secret_service_get_sync`: made, and the service
+    /// started, once per process; ``SecretServiceItems/forgetCachedService()`` drops it).
+    static func withService<R>(
+        _ cancellable: GLibCancellable, operation: String,
+        _ body: (UnsafeMutablePointer<SecretService>) throws(TokenStoreError) -> R
+    ) throws(TokenStoreError) -> R {
+        var error: UnsafeMutablePointer<GError>?
+        let service = secret_service_get_sync(SECRET_SERVICE_NONE, cancellable.pointer, &error)
+        if let error {
+            if let service { g_object_unref(service) }
+            throw GLibError.classify(error, operation: operation)
+        }
+        guard let service else { throw GLibError.unavailable(operation, nil) }
+        defer { g_object_unref(service) }
+        return try body(service)
+    }
+
+    private static func strings(_ list: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
+        guard let list else { return [] }
+        var result: [String] = []
+        var index = 0
+        while let entry = list[index] {
+            result.append(String(cString: entry))
+            index += 1
+        }
+        return result
+    }
+}
