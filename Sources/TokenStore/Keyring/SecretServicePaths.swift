@@ -77,13 +77,15 @@ enum SecretServicePaths {
                 throw GLibError.classify(error, operation: operation)
             }
             guard let table else {
-                throw TokenStoreError(.ioError, "The Secret Service returned no secrets (\(operation)).")
+                // A transfer session gone wrong (seen with KWallet): retried on a new connection
+                // (SecretServiceKeyProvider.isSessionFailure).
+                throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage): no secrets returned (\(operation)).")
             }
             defer { g_hash_table_unref(table) }
             var secrets: [SecretBytes] = []
             for path in paths {
                 guard let value = path.withCString({ g_hash_table_lookup(table, $0) }) else {
-                    throw TokenStoreError(.ioError, "The Secret Service returned an item without a secret (\(operation)).")
+                    throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage): an item without a secret (\(operation)).")
                 }
                 secrets.append(SecretServiceItems.bytes(of: OpaquePointer(value)))
             }
