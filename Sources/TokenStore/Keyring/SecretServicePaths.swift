@@ -118,21 +118,13 @@ enum SecretServicePaths {
 
     // MARK: - Pieces
 
-    /// libsecret's cached service proxy (`secret_service_get_sync`: made, and the service
-    /// started, once per process; ``SecretServiceItems/forgetCachedService()`` drops it).
+    /// libsecret's cached service proxy (``SecretServiceItems/withService(_:operation:_:)``:
+    /// made, and the service started, once per process).
     static func withService<R>(
         _ cancellable: GLibCancellable, operation: String,
         _ body: (UnsafeMutablePointer<SecretService>) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
-        var error: UnsafeMutablePointer<GError>?
-        let service = secret_service_get_sync(SECRET_SERVICE_NONE, cancellable.pointer, &error)
-        if let error {
-            if let service { g_object_unref(service) }
-            throw GLibError.classify(error, operation: operation)
-        }
-        guard let service else { throw GLibError.unavailable(operation, nil) }
-        defer { g_object_unref(service) }
-        return try body(service)
+        try SecretServiceItems.withService(cancellable, operation: operation, body)
     }
 
     private static func strings(_ list: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
