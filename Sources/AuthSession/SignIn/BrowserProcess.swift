@@ -76,10 +76,14 @@ enum BrowserProcess {
         var spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         // ETXTBSY: a script just written is still open for writing in a child another thread
         // is forking (it holds the descriptor until its exec). That passes within moments.
+        // Up to about 2 s in all (20 ms doubling to 320 ms): a loaded machine can hold that
+        // child between its fork and its exec for longer than a few tens of milliseconds.
         var retries = 0
+        var pause: UInt32 = 20_000
         while spawned == ETXTBSY && retries < 10 {
             retries += 1
-            usleep(20_000)
+            usleep(pause)
+            pause = min(pause * 2, 320_000)
             spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         }
         guard spawned == 0 else { return spawned == ENOENT ? .notFound : .spawnFailed(spawned) }

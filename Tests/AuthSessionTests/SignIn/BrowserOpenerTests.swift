@@ -32,10 +32,18 @@ struct BrowserOpenerTests {
                     + "mv \"\(record.path).tmp\" \"\(record.path)\"\n")
         }
 
-        /// An executable `/bin/sh` script; its path.
+        /// An executable `/bin/sh` script; its path. Written through a descriptor opened with
+        /// O_CLOEXEC: a child that another test forks at that moment must not keep the script
+        /// open for writing past its exec, or starting the script fails with ETXTBSY (seen once
+        /// under AddressSanitizer: "could not start (errno 26)").
         static func script(in directory: TemporaryDirectory, named name: String, _ body: String) throws -> String {
             let path = directory.appending(name).path
-            try Data(("#!/bin/sh\n" + body).utf8).write(to: URL(fileURLWithPath: path))
+            let bytes = Array(("#!/bin/sh\n" + body).utf8)
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+            #expect(fd >= 0)
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            #expect(written == bytes.count)
+            #expect(close(fd) == 0)
             #expect(chmod(path, 0o755) == 0)
             return path
         }
