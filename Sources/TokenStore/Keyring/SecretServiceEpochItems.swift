@@ -135,25 +135,13 @@ enum SecretServiceEpochItems {
     private static func withSchema<R>(
         _ body: (UnsafeMutablePointer<SecretSchema>) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
-        let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil)!
-        defer { g_hash_table_unref(types) }
-        let stringType = UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue))
-        for name in [storeIDAttribute, epochAttribute, writeIDAttribute] {
-            g_hash_table_insert(types, g_strdup(name), stringType)
-        }
-        guard let schema = secret_schema_newv(schemaName, SECRET_SCHEMA_NONE, types) else {
-            throw TokenStoreError(.ioError, "libsecret could not make the epoch item schema.")
-        }
-        defer { secret_schema_unref(schema) }
-        return try body(schema)
+        try SecretServiceItems.withSchema(
+            named: schemaName, attributes: [storeIDAttribute, epochAttribute, writeIDAttribute], body)
     }
 
     private static func withAttributes<R>(
         _ values: [String: String], _ body: (OpaquePointer) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
-        let attributes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
-        defer { g_hash_table_unref(attributes) }
-        for (name, value) in values { g_hash_table_insert(attributes, g_strdup(name), g_strdup(value)) }
-        return try body(attributes)
+        try SecretServiceItems.withAttributes(values, body)
     }
 }

@@ -232,14 +232,22 @@ enum SecretServiceItems {
     static func withSchema<R>(
         _ body: (UnsafeMutablePointer<SecretSchema>) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
+        try withSchema(named: schemaName, attributes: [storeIDAttribute, keyIDAttribute], body)
+    }
+
+    /// A schema of string `attributes`, flags NONE (its `xdg:schema` attribute is matched too,
+    /// so items of one schema are never found by a search of another).
+    static func withSchema<R>(
+        named name: String, attributes names: [String],
+        _ body: (UnsafeMutablePointer<SecretSchema>) throws(TokenStoreError) -> R
+    ) throws(TokenStoreError) -> R {
         let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil)!
         defer { g_hash_table_unref(types) }
         // Values are SecretSchemaAttributeType as pointers; STRING is 0, a null pointer.
         let stringType = UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue))
-        g_hash_table_insert(types, g_strdup(storeIDAttribute), stringType)
-        g_hash_table_insert(types, g_strdup(keyIDAttribute), stringType)
-        guard let schema = secret_schema_newv(schemaName, SECRET_SCHEMA_NONE, types) else {
-            throw TokenStoreError(.ioError, "libsecret could not make the item schema.")
+        for attribute in names { g_hash_table_insert(types, g_strdup(attribute), stringType) }
+        guard let schema = secret_schema_newv(name, SECRET_SCHEMA_NONE, types) else {
+            throw TokenStoreError(.ioError, "libsecret could not make the item schema \(name).")
         }
         defer { secret_schema_unref(schema) }
         return try body(schema)
@@ -249,10 +257,16 @@ enum SecretServiceItems {
     static func withAttributes<R>(
         _ reference: DataKeyReference, _ body: (OpaquePointer) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
+        try withAttributes([storeIDAttribute: reference.storeID, keyIDAttribute: reference.keyID], body)
+    }
+
+    /// An attribute table for libsecret's `*v` calls.
+    static func withAttributes<R>(
+        _ values: [String: String], _ body: (OpaquePointer) throws(TokenStoreError) -> R
+    ) throws(TokenStoreError) -> R {
         let attributes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
         defer { g_hash_table_unref(attributes) }
-        g_hash_table_insert(attributes, g_strdup(storeIDAttribute), g_strdup(reference.storeID))
-        g_hash_table_insert(attributes, g_strdup(keyIDAttribute), g_strdup(reference.keyID))
+        for (name, value) in values { g_hash_table_insert(attributes, g_strdup(name), g_strdup(value)) }
         return try body(attributes)
     }
 
