@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import TokenStore
 
 /// Runs an async session call to completion on the concurrency pool and blocks the calling
 /// C thread until it ends. The session's own time-outs (per request, per keyring call) bound
@@ -18,7 +18,7 @@ enum Blocking {
         serving requests: CallerThreadRequests?, open: (String) -> Bool,
         _ body: @escaping @Sendable () async throws -> T
     ) throws -> T {
-        let result = Mutex<Result<T, any Error>?>(nil)
+        let result = Locked<Result<T, any Error>?>(nil)
         let wake = requests?.wake ?? DispatchSemaphore(value: 0)
         Task {
             let outcome: Result<T, any Error>
@@ -39,7 +39,7 @@ enum Blocking {
 /// ``Blocking/wait(serving:open:_:)``); each post wakes that thread once.
 final class CallerThreadRequests: Sendable {
     let wake = DispatchSemaphore(value: 0)
-    private let pending = Mutex<[(url: String, reply: CheckedContinuation<Bool, Never>)]>([])
+    private let pending = Locked<[(url: String, reply: CheckedContinuation<Bool, Never>)]>([])
 
     /// Asks the C thread to open `url`; true when it did.
     func open(_ url: String) async -> Bool {

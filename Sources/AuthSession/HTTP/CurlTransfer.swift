@@ -1,6 +1,6 @@
 internal import CCurl
 import FoundationEssentials
-import Synchronization
+import TokenStore
 
 /// One request through libcurl: its options, its callbacks and the answer being collected.
 ///
@@ -16,7 +16,7 @@ final class CurlTransfer: @unchecked Sendable {
     private let limit: Int
     private let environment: [String: String]
 
-    private let lock = Mutex(())
+    private let lock = Locked(())
     private var cancelled = false
     private var multi: UnsafeMutableRawPointer?
 

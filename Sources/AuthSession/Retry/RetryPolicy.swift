@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Synchronization
+import TokenStore
 
 /// When and how often a call to the authorization server is tried again.
 ///
@@ -155,9 +155,9 @@ package struct RandomSource: Sendable {
 
 /// SplitMix64 behind a lock.
 private final class SplitMix64: Sendable {
-    private let state: Mutex<UInt64>
+    private let state: Locked<UInt64>
 
-    init(seed: UInt64) { state = Mutex(seed) }
+    init(seed: UInt64) { state = Locked(seed) }
 
     func next() -> UInt64 {
         state.withLock { state in

@@ -1,6 +1,5 @@
 internal import CGlibcExtensions
 import FoundationEssentials
-import Synchronization
 import TokenStore
 
 #if canImport(Glibc)
@@ -70,7 +69,7 @@ final class LoopbackRedirectListener: @unchecked Sendable {
 
     private enum Phase { case bound, serving, closed }
 
-    private let lock = Mutex(())
+    private let lock = Locked(())
     private var phase = Phase.bound
     private var stopRequested = false
     private var listenDescriptor: Int32

@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,7 +22,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     private let lock = StoreLock()
     /// The envelope of the active key, for ``envelope``, which must answer even from inside a
     /// callback; it changes only with `lock` held too.
-    private let currentKey: Mutex<Envelope>
+    private let currentKey: Locked<Envelope>
     private var current: Envelope { currentKey.withLock { $0 } }
     private var database: Database?
     /// The epoch the transaction running now raised in the file (``raiseEpoch(_:from:to:)``),
@@ -49,7 +48,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
         self.options = options
         self.logger = logger
         self.database = database
-        currentKey = Mutex(envelope)
+        currentKey = Locked(envelope)
     }
 
     /// The envelope of the active key (readable from inside a callback of this store).

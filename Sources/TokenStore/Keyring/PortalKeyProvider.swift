@@ -1,6 +1,5 @@
 internal import CSodium
 import FoundationEssentials
-import Synchronization
 
 /// Keeps data keys in files beside the store, each wrapped under a key derived from the
 /// app's own secret that the XDG desktop portal hands out (`org.freedesktop.portal.Secret`):
@@ -121,7 +120,7 @@ public struct PortalKeyProvider: KeyProvider {
 
     /// The master key, asked from the portal once per provider (and its copies).
     final class MasterKey: Sendable {
-        private let cached = Mutex<SecretBytes?>(nil)
+        private let cached = Locked<SecretBytes?>(nil)
 
         func value(timeout: Duration) throws(TokenStoreError) -> SecretBytes {
             if let key = cached.withLock({ $0 }) { return key }

@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Synchronization
 
 /// Compares a store's `sqlite_schema` with the schema its applied migrations make.
 ///
@@ -109,7 +108,7 @@ enum SchemaCheck {
 
 /// The expected schema per list of migrations, computed once per process.
 private final class ExpectedSchemaCache: Sendable {
-    private let entries = Mutex<[String: Set<SchemaCheck.Object>]>([:])
+    private let entries = Locked<[String: Set<SchemaCheck.Object>]>([:])
 
     func value(for key: String) -> Set<SchemaCheck.Object>? { entries.withLock { $0[key] } }
     func store(_ value: Set<SchemaCheck.Object>, for key: String) { entries.withLock { $0[key] = value } }

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Synchronization
+import TokenStore
 
 /// Shows `label: done/total` on one rewritten stderr line while a long command runs,
 /// only when stderr is a terminal and `--quiet` is not given; silent otherwise.
@@ -15,7 +15,7 @@ final class ProgressReporter: @unchecked Sendable {  // mutable state guarded by
     private let console: Console
     private let isEnabled: Bool
     private let minimumInterval: TimeInterval
-    private let lock = Mutex(())
+    private let lock = Locked(())
     private var lastWidth = 0
     private var lastWrite = Date.distantPast
 

@@ -1,6 +1,6 @@
 import FoundationEssentials
-import Synchronization
 import Dispatch
+import TokenStore
 
 /// Runs `body` on the concurrency pool and blocks the calling (main) thread until it ends.
 /// The main thread is not part of the cooperative pool, so waiting here cannot starve it.
@@ -16,7 +16,7 @@ func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) thro
 }
 
 private final class ResultBox<T: Sendable>: Sendable {  // written once before the semaphore is signalled
-    private let result = Mutex<Result<T, any Error>?>(nil)
+    private let result = Locked<Result<T, any Error>?>(nil)
 
     func set(_ value: Result<T, any Error>) { result.withLock { $0 = value } }
 
