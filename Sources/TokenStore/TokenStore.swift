@@ -92,6 +92,7 @@ public final class TokenStore: Sendable {
         vfs: String? = nil, keyScheme: KeyScheme = .current
     ) throws {
         try Self.validateAppID(appID)
+        (keyProvider as? any EarlyConnecting)?.beginConnecting()  // while the database is read below
         self.path = path
         self.appID = appID
         try FileLayout.prepare(databasePath: path)

@@ -322,6 +322,8 @@ struct SecretServiceKeyProviderTests {
             ("store-open", "ok"),
             ("load-while-stopped", "timedOut"),
             ("load-while-stopped-bounded", "ok"),
+            ("open-while-stopped", "timedOut"),
+            ("open-while-stopped-bounded", "ok"),
             ("rotate-while-stopped", "timedOut"),
             ("next-record-kept", "kept"),
             ("load-after-continue", "match"),
@@ -393,7 +395,7 @@ struct ChildReport: CustomStringConvertible {
                 ("load", "secretServiceUnavailable"), ("store", "secretServiceUnavailable"),
                 ("delete", "secretServiceUnavailable"), ("availability", "secretServiceUnavailable"),
                 ("unlock", "secretServiceUnavailable"), ("load-hint", "ok"),
-                ("load-again", "secretServiceUnavailable"),
+                ("load-again", "secretServiceUnavailable"), ("load-after-warm-up", "secretServiceUnavailable"),
             ], sourceLocation: sourceLocation)
     }
 
@@ -461,6 +463,14 @@ final class ChildReportWriter {
         report.step("availability") { try provider.availability(of: reference).rawValue }
         report.step("unlock") { try provider.unlockDefaultCollection(timeout: .seconds(20)); return "returned" }
         report.step("load-again") { _ = try provider.loadKey(reference); return "returned" }
+        // A store's open starts connecting in the background (SecretServiceWarmUp); its failure
+        // is not swallowed: the key read after it meets the same absent service and says so.
+        report.step("load-after-warm-up") {
+            SecretServiceItems.forgetCachedService()
+            provider.beginConnecting()
+            _ = try provider.loadKey(reference)
+            return "returned"
+        }
     }
 
     private func runLocked(_ report: ChildReportWriter) {
@@ -550,6 +560,17 @@ final class ChildReportWriter {
         let elapsed = ContinuousClock.now - started
         // Bounded by our 1 s timeout, not D-Bus's 25 s default; 10 s leaves room for a loaded machine under TSan.
         report.record("load-while-stopped-bounded", elapsed < .seconds(10) ? "ok" : "slow", "\(elapsed)")
+        // A store's open while the daemon hangs, with no connection cached: the open's warm-up
+        // (SecretServiceWarmUp) hangs too, and the key read waits for it no longer than its own bound.
+        let openStarted = ContinuousClock.now
+        report.step("open-while-stopped") {
+            SecretServiceItems.forgetCachedService()
+            _ = try TokenStore(
+                path: storePath, appID: reference.appID, keyProvider: SecretServiceKeyProvider(timeout: .seconds(1)))
+            return "opened"
+        }
+        let openElapsed = ContinuousClock.now - openStarted
+        report.record("open-while-stopped-bounded", openElapsed < .seconds(10) ? "ok" : "slow", "\(openElapsed)")
         report.step("rotate-while-stopped") { _ = try store?.rotateDataKey(); return "rotated" }
         report.step("next-record-kept") { try TokenStore.inspect(path: storePath).dataKeys["next"] == 1 ? "kept" : "dropped" }
         kill(pid, SIGCONT)

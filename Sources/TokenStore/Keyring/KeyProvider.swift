@@ -98,3 +98,11 @@ protocol KeyAndEpochReading: KeyProvider {
     /// the key is missing or the epoch could not be read this way (ask `storeEpoch` then).
     func loadKeyAndStoreEpoch(_ reference: DataKeyReference) throws -> (key: SecretBytes?, epoch: UInt64?)
 }
+
+/// A key provider that can start connecting to where it keeps keys before its first call:
+/// ``TokenStore``'s open starts it, then reads the database meanwhile (``SecretServiceWarmUp``).
+protocol EarlyConnecting: KeyProvider {
+    /// Starts connecting in the background and returns at once; best effort (a failure shows
+    /// in the call that follows, not here).
+    func beginConnecting()
+}

@@ -198,6 +198,7 @@ enum SecretServiceItems {
         _ cancellable: GLibCancellable, operation: String,
         _ body: (UnsafeMutablePointer<SecretService>) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
+        SecretServiceWarmUp.waitWhileRunning(cancellable)  // its proxy, not a second one beside it
         var error: UnsafeMutablePointer<GError>?
         let service = secret_service_get_sync(SECRET_SERVICE_NONE, cancellable.pointer, &error)
         if let error {

@@ -114,3 +114,11 @@ extension SecretServiceKeyProvider: KeyAndEpochReading {
         else { throw TokenStoreError(.invalidInput, "A store id is not lowercase hex.") }
     }
 }
+
+extension SecretServiceKeyProvider: EarlyConnecting {
+    /// Connects and opens the Secret Service's transfer session in the background
+    /// (``SecretServiceWarmUp``), bounded by ``timeout``.
+    func beginConnecting() {
+        SecretServiceWarmUp.begin(timeout: timeout)
+    }
+}

@@ -1,0 +1,113 @@
+internal import CLibSecret
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Connects to the Secret Service and opens its transfer session on a thread of its own while
+/// a store reads its database file (``TokenStore`` calls ``begin(timeout:)`` first thing in its
+/// open), so the open waits for the slower of the two instead of both in turn.
+///
+/// The connection (`Hello`, the service's `GetAll`) and the session (`OpenSession`: a
+/// Diffie-Hellman exchange, computed on both sides) are about two thirds of a key read's time;
+/// the database's own work (schema check, migrations, key reference) needs neither. The warm-up
+/// asks libsecret for its cached service proxy with `SECRET_SERVICE_OPEN_SESSION`; every later
+/// call (``SecretServiceItems/withService(_:operation:_:)``) gets that same proxy, its session
+/// already open. A call that comes while the warm-up still runs waits for it
+/// (``waitWhileRunning(_:)``) rather than connecting a second time beside it (libsecret caches the
+/// first proxy that finishes, and a second would open its own session).
+///
+/// Best effort: a warm-up that fails (no service, no bus) leaves nothing behind, and the call
+/// after it meets and reports the same failure. Only where the path-level calls are used
+/// (``SecretServicePaths/isUsable``): in a sandbox libsecret may pick its file backend.
+enum SecretServiceWarmUp {
+    private static let gate = Gate()
+
+    /// Starts a warm-up unless one runs. Returns at once.
+    /// - Parameter timeout: how long calls wait for it at most (the provider's operation bound).
+    static func begin(timeout: Duration) {
+        guard SecretServicePaths.isUsable, !SecretServiceItems.registeredTypes.contains(0) else { return }
+        let milliseconds = timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000
+        guard gate.enter(forMilliseconds: max(0, milliseconds)) else { return }
+        var spawnError: UnsafeMutablePointer<GError>?
+        let thread = g_thread_try_new("tokenstore-warmup", { _ in
+            var error: UnsafeMutablePointer<GError>?
+            let service = secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, nil, &error)
+            if let service { g_object_unref(service) }  // libsecret's cache keeps its own reference
+            if let error { g_error_free(error) }  // the next call meets the same failure and reports it
+            SecretServiceWarmUp.gate.leave()
+            return nil
+        }, nil, &spawnError)
+        guard let thread else {
+            if let spawnError { g_error_free(spawnError) }
+            gate.leave()
+            return
+        }
+        g_thread_unref(thread)
+    }
+
+    /// Waits while a warm-up runs: until it ends, `cancellable` is cancelled (the caller's own
+    /// time limit), or the warm-up's time is up. Returns at once when none runs.
+    static func waitWhileRunning(_ cancellable: GLibCancellable) {
+        gate.wait(until: { cancellable.isCancelled })
+    }
+
+    /// Whether a warm-up runs, with its deadline, behind a pthread mutex and condition.
+    private final class Gate: @unchecked Sendable {  // `running` and `deadline` are guarded by `mutex`
+        private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+        private var running = false
+        private var deadline = timespec()
+
+        init() {
+            pthread_mutex_init(mutex, nil)
+            var attributes = pthread_condattr_t()
+            pthread_condattr_init(&attributes)
+            pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+            pthread_cond_init(condition, &attributes)
+            pthread_condattr_destroy(&attributes)
+        }
+
+        /// Marks a warm-up running for at most `milliseconds`; false when one runs already.
+        func enter(forMilliseconds milliseconds: Int64) -> Bool {
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            if running && !Self.passed(deadline) { return false }
+            running = true
+            deadline = Self.now(plusMilliseconds: milliseconds)
+            return true
+        }
+
+        func leave() {
+            pthread_mutex_lock(mutex)
+            running = false
+            pthread_cond_broadcast(condition)
+            pthread_mutex_unlock(mutex)
+        }
+
+        /// Waits in slices of 20 ms (checking `stop` between them) while a warm-up runs.
+        func wait(until stop: () -> Bool) {
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            while running && !Self.passed(deadline) && !stop() {
+                var slice = Self.now(plusMilliseconds: 20)
+                if Self.isBefore(deadline, slice) { slice = deadline }
+                pthread_cond_timedwait(condition, mutex, &slice)
+            }
+        }
+
+        private static func now(plusMilliseconds milliseconds: Int64) -> timespec {
+            var time = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &time)
+            let nanoseconds = Int64(time.tv_nsec) + (milliseconds % 1_000) * 1_000_000
+            time.tv_sec += Int(milliseconds / 1_000 + nanoseconds / 1_000_000_000)
+            time.tv_nsec = Int(nanoseconds % 1_000_000_000)
+            return time
+        }
+
+        private static func passed(_ deadline: timespec) -> Bool { isBefore(deadline, now(plusMilliseconds: 0)) }
+
+        private static func isBefore(_ a: timespec, _ b: timespec) -> Bool {
+            a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec)
+        }
+    }
+}
