@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build test test-providers test-cabi demo bench bench-footprint soak fuzz sanitizers release stress-tests docs install uninstall clean
+.PHONY: all deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean
 
 all: build
 
@@ -54,6 +54,11 @@ bench: deps
 # binding vs keyring, the library's size); ~2 min. Part of `make bench`.
 bench-footprint: deps
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/with-keyring scripts/bench-footprint --output BENCHMARKS.md
+
+# scripts/linker/symbol-order.txt (the functions the everyday commands run, placed first by the
+# release link) from callgrind runs; needs valgrind. Rerun after large changes (~2 min).
+symbol-order: deps
+	SWIFT="$(SWIFT)" scripts/with-keyring scripts/symbol-order
 
 # libFuzzer + ASan over the decoders (Tests/Fuzz), FUZZ_SECONDS per target (CI: 60).
 FUZZ_SECONDS ?= 60
