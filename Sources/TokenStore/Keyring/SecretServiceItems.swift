@@ -194,11 +194,15 @@ enum SecretServiceItems {
 
     // MARK: - Pieces
 
+    /// libsecret's cached service proxy, made (and the service started) once per process.
+    /// `needsSession`: false for calls that move no secret (searches, lock state), which then
+    /// need not wait for a warm-up's session (``SecretServiceWarmUp``), only for its proxy.
     static func withService<R>(
-        _ cancellable: GLibCancellable, operation: String,
+        _ cancellable: GLibCancellable, operation: String, needsSession: Bool = true,
         _ body: (UnsafeMutablePointer<SecretService>) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
-        SecretServiceWarmUp.waitWhileRunning(cancellable)  // its proxy, not a second one beside it
+        // The warm-up's proxy (and session), not a second one beside it.
+        SecretServiceWarmUp.waitWhileRunning(cancellable, needsSession: needsSession)
         var error: UnsafeMutablePointer<GError>?
         let service = secret_service_get_sync(SECRET_SERVICE_NONE, cancellable.pointer, &error)
         if let error {

@@ -41,7 +41,7 @@ enum SecretServicePaths {
         _ schema: UnsafeMutablePointer<SecretSchema>, _ attributes: OpaquePointer, _ cancellable: GLibCancellable,
         operation: String
     ) throws(TokenStoreError) -> Found {
-        try withService(cancellable, operation: operation) { service throws(TokenStoreError) in
+        try withService(cancellable, operation: operation, needsSession: false) { service throws(TokenStoreError) in
             var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
             var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
             var error: UnsafeMutablePointer<GError>?
@@ -100,7 +100,7 @@ enum SecretServicePaths {
     static func defaultCollectionLocked(
         unlockedItem: String? = nil, _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) -> Bool? {
-        try withService(cancellable, operation: operation) { service throws(TokenStoreError) -> Bool? in
+        try withService(cancellable, operation: operation, needsSession: false) { service throws(TokenStoreError) -> Bool? in
             var error: UnsafeMutablePointer<GError>?
             let alias = secret_service_read_alias_dbus_path_sync(
                 service, SecretServiceItems.defaultCollectionAlias, cancellable.pointer, &error)
@@ -118,13 +118,13 @@ enum SecretServicePaths {
 
     // MARK: - Pieces
 
-    /// libsecret's cached service proxy (``SecretServiceItems/withService(_:operation:_:)``:
-    /// made, and the service started, once per process).
+    /// libsecret's cached service proxy
+    /// (``SecretServiceItems/withService(_:operation:needsSession:_:)``).
     static func withService<R>(
-        _ cancellable: GLibCancellable, operation: String,
+        _ cancellable: GLibCancellable, operation: String, needsSession: Bool = true,
         _ body: (UnsafeMutablePointer<SecretService>) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
-        try SecretServiceItems.withService(cancellable, operation: operation, body)
+        try SecretServiceItems.withService(cancellable, operation: operation, needsSession: needsSession, body)
     }
 
     private static func strings(_ list: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {

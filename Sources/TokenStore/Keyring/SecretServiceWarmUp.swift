@@ -10,11 +10,12 @@ import Glibc
 /// The connection (`Hello`, the service's `GetAll`) and the session (`OpenSession`: a
 /// Diffie-Hellman exchange, computed on both sides) are about two thirds of a key read's time;
 /// the database's own work (schema check, migrations, key reference) needs neither. The warm-up
-/// asks libsecret for its cached service proxy with `SECRET_SERVICE_OPEN_SESSION`; every later
-/// call (``SecretServiceItems/withService(_:operation:_:)``) gets that same proxy, its session
-/// already open. A call that comes while the warm-up still runs waits for it
-/// (``waitWhileRunning(_:)``) rather than connecting a second time beside it (libsecret caches the
-/// first proxy that finishes, and a second would open its own session).
+/// runs in two steps: libsecret's cached service proxy (`secret_service_get_sync`), then its
+/// session (`secret_service_ensure_session_sync`). Every later call gets that same proxy
+/// (``SecretServiceItems/withService(_:operation:needsSession:_:)``): a search, which needs no
+/// session, waits only for the first step and so runs while the exchange is computed; a call
+/// that moves a secret waits for both. A call waits rather than connecting beside the warm-up:
+/// libsecret caches the first proxy that finishes, and a second would open its own session.
 ///
 /// Best effort: a warm-up that fails (no service, no bus) leaves nothing behind, and the call
 /// after it meets and reports the same failure. Only where the path-level calls are used
@@ -31,8 +32,12 @@ enum SecretServiceWarmUp {
         var spawnError: UnsafeMutablePointer<GError>?
         let thread = g_thread_try_new("tokenstore-warmup", { _ in
             var error: UnsafeMutablePointer<GError>?
-            let service = secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, nil, &error)
-            if let service { g_object_unref(service) }  // libsecret's cache keeps its own reference
+            let service = secret_service_get_sync(SECRET_SERVICE_NONE, nil, &error)
+            SecretServiceWarmUp.gate.connected()
+            if let service {
+                _ = secret_service_ensure_session_sync(service, nil, &error)
+                g_object_unref(service)  // libsecret's cache keeps its own reference
+            }
             if let error { g_error_free(error) }  // the next call meets the same failure and reports it
             SecretServiceWarmUp.gate.leave()
             return nil
@@ -45,17 +50,20 @@ enum SecretServiceWarmUp {
         g_thread_unref(thread)
     }
 
-    /// Waits while a warm-up runs: until it ends, `cancellable` is cancelled (the caller's own
-    /// time limit), or the warm-up's time is up. Returns at once when none runs.
-    static func waitWhileRunning(_ cancellable: GLibCancellable) {
-        gate.wait(until: { cancellable.isCancelled })
+    /// Waits while a warm-up runs: until it ends (`needsSession`) or has its connection (not
+    /// `needsSession`), `cancellable` is cancelled (the caller's own time limit), or the warm-up's
+    /// time is up. Returns at once when none runs.
+    static func waitWhileRunning(_ cancellable: GLibCancellable, needsSession: Bool = true) {
+        gate.wait(forSession: needsSession, until: { cancellable.isCancelled })
     }
 
-    /// Whether a warm-up runs, with its deadline, behind a pthread mutex and condition.
-    private final class Gate: @unchecked Sendable {  // `running` and `deadline` are guarded by `mutex`
+    /// Whether a warm-up runs and has its connection yet, with its deadline, behind a pthread
+    /// mutex and condition.
+    private final class Gate: @unchecked Sendable {  // `running`, `connecting`, `deadline`: guarded by `mutex`
         private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
         private var running = false
+        private var connecting = false
         private var deadline = timespec()
 
         init() {
@@ -73,22 +81,33 @@ enum SecretServiceWarmUp {
             defer { pthread_mutex_unlock(mutex) }
             if running && !Self.passed(deadline) { return false }
             running = true
+            connecting = true
             deadline = Self.now(plusMilliseconds: milliseconds)
             return true
+        }
+
+        /// The first step is over: libsecret has cached its service proxy (or failed to).
+        func connected() {
+            pthread_mutex_lock(mutex)
+            connecting = false
+            pthread_cond_broadcast(condition)
+            pthread_mutex_unlock(mutex)
         }
 
         func leave() {
             pthread_mutex_lock(mutex)
             running = false
+            connecting = false
             pthread_cond_broadcast(condition)
             pthread_mutex_unlock(mutex)
         }
 
-        /// Waits in slices of 20 ms (checking `stop` between them) while a warm-up runs.
-        func wait(until stop: () -> Bool) {
+        /// Waits in slices of 20 ms (checking `stop` between them) while a warm-up runs
+        /// (`forSession`) or is still connecting.
+        func wait(forSession: Bool, until stop: () -> Bool) {
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }
-            while running && !Self.passed(deadline) && !stop() {
+            while (forSession ? running : connecting) && !Self.passed(deadline) && !stop() {
                 var slice = Self.now(plusMilliseconds: 20)
                 if Self.isBefore(deadline, slice) { slice = deadline }
                 pthread_cond_timedwait(condition, mutex, &slice)
