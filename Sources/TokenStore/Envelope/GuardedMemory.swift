@@ -1,8 +1,5 @@
 internal import CSodium
 import FoundationEssentials
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Where ``SecretBytes`` keep their bytes: memory from `sodium_malloc` (locked with `mlock`,
 /// excluded from core dumps, guard pages around it), wiped with `sodium_memzero` when a
@@ -43,33 +40,14 @@ enum GuardedMemory {
         }
     }
 
-    /// The free lists behind a pthread mutex rather than `Synchronization.Mutex`: the same
-    /// exclusion, but ThreadSanitizer understands pthread mutexes, while `Mutex`'s raw futex
-    /// calls are invisible to it, so every slot handed between threads read as a data race
-    /// (905 false reports in one run, and the test children exiting 66 because of them).
-    private final class SlotPool: @unchecked Sendable {
+    /// The free lists behind ``Locked`` (a pthread mutex ThreadSanitizer understands: behind
+    /// `Synchronization.Mutex`, every slot handed between threads read as a data race).
+    private final class SlotPool: Sendable {
         // Free slots by size class, as addresses (the slab memory they point into is never freed).
-        // Guarded by `mutex`.
-        private var free: [[UInt]] = Array(repeating: [], count: GuardedMemory.slotSizes.count)
-        private let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
-            let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-            pthread_mutex_init(mutex, nil)
-            return mutex
-        }()
-
-        deinit {
-            pthread_mutex_destroy(mutex)
-            mutex.deallocate()
-        }
-
-        private func locked<R>(_ body: (inout [[UInt]]) -> R) -> R {
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
-            return body(&free)
-        }
+        private let free = Locked<[[UInt]]>(Array(repeating: [], count: GuardedMemory.slotSizes.count))
 
         func take(_ sizeClass: Int) -> UnsafeMutableRawPointer {
-            let address = locked { free in
+            let address = free.withLock { free in
                 if free[sizeClass].isEmpty {
                     guard let slab = sodium_malloc(GuardedMemory.slabBytes) else {
                         fatalError("sodium_malloc failed: out of guarded memory")
@@ -85,7 +63,7 @@ enum GuardedMemory {
         }
 
         func give(_ pointer: UnsafeMutableRawPointer, _ sizeClass: Int) {
-            locked { $0[sizeClass].append(UInt(bitPattern: pointer)) }
+            free.withLock { $0[sizeClass].append(UInt(bitPattern: pointer)) }
         }
     }
 }

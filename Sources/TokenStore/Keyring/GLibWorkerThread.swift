@@ -102,6 +102,14 @@ final class GLibCancellable: @unchecked Sendable {
 }
 
 extension Duration {
+    /// Whole milliseconds, saturating (a negative duration is 0).
+    var wholeMilliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return 0 }
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000)
+        return overflow ? .max : product.addingReportingOverflow(attoseconds / 1_000_000_000_000_000).partialValue
+    }
+
     var dispatchInterval: DispatchTimeInterval {
         let (seconds, attoseconds) = components
         let nanos = seconds.multipliedReportingOverflow(by: 1_000_000_000)

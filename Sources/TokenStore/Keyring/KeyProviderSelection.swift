@@ -34,7 +34,7 @@ public enum KeyProviderSelection {
     /// or the bus can start one. No bus, no answer in time, or a bus filter (a Flatpak's
     /// `xdg-dbus-proxy`) that hides the name all count as unreachable. Starts nothing.
     public static func secretServiceReachable(timeout: Duration = .seconds(3)) -> Bool {
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(clamping: timeout.wholeMilliseconds)
         let answer = try? GLibWorkerThread.run("secret service probe", timeout: timeout) { cancellable throws(TokenStoreError) -> Bool in
             var error: UnsafeMutablePointer<GError>?
             guard let bus = g_bus_get_sync(G_BUS_TYPE_SESSION, cancellable.pointer, &error) else {

@@ -27,8 +27,7 @@ enum SecretServiceWarmUp {
     /// - Parameter timeout: how long calls wait for it at most (the provider's operation bound).
     static func begin(timeout: Duration) {
         guard SecretServicePaths.isUsable, !SecretServiceItems.registeredTypes.contains(0) else { return }
-        let milliseconds = timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000
-        guard gate.enter(forMilliseconds: max(0, milliseconds)) else { return }
+        guard gate.enter(forMilliseconds: timeout.wholeMilliseconds) else { return }
         var spawnError: UnsafeMutablePointer<GError>?
         let thread = g_thread_try_new("tokenstore-warmup", { _ in
             var error: UnsafeMutablePointer<GError>?
