@@ -296,6 +296,9 @@ import TokenStore
         ("http://127.0.0.1:8080", true), ("http://127.1.2.3", true), ("http://localhost:9", true), ("http://[::1]:80", true),
         ("http://tenant.auth0.com", false), ("http://10.0.0.1", false), ("http://127.0.0.1.evil.example", false),
         ("http://localhost.evil.example", false), ("http://0.0.0.0", false), ("http://128.0.0.1", false),
+        // Security review 2, N3: a trailing dot is a DNS name, not the loopback host.
+        ("http://localhost.:9", false), ("http://LOCALHOST.", false), ("http://127.0.0.1.:9", false),
+        ("http://[::1].:9", false), ("http://localhost..:9", false),
         ("ftp://tenant.auth0.com", false), ("tenant.auth0.com", false), ("https://", false),
         ("https://user:pw@tenant.auth0.com", false), ("https://tenant.auth0.com/?x=1", false),
     ])

@@ -223,6 +223,32 @@ import TokenStore
         #expect(CurlTransport.proxy(scheme: scheme, host: host, environment: environment) == expected)
     }
 
+    // MARK: - Security review 2, N3: plain http only to loopback, really
+
+    /// `http://localhost.:PORT` went to DNS (glibc and libcurl treat the trailing dot as a
+    /// name to resolve): the transport refuses it before any traffic, as it refuses plain http
+    /// to any name that is not exactly `localhost` or a loopback literal. Nothing connects to
+    /// the loopback server either.
+    @Test func plainHTTPToANameThatIsNotLocalhostIsRefusedBeforeAnyTraffic() async throws {
+        let server = try RawLoopbackServer { connection in
+            connection.readHead()
+            connection.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        }
+        defer { server.stop() }
+        let transport = CurlTransport()
+        for host in ["localhost.", "LocalHost.", "localhost.localdomain.invalid"] {
+            let url = try #require(URL(string: "http://\(host):\(server.port)"))
+            let failure = await Self.failure(of: Self.post(url, timeout: .seconds(5)), through: transport)
+            #expect(failure?.kind == .other, "\(host): \(String(describing: failure))")
+        }
+        #expect(server.connections == 0, "the server saw \(server.connections) connections")
+        // Exactly `localhost` is pinned to the loopback addresses and reaches the server.
+        let pinned = try #require(URL(string: "http://localhost:\(server.port)"))
+        let response = try await transport.send(Self.post(pinned, timeout: .seconds(10)))
+        #expect(response.status == 200)
+        #expect(server.connections == 1)
+    }
+
     // MARK: - The rest of the request policy
 
     /// Only http and https, and no header injection.

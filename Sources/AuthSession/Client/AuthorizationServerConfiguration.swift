@@ -4,7 +4,8 @@ import TokenStore
 /// Where the authorization server is and who the app is to it.
 ///
 /// Validated when made: `https://` for any host; plain `http://` only for a loopback host
-/// (`localhost`, `127.0.0.0/8`, `::1`), for tests and local development. Anything else
+/// (exactly `localhost`, an IP literal in `127.0.0.0/8`, or `::1`; `localhost.` is refused),
+/// for tests and local development. Anything else
 /// throws ``AuthSessionError/Code/insecureConfiguration`` before any request is made.
 ///
 /// ```swift
@@ -106,11 +107,12 @@ public struct AuthorizationServerConfiguration: Sendable {
         }
     }
 
-    /// `localhost`, an IPv4 address in `127.0.0.0/8`, or `::1` (bracketed or not).
+    /// Exactly `localhost` (pinned to 127.0.0.1 and ::1 by the transport, never resolved), an
+    /// IPv4 literal in `127.0.0.0/8`, or `::1` (bracketed or not). A trailing dot is not
+    /// removed: `localhost.` is a name the system resolver sends to DNS (security review 2, N3).
     static func isLoopback(host rawHost: String) -> Bool {
         var host = rawHost.lowercased()
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        if host.hasSuffix(".") { host.removeLast() }
         if host == "localhost" { return true }
         if host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
         let octets = host.split(separator: ".", omittingEmptySubsequences: false)

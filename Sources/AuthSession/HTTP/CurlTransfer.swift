@@ -55,11 +55,15 @@ final class CurlTransfer: @unchecked Sendable {
             curl.api.url_cleanup(url)
         }
         var headerList: UnsafeMutablePointer<curl_slist>?
-        defer { curl.api.slist_free_all(headerList) }
+        var resolveList: UnsafeMutablePointer<curl_slist>?
+        defer {
+            curl.api.slist_free_all(headerList)
+            curl.api.slist_free_all(resolveList)
+        }
         let requestBody = request.body ?? Data()
         return requestBody.withUnsafeBytes { bytes in
             do throws(TransportFailure) {
-                try configure(easy, url: url, body: bytes, headerList: &headerList)
+                try configure(easy, url: url, body: bytes, headerList: &headerList, resolveList: &resolveList)
             } catch {
                 return .failure(error)
             }
@@ -72,7 +76,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     private func configure(
         _ easy: UnsafeMutableRawPointer, url: OpaquePointer, body: UnsafeRawBufferPointer,
-        headerList: inout UnsafeMutablePointer<curl_slist>?
+        headerList: inout UnsafeMutablePointer<curl_slist>?, resolveList: inout UnsafeMutablePointer<curl_slist>?
     ) throws(TransportFailure) {
         func check(_ code: CURLcode, _ what: String) throws(TransportFailure) {
             guard code == CURLE_OK else {
@@ -94,6 +98,21 @@ final class CurlTransfer: @unchecked Sendable {
             throw TransportFailure(.other, "The request URL is not one libcurl accepts.")
         }
         try check(tokenstore_curl_setopt_pointer(curl.table, easy, CURLOPT_CURLU, UnsafeRawPointer(url)), "URL")
+        // Plain http only to loopback, checked here too (the configuration checks it first):
+        // an IP literal in 127.0.0.0/8 or ::1, or exactly `localhost`, which is pinned to the
+        // loopback addresses so that no resolver is asked (`localhost.` is not `localhost`: the
+        // system resolver sends it to DNS).
+        let loopback = AuthorizationServerConfiguration.isLoopback(host: host)
+        if scheme.lowercased() == "http", !loopback {
+            throw TransportFailure(.other, "Plain http:// is sent only to a loopback address.")
+        }
+        if host.lowercased() == "localhost" {
+            guard let port = part(url, CURLUPART_PORT, flags: UInt32(CURLU_DEFAULT_PORT)) else {
+                throw TransportFailure(.other, "The request URL has no port libcurl can read.")
+            }
+            resolveList = curl.api.slist_append(resolveList, "localhost:\(port):127.0.0.1,[::1]")
+            try check(tokenstore_curl_setopt_pointer(curl.table, easy, CURLOPT_RESOLVE, UnsafeRawPointer(resolveList)), "loopback address pin")
+        }
         try string(CURLOPT_PROTOCOLS_STR, "http,https", "protocols")
         try string(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "redirect protocols")
         try long(CURLOPT_FOLLOWLOCATION, 0, "redirect")
@@ -158,9 +177,9 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    private func part(_ url: OpaquePointer, _ which: CURLUPart) -> String? {
+    private func part(_ url: OpaquePointer, _ which: CURLUPart, flags: UInt32 = 0) -> String? {
         var value: UnsafeMutablePointer<CChar>?
-        guard curl.api.url_get(url, which, &value, 0) == CURLUE_OK, let value else { return nil }
+        guard curl.api.url_get(url, which, &value, flags) == CURLUE_OK, let value else { return nil }
         defer { curl.api.free(value) }
         return String(cString: value)
     }

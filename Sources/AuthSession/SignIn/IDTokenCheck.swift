@@ -12,7 +12,8 @@ public enum IDTokenCheck: String, Sendable, CaseIterable {
     case format
     /// The header's `alg` is not `RS256` (`none`, `HS256` and every other value are refused).
     case algorithm
-    /// The header has no `kid`, or the tenant's JWKS has no key with that `kid` (after one refetch).
+    /// The header has no `kid`, or the tenant's JWKS has no key with that `kid` (after one
+    /// refetch, at most one a minute).
     case keyID
     /// The JWKS key for the `kid` is not usable: `kty` not `RSA`, `alg` not `RS256`, `use`
     /// not `sig`, or a malformed or too short (under 2048 bits) modulus.
@@ -27,11 +28,11 @@ public enum IDTokenCheck: String, Sendable, CaseIterable {
     case audience
     /// `exp` is missing, or the token expired more than the leeway ago.
     case expiration
-    /// `iat` is missing.
+    /// `iat` is missing, or later than now plus the leeway.
     case issuedAt
     /// `nonce` is missing or not the one sent with the authorization request.
     case nonce
-    /// `aud` has several entries and `azp` is missing or not the client id.
+    /// `azp` is present and not the client id, or `aud` has several entries and `azp` is missing.
     case authorizedParty
     /// `max_age` was sent and `auth_time` is missing, or the sign-in is older than
     /// `max_age` plus the leeway.
@@ -49,7 +50,7 @@ public enum IDTokenCheck: String, Sendable, CaseIterable {
         case .subject: return "the subject is missing."
         case .audience: return "the audience does not contain the client id."
         case .expiration: return "the token is expired."
-        case .issuedAt: return "the issued-at time is missing."
+        case .issuedAt: return "the issued-at time is missing or in the future."
         case .nonce: return "the nonce is not the one sent."
         case .authorizedParty: return "the authorized party is not the client id."
         case .authenticationTime: return "the sign-in is older than the requested max_age."

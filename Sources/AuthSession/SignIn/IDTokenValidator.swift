@@ -12,16 +12,16 @@ import TokenStore
 /// |---|---|
 /// | format | three base64url parts, JSON header and claims |
 /// | algorithm | `alg` is `RS256` (`none`, `HS256`, anything else refused) |
-/// | keyID | `kid` present and in the tenant's JWKS (fetched again once if unknown) |
+/// | keyID | `kid` present and in the tenant's JWKS (cached 6 h; fetched again if unknown, at most once a minute) |
 /// | signingKey | that key has `kty` RSA, `alg` RS256 if present, `use` sig if present, ≥ 2048 bits |
 /// | signature | RSASSA-PKCS1-v1_5 with SHA-256 verifies (libcrypto) |
 /// | issuer | `iss` equals the issuer URL, trailing slash included |
 /// | subject | `sub` is a non-empty string |
 /// | audience | `aud` (string or array) contains the client id |
 /// | expiration | `exp + leeway > now` |
-/// | issuedAt | `iat` present |
+/// | issuedAt | `iat` present and not later than `now + leeway` |
 /// | nonce | `nonce` equals the one sent, when one was sent |
-/// | authorizedParty | `azp` equals the client id, when `aud` has several entries |
+/// | authorizedParty | `azp` equals the client id whenever present; required when `aud` has several entries |
 /// | authenticationTime | `auth_time + max_age + leeway ≥ now`, when `max_age` was sent |
 ///
 /// ```swift
@@ -55,7 +55,7 @@ struct IDTokenValidator: Sendable {
         self.clientID = clientID
         self.leeway = leeway
         self.now = now
-        keys = JSONWebKeySetCache(issuer: issuer, transport: transport, timeout: requestTimeout, logger: logger)
+        keys = JSONWebKeySetCache(issuer: issuer, transport: transport, timeout: requestTimeout, logger: logger, now: now)
     }
 
     /// A validator for the tenant of `configuration`: issuer `{domain}/`.
@@ -107,13 +107,17 @@ struct IDTokenValidator: Sendable {
         guard let expiresAt = claims["exp"]?.number, expiresAt + leewaySeconds > current else {
             throw .idTokenInvalid(check: .expiration)
         }
-        guard let issuedAt = claims["iat"]?.number else { throw .idTokenInvalid(check: .issuedAt) }
+        // A token "issued" in the future (beyond the clock skew) is refused (OIDC Core 3.1.3.7).
+        guard let issuedAt = claims["iat"]?.number, issuedAt <= current + leewaySeconds else {
+            throw .idTokenInvalid(check: .issuedAt)
+        }
         if let nonce {
             guard let received = claims["nonce"]?.string,
                 ConstantTime.equal(Array(received.utf8), Array(nonce.utf8))
             else { throw .idTokenInvalid(check: .nonce) }
         }
-        if audiences.count > 1 {
+        // azp is checked whenever present, and required with several audiences (OIDC Core 2).
+        if audiences.count > 1 || claims["azp"] != nil {
             guard claims["azp"]?.string == clientID else { throw .idTokenInvalid(check: .authorizedParty) }
         }
         let authenticatedAt = claims["auth_time"]?.number

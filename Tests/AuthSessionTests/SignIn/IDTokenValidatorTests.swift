@@ -168,6 +168,57 @@ struct IDTokenValidatorTests {
         #expect(transport.requests.count == 2)
     }
 
+    /// Security review 2, N9: the key set expires. A key the tenant removed stops verifying once
+    /// the cached set is older than 6 hours (it was trusted for the life of the process).
+    @Test func aRemovedKeyStopsVerifyingWhenTheCachedSetExpires() async throws {
+        let clock = TestClock(Self.now)
+        let transport = KeySetTransport([
+            .document(["keys": [Self.key.jwk(kid: "k1")]]),
+            .document(["keys": [Self.otherKey.jwk(kid: "k2")]]),
+        ])
+        let validator = IDTokenValidator(
+            issuer: URL(string: Self.issuer)!, clientID: Self.clientID, transport: transport, now: { clock.now })
+        func token() -> SecretBytes { Self.rs256(Self.claims(["iat": clock.now.timeIntervalSince1970, "exp": clock.now.timeIntervalSince1970 + 600])) }
+        _ = try await validator.validate(token(), nonce: Self.nonce)
+        clock.advance(by: 6 * 3600 - 1)
+        _ = try await validator.validate(token(), nonce: Self.nonce)
+        #expect(transport.requests.count == 1, "a set younger than 6 hours is used as it is")
+        clock.advance(by: 2)
+        do {
+            _ = try await validator.validate(token(), nonce: Self.nonce)
+            Issue.record("a key removed from the tenant's set still verified after the cache expired")
+        } catch {
+            #expect(error.idTokenCheck == .keyID, "\(error)")
+        }
+        #expect(transport.requests.count == 2, "the expired set was fetched again once")
+    }
+
+    /// Security review 2, N9: unknown `kid`s cause at most one fetch a minute, however many
+    /// tokens carry them; after the minute, one more.
+    @Test func unknownKeyIDsRefetchAtMostOnceAMinute() async throws {
+        let clock = TestClock(Self.now)
+        let transport = Self.standardTransport()
+        let validator = IDTokenValidator(
+            issuer: URL(string: Self.issuer)!, clientID: Self.clientID, transport: transport, now: { clock.now })
+        _ = try await validator.validate(Self.rs256(Self.claims()), nonce: Self.nonce)
+        for attempt in 0..<20 {
+            do {
+                _ = try await validator.validate(Self.rs256(Self.claims(), kid: "made-up-\(attempt)"), nonce: Self.nonce)
+                Issue.record("accepted a token with an unknown kid")
+            } catch {
+                #expect(error.idTokenCheck == .keyID)
+            }
+            clock.advance(by: 2)
+        }
+        #expect(transport.requests.count == 2, "20 unknown kids within 40 s: one refetch, got \(transport.requests.count - 1)")
+        clock.advance(by: 60)
+        _ = try? await validator.validate(Self.rs256(Self.claims(), kid: "made-up-late"), nonce: Self.nonce)
+        #expect(transport.requests.count == 3, "a minute later an unknown kid may refetch once more")
+        // The known key still verifies without a request.
+        _ = try await validator.validate(Self.rs256(Self.claims()), nonce: Self.nonce)
+        #expect(transport.requests.count == 3)
+    }
+
     @Test func unusableKeysAreRefused() async {
         for jwk in [
             Self.key.jwk(kid: "k1", kty: "EC"), Self.key.jwk(kid: "k1", alg: "RS512"), Self.key.jwk(kid: "k1", use: "enc"),
@@ -223,10 +274,23 @@ struct IDTokenValidatorTests {
         await Self.expect(.expiration, Self.rs256(Self.claims(["exp": true])))
     }
 
-    @Test func issuedAtMustBePresent() async {
+    /// Security review 2, N9: `iat` is compared with the clock (OIDC Core 3.1.3.7); a token
+    /// "issued" in the future beyond the leeway is refused (it was accepted, as Auth0.swift does).
+    @Test func issuedAtMustBePresentAndNotInTheFuture() async {
         await Self.expect(.issuedAt, Self.rs256(Self.claims(["iat": nil])))
-        // Not compared with the clock (as Auth0.swift): a future iat is accepted.
-        _ = await Self.accept(Self.rs256(Self.claims(["iat": Self.t + 600])))
+        await Self.expect(.issuedAt, Self.rs256(Self.claims(["iat": Self.t + 600])))
+        await Self.expect(.issuedAt, Self.rs256(Self.claims(["iat": Self.t + 61])))
+        _ = await Self.accept(Self.rs256(Self.claims(["iat": Self.t + 60])))
+        _ = await Self.accept(Self.rs256(Self.claims(["iat": Self.t - 86_400])))
+    }
+
+    /// Security review 2, N9: `azp` is checked whenever it is present, also with one audience.
+    @Test func authorizedPartyIsCheckedWheneverPresent() async {
+        await Self.expect(.authorizedParty, Self.rs256(Self.claims(["azp": "other-client"])))
+        await Self.expect(.authorizedParty, Self.rs256(Self.claims(["aud": [Self.clientID], "azp": "other-client"])))
+        await Self.expect(.authorizedParty, Self.rs256(Self.claims(["azp": 42])))
+        _ = await Self.accept(Self.rs256(Self.claims(["azp": Self.clientID])))
+        _ = await Self.accept(Self.rs256(Self.claims(["aud": [Self.clientID, "https://api"], "azp": Self.clientID])))
     }
 
     @Test func nonceMustMatchTheOneSent() async {
@@ -273,4 +337,16 @@ struct IDTokenValidatorTests {
             }
         }
     }
+}
+
+/// A clock the test moves by hand.
+final class TestClock: @unchecked Sendable {  // `current` under `lock`
+    private let lock = NSLock()
+    private var current: Date
+
+    init(_ start: Date) { current = start }
+
+    var now: Date { lock.withLock { current } }
+
+    func advance(by seconds: TimeInterval) { lock.withLock { current += seconds } }
 }
