@@ -36,7 +36,8 @@ enum SecretBuffer {
     /// stderr (naming no secret), as `free` does for a pointer it did not hand out.
     static func free(_ bytes: UnsafeMutablePointer<UInt8>, length: Int) {
         let address = UInt(bitPattern: bytes)
-        guard let count = live.withLock({ $0[address] }) else {
+        // Looked up and removed at once: of two threads freeing one buffer, one aborts.
+        guard let count = live.withLock({ $0.removeValue(forKey: address) }) else {
             abandon("the pointer is not a buffer of this library, or it was freed already")
         }
         let raw = UnsafeMutableRawPointer(bytes) - headerBytes
@@ -46,7 +47,6 @@ enum SecretBuffer {
         guard length == count else {
             abandon("the length is \(UInt(bitPattern: length)), but the buffer was returned with \(count)")
         }
-        live.withLock { _ = $0.removeValue(forKey: address) }
         GuardedMemory.release(raw, count: headerBytes + max(count, 1))  // wipes
     }
 

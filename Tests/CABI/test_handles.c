@@ -5,8 +5,9 @@
  *   test_handles race   STORE [ROUNDS]   4 threads call ts_item_get in a loop while the main
  *                                        thread closes the store after 0.5-10 ms: no crash,
  *                                        every failing call is storeClosed; stale handles
- *   test_handles bytes  STORE            ts_bytes_free with a wrong length, a foreign pointer
- *                                        or twice aborts with a message; the buffers are
+ *   test_handles bytes  STORE            ts_bytes_free with a wrong length, a foreign pointer,
+ *                                        twice or after a write in front of the buffer aborts
+ *                                        with a message; the buffers are
  *                                        excluded from core dumps (VmFlags dd)
  *   test_handles harden                  ts_harden_process: not dumpable, RLIMIT_CORE 0 0
  *
@@ -187,6 +188,12 @@ static void free_twice(void *argument) {
     ts_bytes_free(buffer->bytes, buffer->length);
 }
 
+static void free_after_underflow(void *argument) {
+    struct buffer *buffer = argument;
+    buffer->bytes[-16] ^= 0x01; /* a write in front of the bytes: the header's magic */
+    ts_bytes_free(buffer->bytes, buffer->length);
+}
+
 static void free_foreign(void *argument) {
     (void)argument;
     uint8_t *foreign = malloc(64);
@@ -224,6 +231,7 @@ static int test_bytes(const char *path) {
     CHECK(aborts_with_message(free_with_wrong_length, &buffer));
     CHECK(aborts_with_message(free_twice, &buffer));
     CHECK(aborts_with_message(free_foreign, NULL));
+    CHECK(aborts_with_message(free_after_underflow, &buffer));
     ts_bytes_free(buffer.bytes, buffer.length); /* the right length: fine (the children's frees were theirs) */
     ts_store_close(store);
     return failures;
