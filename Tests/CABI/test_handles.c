@@ -4,7 +4,8 @@
  *
  *   test_handles race   STORE [ROUNDS]   4 threads call ts_item_get in a loop while the main
  *                                        thread closes the store after 0.5-10 ms: no crash,
- *                                        every failing call is storeClosed; stale handles
+ *                                        every failing call is storeClosed; the same with
+ *                                        ts_session_resume and ts_session_free; stale handles
  *   test_handles bytes  STORE            ts_bytes_free with a wrong length, a foreign pointer,
  *                                        twice or after a write in front of the buffer aborts
  *                                        with a message; the buffers are
@@ -54,6 +55,7 @@ static ts_store *open_store(const char *path) {
 struct reader {
     pthread_t thread;
     ts_store *store;
+    ts_session *session; /* set: the reader calls ts_session_resume instead of ts_item_get */
     long reads;
     long closed;      /* calls that failed with storeClosed */
     long other;       /* calls that failed otherwise, or read a wrong value */
@@ -66,7 +68,17 @@ static void *read_until_closed(void *argument) {
         uint8_t *bytes = NULL;
         size_t length = 0;
         ts_error *err = NULL;
-        int status = ts_item_get(reader->store, NULL, "race", TS_KIND_GENERIC, &bytes, &length, &err);
+        if (reader->session) {
+            int pending = -1;
+            int status = ts_session_resume(reader->session, &pending, &err);
+            if (status == TS_OK && pending == 0) {
+                reader->reads++;
+                continue;
+            }
+            if (status == TS_OK) reader->other++;
+        }
+        int status = reader->session ? TS_ERROR
+                                     : ts_item_get(reader->store, NULL, "race", TS_KIND_GENERIC, &bytes, &length, &err);
         if (status == TS_OK) {
             if (length != 10 || memcmp(bytes, "race-value", 10) != 0) reader->other++;
             ts_bytes_free(bytes, length);
@@ -119,6 +131,34 @@ static int test_race(const char *path, int rounds) {
     CHECK(other == 0);
     CHECK(closed == 4L * rounds);
 
+    /* The same with a session freed under readers (ts_session_resume: nothing queued, no network). */
+    long session_calls = 0, session_closed = 0, session_other = 0;
+    for (int round = 0; round < rounds / 3; round++) {
+        enum { readers = 4 };
+        struct reader reader[readers];
+        store = open_store(path);
+        ts_session *session = NULL;
+        CHECK(ts_session_new(store, "http://127.0.0.1:9/", "tokenstore-test", &session, NULL) == TS_OK);
+        ts_store_close(store); /* the session keeps the store open */
+        for (int i = 0; i < readers; i++) {
+            memset(&reader[i], 0, sizeof reader[i]);
+            reader[i].session = session;
+            CHECK(pthread_create(&reader[i].thread, NULL, read_until_closed, &reader[i]) == 0);
+        }
+        struct timespec pause = {0, 500000 + (long)(rand_r(&seed) % 9500) * 1000};
+        nanosleep(&pause, NULL);
+        ts_session_free(session);
+        for (int i = 0; i < readers; i++) {
+            pthread_join(reader[i].thread, NULL);
+            session_calls += reader[i].reads;
+            session_closed += reader[i].closed;
+            session_other += reader[i].other;
+            if (reader[i].other) fprintf(stderr, "  session round %d: a call failed with %s\n", round, reader[i].other_code);
+        }
+    }
+    CHECK(session_other == 0);
+    CHECK(session_closed == 4L * (rounds / 3));
+
     /* A session outlives a closed store handle; a freed session is refused too. */
     store = open_store(path);
     ts_session *session = NULL;
@@ -144,7 +184,9 @@ static int test_race(const char *path, int rounds) {
     ts_error_free(err);
     ts_session_free(session);
     ts_store_close(store);
-    printf("METRIC c_close_race rounds=%d reads=%ld store_closed=%ld other=%ld\n", rounds, reads, closed, other);
+    printf("METRIC c_close_race rounds=%d reads=%ld store_closed=%ld other=%ld session_rounds=%d session_calls=%ld "
+           "session_closed=%ld session_other=%ld\n", rounds, reads, closed, other, rounds / 3, session_calls,
+           session_closed, session_other);
     return failures;
 }
 
