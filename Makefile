@@ -95,14 +95,17 @@ test-cabi: deps
 
 # libtokenstore.so.1 (+ symlinks), tokenstore.h, tokenstore.pc, tokenctl, its man page and
 # bash/zsh/fish completions under $(DESTDIR)$(PREFIX). CONFIG=debug installs the debug build
-# unstripped (the tests do); the default is a stripped release build.
+# unstripped (the tests do); the default is a stripped release build. Both are linked without
+# SwiftPM's default RUNPATH $ORIGIN (--disable-local-rpath): neither has a library of its own
+# beside it, and $ORIGIN would let a library placed next to them be loaded instead of the
+# system's (the lazy dlopen of libcurl.so.4 and libcrypto.so.3 included; review N8).
 PREFIX ?= /usr/local
 DESTDIR ?=
 CONFIG ?= release
 STRIP ?= strip --strip-unneeded
 install:
-	$(SWIFT) build -c $(CONFIG) --product tokenstore $(SWIFT_FLAGS)
-	$(SWIFT) build -c $(CONFIG) --product tokenctl $(SWIFT_FLAGS)
+	$(SWIFT) build -c $(CONFIG) --product tokenstore --disable-local-rpath $(SWIFT_FLAGS)
+	$(SWIFT) build -c $(CONFIG) --product tokenctl --disable-local-rpath $(SWIFT_FLAGS)
 	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" STRIP="$(if $(filter release,$(CONFIG)),$(STRIP))" \
 		scripts/install install "$$($(SWIFT) build -c $(CONFIG) --show-bin-path $(SWIFT_FLAGS))"
 

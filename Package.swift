@@ -114,7 +114,7 @@ let package = Package(
             name: "CGIO", path: "Sources/CGIO", pkgConfig: "gio-2.0",
             providers: [.apt(["libglib2.0-dev"])]),
 
-        // glibc GNU extensions Swift's Glibc module leaves out (accept4, posix_spawn closefrom).
+        // glibc GNU extensions Swift's Glibc module leaves out (accept4, posix_spawn closefrom, prctl).
         .systemLibrary(name: "CGlibcExtensions", path: "Sources/CGlibcExtensions"),
 
         // Migrations/NNNN_name.sql compiled into the library at build time, with the schema after each
@@ -126,7 +126,7 @@ let package = Package(
 
         .target(
             name: "TokenStore",
-            dependencies: ["CSQLite", "CLibSecret", "CSodium"],
+            dependencies: ["CSQLite", "CLibSecret", "CSodium", "CGlibcExtensions"],
             plugins: ["EmbedMigrations", "EmbedVersion"]),
         .target(name: "AuthSession", dependencies: ["TokenStore", "CSodium", "CCrypto", "CCurl", "CGIO", "CGlibcExtensions"]),
         .executableTarget(
@@ -153,7 +153,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // A child process for crash, multi-process and concurrency tests.
         .executableTarget(
-            name: "tokenstore-testchild", dependencies: ["TokenStore", "AuthSession", "TestSupport"], path: "Tests/TestChild"),
+            name: "tokenstore-testchild", dependencies: ["TokenStore", "AuthSession", "TestSupport", "CGlibcExtensions"], path: "Tests/TestChild"),
         // libFuzzer entry points over the decoders (`make fuzz`); without -DFUZZING it replays a corpus.
         .executableTarget(
             name: "tokenstore-fuzz", dependencies: ["TokenStore", "AuthSession"], path: "Tests/Fuzz", exclude: ["Corpus"]),

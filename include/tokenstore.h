@@ -14,15 +14,19 @@
  *  - Strings are NUL-terminated UTF-8 of at most 4096 bytes. A NULL, overlong or non-UTF-8
  *    string, a NULL out pointer, an unknown enum value or an inconsistent (pointer, length)
  *    pair fails with TS_ERROR and the code "invalidInput"; nothing is stored or lost.
- *  - Handles (ts_store, ts_session) are opaque. Every call is blocking and may be made from
- *    any thread, also on one handle from several threads at once; calls on one store are
- *    serialized. Closing or freeing a handle while another thread still uses it is the one
- *    thing not allowed (as with any C handle). Keyring calls and network calls end with
+ *  - Handles (ts_store, ts_session) are opaque ids, not pointers. Every call is blocking and
+ *    may be made from any thread, also on one handle from several threads at once; calls on
+ *    one store are serialized. A handle may be closed or freed while other threads use it: a
+ *    call already running on it finishes normally (the store closes when it ends), and every
+ *    later call with it fails with "storeClosed", as does a handle closed twice; closing a
+ *    closed handle is ignored. Keyring calls and network calls end with
  *    "timedOut" when they do not answer in time. Do not call from a thread whose blocking
  *    would stall your UI: move the call to a worker (GTask's g_task_run_in_thread, Rust's
  *    spawn_blocking, Python's asyncio.to_thread).
  *  - Secrets come back as library-allocated (bytes, length) buffers: release them with
- *    ts_bytes_free(), which wipes them first. Never pass them to free().
+ *    ts_bytes_free(), which wipes them first. Never pass them to free(). The buffers are
+ *    locked memory (mlock) kept out of core dumps (MADV_DONTDUMP); copies the app makes are
+ *    not: see ts_harden_process().
  *  - Error texts never hold a secret or an identifier.
  */
 #ifndef TOKENSTORE_H
@@ -88,8 +92,10 @@ const char *ts_version(void);
  */
 int ts_store_open(const char *path_or_null, const char *app_id, ts_store **out, ts_error **err);
 
-/** Closes the store and releases the handle (NULL is ignored). Sessions made from it keep
- *  their own reference: the store closes when the last of them is released too. */
+/** Closes the store and releases the handle (NULL, or a handle already closed, is ignored).
+ *  Sessions made from it keep their own reference: the store closes when the last of them is
+ *  released too, and a call still running on the handle on another thread finishes first.
+ *  Any later call with the handle fails with "storeClosed". */
 void ts_store_close(ts_store *store);
 
 /* ---- Items -------------------------------------------------------------------------- */
@@ -110,12 +116,32 @@ int ts_item_get(ts_store *store, const char *service, const char *account, ts_ki
 int ts_item_delete(ts_store *store, const char *service, const char *account, ts_kind kind,
                    ts_error **err);
 
-/** Wipes and frees a buffer returned by this library (NULL is ignored). `length` is the length
- *  returned with it; the library also remembers it, so the whole buffer is always wiped. */
+/** Wipes and frees a buffer returned by this library (NULL is ignored). `length` must be the
+ *  length returned with it. The library keeps every live buffer's length in a table and in a
+ *  header with a magic value in front of the bytes: a pointer that is not a live buffer of
+ *  this library (also one freed already), a damaged header or another `length` is a bug that
+ *  may already have corrupted memory, and the call prints "libtokenstore: ts_bytes_free: ..."
+ *  to stderr and aborts the process (SIGABRT), as free() does for a pointer it did not make. */
 void ts_bytes_free(uint8_t *bytes, size_t length);
 
 /** The credential state of `user_id` (the Apple user id of a sign-in). */
 int ts_credential_state(ts_store *store, const char *user_id, ts_state *out, ts_error **err);
+
+/* ---- Process hardening -------------------------------------------------------------- */
+
+/**
+ * Keeps the secrets in the whole process's memory out of crash dumps and away from other
+ * processes: prctl(PR_SET_DUMPABLE, 0) (no core dump; no ptrace attach or /proc/PID/mem read
+ * by other processes of the user) and setrlimit(RLIMIT_CORE, {0, 0}) (no core file, also for
+ * programs the process starts). The library's own copies of secrets (its memory and the
+ * buffers of ts_bytes_free) are kept out of dumps anyway; libcurl's and OpenSSL's buffers (a
+ * request's refresh token, an answer's new one) and the app's own copies are ordinary memory
+ * and stay out of dumps only after this call. Call it once, early; it lasts for the life of
+ * the process and calling again is harmless.
+ * Codes: ioError (the message names the system call that failed and its errno; the other
+ * call is still made).
+ */
+int ts_harden_process(ts_error **err);
 
 /* ---- Sessions ----------------------------------------------------------------------- */
 
@@ -123,12 +149,13 @@ int ts_credential_state(ts_store *store, const char *user_id, ts_state *out, ts_
  * A session over `store` talking to the authorization server at `domain` (an https URL such
  * as "https://tenant.auth0.com", or http on loopback) as the public client `client_id`.
  * Requests time out after 30 s each. The session holds its own reference to the store.
- * Codes: insecureConfiguration, invalidInput.
+ * Codes: insecureConfiguration, storeClosed (a closed store handle), invalidInput.
  */
 int ts_session_new(ts_store *store, const char *domain, const char *client_id, ts_session **out,
                    ts_error **err);
 
-/** Releases the session (NULL is ignored). */
+/** Releases the session (NULL, or a session already freed, is ignored). A call still running
+ *  on it on another thread finishes first; any later call with it fails with "storeClosed". */
 void ts_session_free(ts_session *session);
 
 /**
@@ -140,7 +167,7 @@ void ts_session_free(ts_session *session);
  * (`expires_at` may be NULL).
  * Codes: interactionRequired (no refresh token: sign in again), minimumTTLTooLarge,
  * serverDeclinedScopes, invalidGrant, timedOut, notConnectedToInternet, rateLimited,
- * serverError, the store's codes, invalidInput.
+ * serverError, the store's codes, storeClosed (a closed session handle), invalidInput.
  */
 int ts_session_access_token(ts_session *session, const char *account, const char *audience_or_null,
                             const char *scopes_space_separated, int min_ttl_seconds, uint8_t **token,
@@ -212,14 +239,15 @@ void ts_sign_in_options_init(ts_sign_in_options *options);
  * redirect, e.g. access_denied when the user declined), browserUnavailable (no browser could
  * be started, or `open_url` returned non-zero), loopbackUnavailable (every port in use),
  * insecureConfiguration (a redirect path that does not make an http://127.0.0.1:PORT/path
- * URI), stateMismatch, idTokenInvalid, invalidGrant, the network codes, the store's codes,
+ * URI), stateMismatch, idTokenInvalid, invalidGrant, the network codes, the store's codes, storeClosed,
  * invalidInput (a bad pointer, length, `struct_size` or time-out).
  */
 int ts_session_sign_in_browser(ts_session *session, const char *account, const ts_sign_in_options *options_or_null,
                                char **user_id_or_null, ts_error **err);
 
-/** Frees a string returned by this library (NULL is ignored). Such strings are malloc()'d, so
- *  free() and g_free() release them too (Vala's owned strings are freed that way). */
+/** Wipes and frees a string returned by this library (NULL is ignored). Such strings are
+ *  malloc()'d, so free() and g_free() release them too (Vala's owned strings are freed that
+ *  way), but without the wipe. */
 void ts_string_free(char *string);
 
 /* ---- Errors ------------------------------------------------------------------------- */

@@ -3,6 +3,7 @@
  * thread never inherits a socket of the loopback listener, and closefrom for posix_spawn. */
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
@@ -33,4 +34,11 @@ static inline int tokenstore_is_dumpable(void) {
 /* prctl(PR_SET_NAME): names the calling thread (the kernel keeps the first 15 bytes). */
 static inline int tokenstore_set_thread_name(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}
+
+/* setrlimit(RLIMIT_CORE, {0, 0}): the kernel writes no core file of this process, and neither
+ * may a child it starts (the hard limit cannot be raised again without privilege). */
+static inline int tokenstore_disable_core_files(void) {
+    struct rlimit none = {0, 0};
+    return setrlimit(RLIMIT_CORE, &none);
 }

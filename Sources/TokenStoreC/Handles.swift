@@ -3,24 +3,23 @@ import CTokenStore
 import Glibc
 import TokenStore
 
-// The objects behind the opaque C handles. A handle is `Unmanaged.passRetained(object)`;
-// the matching close/free call releases it. Handles never point at Swift memory the caller
-// could free: every buffer handed out is malloc'd here and released by a ts_* call.
+// The objects behind the opaque C handles. A store or session handle is an id in a
+// ``HandleTable`` (never a pointer the caller could keep after it was freed); the matching
+// close/free call removes it. Every buffer handed out is allocated here and released by a
+// ts_* call.
+
+/// The open stores (`ts_store *`).
+let storeHandles = HandleTable<StoreHandle>(tag: 1, what: "store")
+/// The sessions (`ts_session *`).
+let sessionHandles = HandleTable<SessionHandle>(tag: 2, what: "session")
 
 /// `ts_store *`: one open store.
 final class StoreHandle: Sendable {
     let store: TokenStore
     init(_ store: TokenStore) { self.store = store }
-    // The store closes when the last reference goes: the handle and every session made from it.
+    // The store closes when the last reference goes: the table's, a call's in flight, and
+    // every session made from it.
     deinit { store.close() }
-
-    var opaque: OpaquePointer { OpaquePointer(Unmanaged.passRetained(self).toOpaque()) }
-
-    /// The handle behind `pointer`, borrowed for the length of one call.
-    static func borrow(_ pointer: OpaquePointer?) throws -> StoreHandle {
-        guard let pointer else { throw CInput.invalid("The store handle is NULL.") }
-        return Unmanaged<StoreHandle>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
-    }
 }
 
 /// `ts_session *`: a session, holding its own reference to the store's handle.
@@ -30,13 +29,6 @@ final class SessionHandle: Sendable {
     init(_ session: TokenSession, storeHandle: StoreHandle) {
         self.session = session
         self.storeHandle = storeHandle
-    }
-
-    var opaque: OpaquePointer { OpaquePointer(Unmanaged.passRetained(self).toOpaque()) }
-
-    static func borrow(_ pointer: OpaquePointer?) throws -> SessionHandle {
-        guard let pointer else { throw CInput.invalid("The session handle is NULL.") }
-        return Unmanaged<SessionHandle>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
     }
 }
 

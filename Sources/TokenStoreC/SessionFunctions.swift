@@ -13,19 +13,19 @@ public func ts_session_new(
     CCall.run(err) {
         let out = try CInput.out(out, "session")
         out.pointee = nil
-        let storeHandle = try StoreHandle.borrow(store)
+        let storeHandle = try storeHandles.lookUp(store)
+        defer { withExtendedLifetime(storeHandle) {} }  // alive until the call ends, however it is closed meanwhile
         let configuration = try AuthorizationServerConfiguration(
             domain: CInput.string(domain, "domain"), clientID: CInput.string(clientID, "client id"))
         let session = TokenSession(store: storeHandle.store, configuration: configuration)
-        out.pointee = SessionHandle(session, storeHandle: storeHandle).opaque
+        out.pointee = sessionHandles.insert(SessionHandle(session, storeHandle: storeHandle))
         return CCall.ok
     }
 }
 
 @c @implementation
 public func ts_session_free(_ session: OpaquePointer!) {
-    guard let session else { return }
-    Unmanaged<SessionHandle>.fromOpaque(UnsafeRawPointer(session)).release()
+    sessionHandles.remove(session)
 }
 
 @c @implementation
@@ -40,7 +40,8 @@ public func ts_session_access_token(
         let lengthOut = try CInput.out(length, "length")
         tokenOut.pointee = nil
         lengthOut.pointee = 0
-        let handle = try SessionHandle.borrow(session)
+        let handle = try sessionHandles.lookUp(session)
+        defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
         let account = AccountID(try CInput.string(account, "account"))
         let audience = try CInput.optionalString(audienceOrNull, "audience")
         let scopes = try CInput.optionalString(scopesSpaceSeparated, "scopes")?
@@ -51,7 +52,7 @@ public func ts_session_access_token(
         let accessToken = try Blocking.wait {
             try await session.accessToken(for: account, audience: audience, scopes: scopes, minimumTTL: minimumTTL)
         }
-        try SecretBuffer.hand(accessToken.token, to: tokenOut, length: lengthOut)
+        SecretBuffer.hand(accessToken.token, to: tokenOut, length: lengthOut)
         if let expiresAt {
             // The store keeps dates within years 1-9999; `exactly:` keeps a trap out of reach anyway.
             expiresAt.pointee = accessToken.expiresAt.flatMap { Int64(exactly: $0.timeIntervalSince1970.rounded(.down)) } ?? 0
@@ -67,7 +68,8 @@ public func ts_session_logout(
 ) -> CInt {
     CCall.run(err) {
         let out = try CInput.out(out, "outcome")
-        let handle = try SessionHandle.borrow(session)
+        let handle = try sessionHandles.lookUp(session)
+        defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
         let account = AccountID(try CInput.string(account, "account"))
         let session = handle.session
         switch try Blocking.wait({ try await session.logout(account: account) }) {
@@ -85,7 +87,8 @@ public func ts_session_resume(
     _ session: OpaquePointer!, _ stillPending: UnsafeMutablePointer<CInt>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
 ) -> CInt {
     CCall.run(err) {
-        let handle = try SessionHandle.borrow(session)
+        let handle = try sessionHandles.lookUp(session)
+        defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
         let session = handle.session
         let report = try Blocking.wait { try await session.resumePendingRevocations() }
         stillPending?.pointee = CInt(clamping: report.stillPending)

@@ -21,7 +21,8 @@ public func ts_session_sign_in_browser(
 ) -> CInt {
     CCall.run(err) {
         userIDOrNull?.pointee = nil
-        let handle = try SessionHandle.borrow(session)
+        let handle = try sessionHandles.lookUp(session)
+        defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
         let account = AccountID(try CInput.string(account, "account"))
         let options = try SignInOptions(optionsOrNull)
         let session = handle.session
@@ -44,7 +45,10 @@ public func ts_session_sign_in_browser(
 
 @c @implementation
 public func ts_string_free(_ string: UnsafeMutablePointer<CChar>!) {
-    // Strings are made by CStrings.mallocCopy.
+    // Strings are made by CStrings.mallocCopy: malloc'd and NUL-terminated. Wiped first (the
+    // user id is an identifier); free() and g_free() still release them, without the wipe.
+    guard let string else { return }
+    explicit_bzero(string, strlen(string))
     free(string)
 }
 

@@ -19,15 +19,14 @@ public func ts_store_open(
         let path = try CInput.optionalString(pathOrNull, "path")
         let appID = try CInput.string(appID, "app id")
         let store = try path.map { try TokenStore(path: $0, appID: appID) } ?? TokenStore(appID: appID)
-        out.pointee = StoreHandle(store).opaque
+        out.pointee = storeHandles.insert(StoreHandle(store))
         return CCall.ok
     }
 }
 
 @c @implementation
 public func ts_store_close(_ store: OpaquePointer!) {
-    guard let store else { return }
-    Unmanaged<StoreHandle>.fromOpaque(UnsafeRawPointer(store)).release()
+    storeHandles.remove(store)
 }
 
 @c @implementation
@@ -36,7 +35,8 @@ public func ts_item_set(
     _ bytes: UnsafePointer<UInt8>!, _ length: Int, _ err: UnsafeMutablePointer<OpaquePointer?>!
 ) -> CInt {
     CCall.run(err) {
-        let handle = try StoreHandle.borrow(store)
+        let handle = try storeHandles.lookUp(store)
+        defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
         let key = try ItemKey(account: CInput.account(service: service, account: account), kind: CInput.kind(kind))
         try handle.store.set(CInput.secret(bytes, length), for: key)
         return CCall.ok
@@ -54,10 +54,11 @@ public func ts_item_get(
         let lengthOut = try CInput.out(length, "length")
         bytesOut.pointee = nil
         lengthOut.pointee = 0
-        let handle = try StoreHandle.borrow(store)
+        let handle = try storeHandles.lookUp(store)
+        defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
         let key = try ItemKey(account: CInput.account(service: service, account: account), kind: CInput.kind(kind))
         guard let secret = try handle.store.secret(for: key) else { return CCall.notFound }
-        try SecretBuffer.hand(secret, to: bytesOut, length: lengthOut)
+        SecretBuffer.hand(secret, to: bytesOut, length: lengthOut)
         return CCall.ok
     }
 }
@@ -68,7 +69,8 @@ public func ts_item_delete(
     _ err: UnsafeMutablePointer<OpaquePointer?>!
 ) -> CInt {
     CCall.run(err) {
-        let handle = try StoreHandle.borrow(store)
+        let handle = try storeHandles.lookUp(store)
+        defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
         let key = try ItemKey(account: CInput.account(service: service, account: account), kind: CInput.kind(kind))
         try handle.store.delete(key)
         return CCall.ok
@@ -78,7 +80,7 @@ public func ts_item_delete(
 @c @implementation
 public func ts_bytes_free(_ bytes: UnsafeMutablePointer<UInt8>!, _ length: Int) {
     guard let bytes else { return }
-    SecretBuffer.free(bytes)
+    SecretBuffer.free(bytes, length: length)
 }
 
 @c @implementation
@@ -88,13 +90,22 @@ public func ts_credential_state(
 ) -> CInt {
     CCall.run(err) {
         let out = try CInput.out(out, "state")
-        let handle = try StoreHandle.borrow(store)
+        let handle = try storeHandles.lookUp(store)
+        defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
         let userID = try CInput.string(userID, "user id")
         switch try handle.store.credentialState(forUserID: userID) {
         case .authorized: out.pointee = TS_STATE_AUTHORIZED
         case .revoked: out.pointee = TS_STATE_REVOKED
         case .notFound: out.pointee = TS_STATE_NOT_FOUND
         }
+        return CCall.ok
+    }
+}
+
+@c @implementation
+public func ts_harden_process(_ err: UnsafeMutablePointer<OpaquePointer?>!) -> CInt {
+    CCall.run(err) {
+        try TokenStore.hardenProcess()
         return CCall.ok
     }
 }

@@ -1,15 +1,17 @@
-internal import CGlibcExtensions
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
+import TokenStore
 
 // tokenctl's entry point: parse, then show help or the version, or run the command.
 // Usage errors exit 64 with the usage line; command failures exit with their own code.
 
-// tokenctl holds secrets in memory (a revealed item, a token answer): no core dump, and no
-// other process of the user may trace it or read its memory through /proc/PID/mem.
-_ = tokenstore_set_not_dumpable()
+// tokenctl holds secrets in memory (a revealed item, a token answer, libcurl's buffers): no
+// core dump or core file, and no other process of the user may trace it or read its memory
+// through /proc/PID/mem. A failure (it needs no privilege, so none is expected) is not fatal:
+// `tokenctl status` reports processDumpable.
+try? TokenStore.hardenProcess()
 
 let console = Console()
 let helpFormatter = HelpFormatter(root: CommandTable.root)

@@ -10,8 +10,11 @@
 //                                                      TTL 5 s, or forced refreshes); print each result
 //   tokenstore-testchild first-use TAG N         N threads store, load and delete a key each, released at once
 //                                                (the process's first libsecret calls); print "FIRST-USE ok=<n> failed=<n>"
+//   tokenstore-testchild harden -                TokenStore.hardenProcess(), then print "HARDEN dumpable=<before>/<after>
+//                                                core=<soft> <hard>" (PR_GET_DUMPABLE, /proc/self/limits)
 // Crash points are armed with TOKENSTORE_CRASH_POINT=<name> (debug builds).
 import AuthSession
+internal import CGlibcExtensions
 import Foundation
 import TestSupport
 import TokenStore
@@ -90,6 +93,14 @@ do {
             }
             say(lines.joined(separator: "\n"))
         }
+    case "harden":
+        let before = tokenstore_is_dumpable()
+        try TokenStore.hardenProcess()
+        try TokenStore.hardenProcess()  // again: harmless
+        let limits = try String(contentsOfFile: "/proc/self/limits", encoding: .utf8)
+        let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }?
+            .split(separator: " ").dropFirst(4).prefix(2).joined(separator: " ") ?? "?"
+        say("HARDEN dumpable=\(before)/\(tokenstore_is_dumpable()) core=\(core)")
     case "first-use":
         guard args.count >= 3, let threads = Int(args[2]) else { fail("first-use TAG N") }
         let ok = firstUse(directory: storePath, threads: threads)

@@ -6,6 +6,8 @@
  * A one-to-one binding of the C calls: each returns TokenStore.OK, TokenStore.NOT_FOUND or
  * TokenStore.ERROR, with the details in an ErrorDetails (its code() and message()). Secrets
  * come back as unowned byte arrays: release each with TokenStore.bytes_free(), which wipes it.
+ * A Store or Session may be freed while other threads use it: their later calls fail with
+ * "storeClosed".
  * Every call blocks: run it in a worker thread (GLib.Thread, GLib.Task) in a GTK app.
  *
  *   TokenStore.Store? store;
@@ -64,7 +66,15 @@ namespace TokenStore {
         public unowned string message ();
     }
 
-    /* Wipes and frees a secret returned by item_get or access_token. */
+    /* Keeps the process's memory out of crash dumps and away from other processes of the user
+     * (ts_harden_process: PR_SET_DUMPABLE 0, RLIMIT_CORE 0). The library's own copies of
+     * secrets are kept out of dumps anyway; this covers libcurl's, OpenSSL's and the app's.
+     * Call it once, early in main. */
+    [CCode (cname = "ts_harden_process")]
+    public int harden_process (out ErrorDetails? error);
+
+    /* Wipes and frees a secret returned by item_get or access_token. The array's length must
+     * be the one returned (another aborts the process, see ts_bytes_free). */
     [CCode (cname = "ts_bytes_free")]
     public void bytes_free ([CCode (array_length_type = "size_t")] uint8[]? bytes);
 

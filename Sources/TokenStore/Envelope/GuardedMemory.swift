@@ -11,7 +11,7 @@ import FoundationEssentials
 /// instead: same locking and dump exclusion, wiped on release, but the guard pages are around
 /// the slab, not each secret. Larger secrets get a `sodium_malloc` region of their own.
 /// Slabs are kept for reuse (bounded by the peak number of live small secrets).
-enum GuardedMemory {
+package enum GuardedMemory {
     /// Slot sizes, one free list each.
     static let slotSizes = [64, 128, 256, 512, 1_024, 2_048, 4_096]
     static var largestPooledSize: Int { slotSizes[slotSizes.count - 1] }
@@ -19,7 +19,7 @@ enum GuardedMemory {
     private static let pool = SlotPool()
 
     /// `count` (> 0) bytes of guarded memory; their content is unspecified.
-    static func allocate(_ count: Int) -> UnsafeMutableRawPointer {
+    package static func allocate(_ count: Int) -> UnsafeMutableRawPointer {
         Sodium.ensureInitialized()
         if let sizeClass = slotSizes.firstIndex(where: { $0 >= count }) {
             return pool.take(sizeClass)
@@ -31,7 +31,7 @@ enum GuardedMemory {
     }
 
     /// Wipes and gives back memory from ``allocate(_:)`` with the same `count`.
-    static func release(_ pointer: UnsafeMutableRawPointer, count: Int) {
+    package static func release(_ pointer: UnsafeMutableRawPointer, count: Int) {
         if let sizeClass = slotSizes.firstIndex(where: { $0 >= count }) {
             sodium_memzero(pointer, count)
             pool.give(pointer, sizeClass)

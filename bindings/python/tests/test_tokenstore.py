@@ -8,11 +8,16 @@ package finds PREFIX/lib/libtokenstore.so.1 itself).
     python3 test_tokenstore.py signin STORE URL USER UA    browser sign-in: an open_url callback
                                                            and the default opener ($BROWSER),
                                                            both driving the scripted user agent UA
+    python3 test_tokenstore.py race STORE [ROUNDS]         threads read while the main thread
+                                                           closes the store: no crash, storeClosed
+    python3 test_tokenstore.py harden                      harden_process(): not dumpable, no core files
 """
 
 import asyncio
+import ctypes
 import json
 import os
+import random
 import sqlite3
 import subprocess
 import sys
@@ -171,11 +176,74 @@ def test_signin(path, url, user, useragent):
         check(session.logout("bob") == LogoutOutcome.REVOKED, "logout of the default sign-in")
 
 
+def test_race(path, rounds="150"):
+    """4 threads call get in a loop while the main thread closes the store after 0.5-10 ms,
+    many rounds (review N5: this crashed the interpreter). Every call either returns the item
+    or raises storeClosed; each thread ends at its first storeClosed."""
+    with Store(APP, path) as store:
+        store.set("race", Kind.GENERIC, b"race-value")
+    rng = random.Random(24)
+    wrong, reads, closed = [], [0], [0]
+    counted = threading.Lock()
+
+    def reader(store, started):
+        started.wait()
+        while True:
+            try:
+                value = store.get("race", Kind.GENERIC)
+            except TokenStoreError as error:
+                with counted:
+                    if error.code == "storeClosed":
+                        closed[0] += 1
+                    else:
+                        wrong.append(error.code)
+                return
+            with counted:
+                reads[0] += 1
+                if value != b"race-value":
+                    wrong.append("a wrong value")
+
+    for _ in range(int(rounds)):
+        store = Store(APP, path)
+        started = threading.Event()
+        threads = [threading.Thread(target=reader, args=(store, started)) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        started.set()
+        time.sleep(rng.uniform(0.0005, 0.010))
+        store.close()
+        store.close()  # idempotent
+        for thread in threads:
+            thread.join(30)
+            check(not thread.is_alive(), "a reader ended after the close")
+    check(not wrong, f"only storeClosed after a close, got {sorted(set(wrong))}")
+    check(closed[0] == 4 * int(rounds), f"every reader saw storeClosed ({closed[0]})")
+    print(f"METRIC python_close_race rounds={rounds} reads={reads[0]} store_closed={closed[0]} other={len(wrong)}")
+
+
+def test_harden():
+    """harden_process(): prctl(PR_GET_DUMPABLE) 0 and RLIMIT_CORE 0 (soft and hard) afterwards."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_get_dumpable = 3
+
+    def core_limit():
+        with open("/proc/self/limits") as limits:
+            line = next(line for line in limits if line.startswith("Max core file size"))
+        return line.split()[4:6]
+
+    check(libc.prctl(pr_get_dumpable, 0, 0, 0, 0) == 1, "dumpable before")
+    tokenstore.harden_process()
+    tokenstore.harden_process()  # again: harmless
+    check(libc.prctl(pr_get_dumpable, 0, 0, 0, 0) == 0, "not dumpable after harden_process()")
+    check(core_limit() == ["0", "0"], f"core file size limit 0 0 after harden_process(), got {core_limit()}")
+
+
 def test_locked(path):
     expect_error("keyringLocked", Store, APP, path)
 
 
 if __name__ == "__main__":
     phase, arguments = sys.argv[1], sys.argv[2:]
-    {"items": test_items, "session": test_session, "locked": test_locked, "signin": test_signin}[phase](*arguments)
+    {"items": test_items, "session": test_session, "locked": test_locked, "signin": test_signin,
+     "race": test_race, "harden": test_harden}[phase](*arguments)
     sys.exit(1 if failures else 0)

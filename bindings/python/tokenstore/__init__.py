@@ -15,7 +15,13 @@ Every call blocks (keyring and network calls have their own time-outs) and relea
 so run it off an event loop with ``await asyncio.to_thread(store.get, ...)``. Failures raise
 :class:`TokenStoreError` carrying the library's ``code`` (e.g. ``"keyringLocked"``); its
 message never holds a secret. Secrets are ``bytes``; the library's copy is wiped when read,
-but a Python ``bytes`` object cannot be wiped: keep secrets short-lived.
+but a Python ``bytes`` object cannot be wiped: keep secrets short-lived, and call
+:func:`harden_process` at start-up so that copies like these (and libcurl's and OpenSSL's)
+stay out of crash dumps too.
+
+A store or session may be closed while other threads use it: a call already running
+finishes, later ones raise :class:`TokenStoreError` with code ``"storeClosed"``, and closing
+twice is harmless.
 """
 
 import ctypes
@@ -23,7 +29,8 @@ import enum
 
 from . import _native
 
-__all__ = ["Store", "Session", "AccessToken", "TokenStoreError", "Kind", "State", "LogoutOutcome", "version"]
+__all__ = ["Store", "Session", "AccessToken", "TokenStoreError", "Kind", "State", "LogoutOutcome", "version",
+           "harden_process"]
 
 
 class TokenStoreError(Exception):
@@ -71,6 +78,17 @@ class AccessToken:
 def version():
     """The library's version, e.g. ``"0.2.0"`` (the VERSION file it was built from)."""
     return _native.library().ts_version().decode()
+
+
+def harden_process():
+    """Keeps this process's memory out of crash dumps and away from other processes of the
+    user: no core dump, no core file (also for programs it starts), no ptrace attach
+    (``ts_harden_process``: ``PR_SET_DUMPABLE`` 0, ``RLIMIT_CORE`` 0). The library's own
+    copies of secrets are kept out of dumps anyway; this covers libcurl's and OpenSSL's
+    buffers and the ``bytes`` objects Python holds. Call it once, early; it lasts for the life
+    of the process. Raises :class:`TokenStoreError` (``ioError``) when a system call fails."""
+    lib = _native.library()
+    _call(lib.ts_harden_process)
 
 
 def __getattr__(name):  # __version__ without loading the library at import time
@@ -171,7 +189,8 @@ class Store:
         return Session(self, domain, client_id)
 
     def close(self):
-        """Closes the store (sessions made from it keep it open until they close)."""
+        """Closes the store (sessions made from it keep it open until they close). Safe while
+        other threads use it (their later calls raise ``storeClosed``); closing again does nothing."""
         handle, self._handle = getattr(self, "_handle", None), None
         if handle:
             _native.library().ts_store_close(handle)
@@ -296,6 +315,8 @@ class Session:
         return pending.value
 
     def close(self):
+        """Releases the session. Safe while other threads use it (their later calls raise
+        ``storeClosed``); closing again does nothing."""
         handle, self._handle = getattr(self, "_handle", None), None
         if handle:
             _native.library().ts_session_free(handle)

@@ -8,7 +8,8 @@
  * and their codes, credential state, a session (access token without a sign-in:
  * interactionRequired; logout and resume), and browser sign-in with a Vala closure as the
  * opener (its captured state proves the delegate and its target reach the C callback): a
- * closure that fails gives browserUnavailable, one that opens nothing times out.
+ * closure that fails gives browserUnavailable, one that opens nothing times out; last
+ * harden_process (RLIMIT_CORE 0 afterwards).
  * Exit status 0 when every check passes.
  */
 int failures = 0;
@@ -93,5 +94,15 @@ int main (string[] args) {
     check (calls == 2, "not called for bad input");
     check (store.item_get (null, "alice", TokenStore.Kind.REFRESH_TOKEN, out bytes, out error) == TokenStore.NOT_FOUND,
            "nothing stored");
+    // Last: the process stays hardened. Twice: harmless.
+    check (TokenStore.harden_process (out error) == TokenStore.OK && error == null, "harden_process");
+    check (TokenStore.harden_process (out error) == TokenStore.OK, "harden_process again");
+    string limits;
+    try {
+        FileUtils.get_contents ("/proc/self/limits", out limits);
+    } catch (FileError e) {
+        limits = "";
+    }
+    check (/Max core file size +0 +0 /.match (limits), "RLIMIT_CORE 0 0 after harden_process");
     return failures == 0 ? 0 : 1;
 }
