@@ -6,7 +6,7 @@ import TokenStore
 ///
 /// | status | errors |
 /// |---|---|
-/// | 65 data | integrityCheckFailed, databaseCorrupt, schemaTampered, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput, storeRolledBack; idTokenInvalid |
+/// | 65 data | integrityCheckFailed, databaseCorrupt, schemaTampered, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput, storeRolledBack, notAStore (another program's database, left unchanged), migrationRequired (a read-only command on a store that needs `tokenctl migrate`); idTokenInvalid |
 /// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable |
 /// | 75 temporary | keyringLocked, databaseBusy; rateLimited; the browser sign-in's authorizationFailed (e.g. `access_denied`), stateMismatch, cancelled, browserUnavailable, and its wait for the browser timing out (see `browserSignInFailure`) |
 /// | 77 permission | unsafeFileLayout, wrongPassphrase |
@@ -27,7 +27,7 @@ enum ErrorMapping {
     static func exitCode(for code: TokenStoreError.Code) -> ExitCode {
         switch code {
         case .integrityCheckFailed, .databaseCorrupt, .schemaTampered, .migrationFailed, .schemaTooNew, .dataKeyMissing,
-            .dataKeyCorrupt, .invalidInput, .storeRolledBack:
+            .dataKeyCorrupt, .invalidInput, .storeRolledBack, .notAStore, .migrationRequired:
             return .dataError
         case .secretServiceUnavailable, .timedOut:
             return .unavailable
@@ -124,6 +124,12 @@ enum ErrorMapping {
         // A damaged key record says what to do itself (restore the file; never reset: the key is intact).
         case .databaseCorrupt:
             return error.hint.map(sentenceToHint) ?? "run 'tokenctl verify'; restore the store file from a backup if it fails"
+        case .notAStore:
+            return "check --store, --app-id or \(CommandContext.storeVariable): the file is not a TokenStore store, "
+                + "and tokenctl leaves it unchanged"
+        case .migrationRequired:
+            return "run 'tokenctl migrate' once to bring the store to this tokenctl's schema (the commands that only "
+                + "read never migrate)"
         case .schemaTampered:
             return "the file was changed outside TokenStore (a planted trigger, view, table or index); "
                 + "restore the store file from a backup"
