@@ -136,7 +136,8 @@ struct MigrationTests {
         }
         try? FileManager.default.removeItem(atPath: plain + "-wal")
         try? FileManager.default.removeItem(atPath: plain + "-shm")
-        _ = try TokenStore.inspect(path: plain)
+        // Since issue 24 it is refused as another program's database (notAStore) instead of described.
+        #expect(throws: TokenStoreError.notAStore) { try TokenStore.inspect(path: plain) }
         let raw = try Database(path: plain, readOnly: true)
         #expect(try raw.scalarText("PRAGMA journal_mode") == "delete")
         #expect(!FileManager.default.fileExists(atPath: directory.appending("missing.sqlite").path))

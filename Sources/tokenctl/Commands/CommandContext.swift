@@ -28,11 +28,20 @@ struct CommandContext {
         case .path(let path):
             return (path, Self.defaultAppID)
         case .appID(let appID):
-            return (try TokenStore.defaultPath(appID: appID), appID)
+            do {
+                return (try TokenStore.defaultPath(appID: appID), appID)
+            } catch let error as TokenStoreError where error.code == .invalidInput {
+                // A command-line value: a usage error (64), not a data error.
+                throw UsageError(
+                    kind: .invalidValue(
+                        option: GlobalOptions.appID.synopsis, environmentVariable: nil,
+                        expectation: "expected 1–255 characters of [A-Za-z0-9._-], not . or .."),
+                    commandName: nil)
+            }
         case .defaultLocation:
             if let path = environment[Self.storeVariable], !path.isEmpty { return (path, Self.defaultAppID) }
             // Shown with tokenctl's usage line, which names --store and --app-id.
-            throw UsageError(kind: .missingOption(option: "--store <path>"), commandName: nil)
+            throw UsageError(kind: .noStoreNamed(variable: Self.storeVariable), commandName: nil)
         }
     }
 

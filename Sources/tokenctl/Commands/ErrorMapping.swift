@@ -75,7 +75,7 @@ enum ErrorMapping {
         if error.code == .storage, case .storage(let storeError)? = error.cause {
             return storeFailure(storeError)
         }
-        var message = error.message
+        var message = cliMessage(error)
         var details: [String] = []
         if let status = error.httpStatus { details.append("HTTP \(status)") }
         if let oauth = error.oauthError { details.append(oauth) }
@@ -94,6 +94,24 @@ enum ErrorMapping {
             .tempFailure, "\(error.message) [\(error.code.rawValue)]",
             hint: "timedOut: the browser did not come back within \(timeoutSeconds) s; run 'tokenctl login --browser' "
                 + "again, with a longer --timeout if needed")
+    }
+
+    /// The session layer's message in words for a command-line user: no Swift API advice, and a
+    /// refused foreign request told as what it is, not as the user's mistake.
+    static func cliMessage(_ error: AuthSessionError) -> String {
+        var message = error.message
+        switch error.code {
+        case .browserUnavailable:
+            message = message.replacing(
+                "Set $BROWSER, install xdg-utils, or pass a BrowserOpener.", with: "Set $BROWSER to a browser command, or install xdg-utils.")
+        case .stateMismatch:
+            message = message.replacing(
+                "with a wrong or missing state were refused.",
+                with: "request(s) that did not belong to this sign-in (another program's, or an old browser tab's) were ignored.")
+        default:
+            break
+        }
+        return message
     }
 
     // MARK: Hints
