@@ -189,6 +189,12 @@ public final class TokenStore: Sendable {
                 schemaVersions: (version, migrator.latestVersion))
         }
         try SchemaCheck.check(db, migrator: migrator)
+        if !hasKey, let storeID = try db.firstRow("SELECT store_id FROM store_info WHERE id = 1", [], { $0.blob(0) }),
+            try SealedTables.rowCount(db) + Int(try db.scalarInt("SELECT count(*) FROM data_keys") ?? 0) > 0
+        {
+            // Key records or sealed rows, but no active key: lost or damaged, as the writing open says.
+            throw try KeyCheck.missingKeyError(database: db, provider: keyProvider, storeID: storeID, appID: appID)
+        }
         guard hasKey else {
             throw TokenStoreError(
                 .notAStore, "The store has no data key yet (nothing was ever stored in it), and a read-only open does not make one.")

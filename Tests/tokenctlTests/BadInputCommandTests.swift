@@ -134,3 +134,27 @@ struct BadInputCommandTests {
         #expect(!result.standardError.contains("BrowserOpener"), "\(result.standardError)")
     }
 }
+
+/// The one trial row that needs the browser sign-in's listener: a foreign request with the wrong state.
+@Suite("tokenctl login: a refused foreign request", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+struct ForeignRedirectWordingTests {
+    @Test("a request with a wrong state that ends the wait is told as someone else's, not as the user's mistake")
+    func stateMismatchReadsAsForeign() throws {
+        let fixture = try SessionCommandTests.Fixture()
+        let port = try LoginCommandTests.registeredPort(fixture.server)
+        // The "browser" is another program that hits the redirect port with a state of its own.
+        let script = fixture.store.directory.appending("foreign-request.sh").path
+        try Data("""
+            #!/bin/sh
+            curl -s -o /dev/null "http://127.0.0.1:\(port)/callback?state=not-this-sign-in&code=x" || true
+            exit 0
+            """.utf8).write(to: URL(fileURLWithPath: script))
+        let result = try fixture.store.run(
+            ["login", "--browser", "--account", "alice", "--redirect-port", port, "--timeout", "3"],
+            environment: fixture.environment.merging(["BROWSER": "/bin/sh '\(script)'"]) { _, given in given })
+        #expect(result.exitCode == 75, "\(result.standardError)")
+        #expect(result.standardError.contains("[stateMismatch]"), "\(result.standardError)")
+        #expect(!result.standardError.contains("wrong or missing state were refused"), "\(result.standardError)")
+        #expect(result.standardError.contains("did not belong to this sign-in"), "\(result.standardError)")
+    }
+}
