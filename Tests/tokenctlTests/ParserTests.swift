@@ -95,7 +95,8 @@ import TestSupport
             message: "'--min-ttl' and '--force' cannot be used together", usage: Self.tokenUsage,
             see: "tokenctl help token")
         try expectUsageError(
-            ["token"] + server + ["--min-ttl", "-1"], message: "missing value for '--min-ttl <seconds>'",
+            // Since issue 24 a negative number is the option's (refused) value, not a missing one.
+            ["token"] + server + ["--min-ttl", "-1"], message: "invalid value for '--min-ttl <seconds>': must be ≥ 0",
             usage: Self.tokenUsage, see: "tokenctl help token")
         try expectUsageError(
             ["token"] + server + ["--min-ttl=1m"],

@@ -28,7 +28,8 @@ enum StoreIdentity {
         if id == applicationID { return .store }
         let ours = try db.scalarInt(
             "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('schema_migrations', 'store_info')") ?? 0
-        if id == 0, ours > 0 { return .store }
+        // Its tables make it a store whatever the id says (a damaged header byte is not "another program").
+        if ours > 0 { return .store }
         let objects = try db.scalarInt("SELECT count(*) FROM sqlite_schema") ?? 0
         if id == 0, objects == 0 { return .emptyDatabase }
         return .foreign

@@ -52,7 +52,7 @@ enum ValueRule: Sendable, Equatable {
         guard isNumeric, value.hasPrefix("-"), Int(value.dropFirst()) != nil else { return expectation }
         switch self {
         case .nonNegativeInteger: return "must be ≥ 0"
-        case .positiveInteger, .port: return "must be ≥ 1"
+        case .positiveInteger: return "must be ≥ 1"
         default: return expectation
         }
     }
