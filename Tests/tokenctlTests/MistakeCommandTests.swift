@@ -87,6 +87,9 @@ struct MistakeCommandTests {
             #expect(try Data(contentsOf: URL(fileURLWithPath: store.path)) == before, "\(command) changed the file")
             #expect(FileLayoutMode.of(store.path) == 0o644, "\(command) changed the mode")
         }
+        let status = try store.run(["status"])
+        #expect(status.standardOutput.contains("The database file is 0644: the next command that writes makes them"),
+            "\(status.standardOutput)")
         let put = try store.run(["put", "--account", "bob", "--kind", "generic"], stdin: "x\n")
         #expect(put.exitCode == 0, "\(put.standardError)")
         #expect(put.standardError.contains("tokenctl: made the database file 0600 (it was 0644)"), "\(put.standardError)")
@@ -96,6 +99,23 @@ struct MistakeCommandTests {
         let again = try store.run(["put", "--account", "carol", "--kind", "generic"], stdin: "x\n")
         #expect(again.exitCode == 0, "\(again.standardError)")
         #expect(again.standardError.contains("made the database file 0600 (it was 0400)"), "\(again.standardError)")
+    }
+
+    @Test("a zero-length file: the reading commands say it is empty (66) and leave it so; put makes it a store")
+    func emptyFileBecomesAStoreOnlyByAWrite() throws {
+        let store = try TokenctlStore()
+        try FileManager.default.createDirectory(atPath: store.directory.appending("store").path, withIntermediateDirectories: true)
+        chmod(store.directory.appending("store").path, 0o700)
+        #expect(FileManager.default.createFile(atPath: store.path, contents: Data(), attributes: [.posixPermissions: 0o600]))
+        for command in [["list"], ["get", "--account", "alice", "--kind", "generic"], ["accounts"]] {
+            let result = try store.run(command)
+            #expect(result.exitCode == 66, "\(command): \(result.standardError)")
+            #expect(result.standardError.contains("the store file is empty"), "\(command)")
+            #expect(FileLayoutMode.size(store.path) == 0, "\(command) wrote to the empty file")
+            #expect(Self.sideFiles(of: store.path).isEmpty)
+        }
+        try store.put("first")
+        #expect(try store.json(["list"]).object["count"] as? Int == 1)
     }
 
     @Test("a store that needs a migration: read-only commands refuse it naming 'tokenctl migrate' and leave it unchanged")
@@ -165,8 +185,14 @@ struct MistakeCommandTests {
     }
 }
 
-/// The mode bits of a path, read the way a user would (`stat`).
+/// The mode bits and size of a path, read the way a user would (`stat`).
 enum FileLayoutMode {
+    static func size(_ path: String) -> Int? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return Int(info.st_size)
+    }
+
     static func of(_ path: String) -> Int? {
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
