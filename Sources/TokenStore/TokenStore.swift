@@ -1,4 +1,7 @@
 import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An encrypted keychain for one app: items sealed in SQLite under a data key kept by a
 /// ``KeyProvider`` (the Secret Service by default).
@@ -92,17 +95,32 @@ public final class TokenStore: Sendable {
         vfs: String? = nil, keyScheme: KeyScheme = .current
     ) throws {
         try Self.validateAppID(appID)
-        (keyProvider as? any EarlyConnecting)?.beginConnecting()  // while the database is read below
         self.path = path
         self.appID = appID
-        try FileLayout.prepare(databasePath: path)
-        let db = try Database(path: path, vfs: vfs)
-        let applied = try migrator.migrate(db)
-        if !applied.isEmpty { logger.info("applied migrations", metadata: ["migrations": "\(applied)"]) }
-        try SchemaCheck.check(db, migrator: migrator)
-        var keySetup = KeySetup(database: db, provider: keyProvider, appID: appID, logger: logger)
-        keySetup.newKeyScheme = keyScheme
-        let setup = try keySetup.openOrCreate()
+        // Judged before anything is made or changed: a file that is not a store stays untouched.
+        let state = try FileLayout.judge(databasePath: path)
+        if state == .nonEmpty { try StoreIdentity.check(path: path, vfs: vfs) }
+        (keyProvider as? any EarlyConnecting)?.beginConnecting()  // while the database is read below
+        let opened: (db: Database, setup: KeySetup.Result)
+        if options.readOnly {
+            opened = try Self.openReadOnly(
+                path: path, state: state, appID: appID, keyProvider: keyProvider, logger: logger, migrator: migrator, vfs: vfs)
+        } else {
+            let created = try FileLayout.prepare(databasePath: path)
+            do {
+                opened = try Self.openForWriting(
+                    path: path, appID: appID, keyProvider: keyProvider, logger: logger, migrator: migrator, vfs: vfs,
+                    keyScheme: keyScheme)
+            } catch {
+                // A failed first open (no Secret Service, a locked keyring) leaves no empty store behind.
+                if created.file, Self.holdsNoDataKey(path) {
+                    FileLayout.removeCreated(created, databasePath: path)
+                    logger.info("removed the store file this failed open had created")
+                }
+                throw error
+            }
+        }
+        let (db, setup) = opened
         // A file older than its epoch in the key provider is refused before anything runs on it.
         try StoreEpoch.checkAtOpen(
             db, envelope: Envelope(storeID: setup.storeID, key: setup.key), provider: keyProvider, appID: appID, logger: logger,
@@ -111,11 +129,92 @@ public final class TokenStore: Sendable {
             path: path, appID: appID, keyProvider: keyProvider, options: options, logger: logger, database: db,
             envelope: Envelope(storeID: setup.storeID, key: setup.key), newKeyScheme: keyScheme)
         logger.debug("store opened", metadata: ["key.provider": keyProvider.name, "key.created": "\(setup.created)"])
+        if options.readOnly { return }
         connection.checkpointLeftoverWAL()
         do {
             try performOwedMaintenance()
         } catch {
             logger.info("owed maintenance could not run now", metadata: ["error": TokenStoreError.code(of: error)])
+        }
+    }
+
+    /// The writing open: the connection (WAL mode), the migrations, the schema check, the data key
+    /// (made for a new store).
+    private static func openForWriting(
+        path: String, appID: String, keyProvider: any KeyProvider, logger: TokenStoreLogger, migrator: Migrator, vfs: String?,
+        keyScheme: KeyScheme
+    ) throws -> (db: Database, setup: KeySetup.Result) {
+        let db = try Database(path: path, vfs: vfs)
+        let applied = try migrator.migrate(db)
+        if !applied.isEmpty { logger.info("applied migrations", metadata: ["migrations": "\(applied)"]) }
+        try SchemaCheck.check(db, migrator: migrator)
+        var keySetup = KeySetup(database: db, provider: keyProvider, appID: appID, logger: logger)
+        keySetup.newKeyScheme = keyScheme
+        return (db, try keySetup.openOrCreate())
+    }
+
+    /// The read-only open (``Options/readOnly``): an existing store at the newest schema with a
+    /// data key, read through ``Database/openForReading(path:vfs:)``; nothing is created,
+    /// migrated or written, and no side file is added.
+    private static func openReadOnly(
+        path: String, state: FileLayout.FileState, appID: String, keyProvider: any KeyProvider, logger: TokenStoreLogger,
+        migrator: Migrator, vfs: String?
+    ) throws -> (db: Database, setup: KeySetup.Result) {
+        switch state {
+        case .missing:
+            throw TokenStoreError(
+                .ioError, "There is no store file at the given path; a read-only open does not make one.",
+                cause: .posix(errno: ENOENT, operation: "lstat"))
+        case .empty:
+            throw TokenStoreError(
+                .notAStore, "The file at the store path is empty: no store was made in it yet, and a read-only open does not make one.")
+        case .nonEmpty:
+            break
+        }
+        let db = try Database.openForReading(path: path, vfs: vfs)
+        let (version, pending, hasKey) = try db.readTransaction {
+            let version = try migrator.currentVersion(in: db)
+            let pending = version > migrator.latestVersion ? [] : try migrator.pendingMigrations(in: db)
+            let activeKeys = version > 0 ? try db.scalarInt("SELECT count(*) FROM data_keys WHERE status = 'active'") ?? 0 : 0
+            let hasKey = activeKeys > 0
+            return (version, pending, hasKey)
+        }
+        if version > migrator.latestVersion { _ = try migrator.pendingMigrations(in: db) }  // schemaTooNew
+        if let newest = pending.last {
+            throw TokenStoreError(
+                .migrationRequired,
+                "The store's schema is at version \(version) and needs migrating to version \(newest.version); "
+                    + "a read-only open does not migrate.",
+                hint: "Open the store for writing once to migrate it (tokenctl migrate).",
+                schemaVersions: (version, migrator.latestVersion))
+        }
+        try SchemaCheck.check(db, migrator: migrator)
+        if !hasKey, let storeID = try db.firstRow("SELECT store_id FROM store_info WHERE id = 1", [], { $0.blob(0) }),
+            try SealedTables.rowCount(db) + Int(try db.scalarInt("SELECT count(*) FROM data_keys") ?? 0) > 0
+        {
+            // Key records or sealed rows, but no active key: lost or damaged, as the writing open says.
+            throw try KeyCheck.missingKeyError(database: db, provider: keyProvider, storeID: storeID, appID: appID)
+        }
+        guard hasKey else {
+            throw TokenStoreError(
+                .notAStore, "The store has no data key yet (nothing was ever stored in it), and a read-only open does not make one.")
+        }
+        let keySetup = KeySetup(database: db, provider: keyProvider, appID: appID, logger: logger)
+        return (db, try keySetup.openOrCreate())
+    }
+
+    /// Whether the store file at `path` holds no data key record (a first open failed before
+    /// its key was made); false when that cannot be told (the file is then kept).
+    private static func holdsNoDataKey(_ path: String) -> Bool {
+        do {
+            let db = try Database.openForReading(path: path)
+            return try db.readTransaction {
+                let tables = try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'data_keys'") ?? 0
+                if tables == 0 { return true }
+                return try db.scalarInt("SELECT count(*) FROM data_keys") == 0
+            }
+        } catch {
+            return false  // unreadable now: keeping the file is the safe side
         }
     }
 

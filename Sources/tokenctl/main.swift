@@ -34,7 +34,19 @@ func exitCode(for error: any Error) -> ExitCode {
 
 // Hidden generators for `make install`, from the same command table as `help`:
 // `tokenctl __man` (tokenctl.1) and `tokenctl __completion bash|zsh|fish`.
-let arguments = Array(CommandLine.arguments.dropFirst())
+// The raw argument bytes: `CommandLine.arguments` repairs invalid UTF-8 with U+FFFD, which
+// would make two different account names one item. An argument that is not UTF-8 is refused
+// (64) without being echoed.
+let arguments: [String]
+switch RawArguments.read() {
+case .valid(let strings):
+    arguments = strings
+case .invalidUTF8(let position):
+    console.writeError(
+        "\(program): error: argument \(position) is not valid UTF-8; tokenctl takes names and paths as UTF-8 text\n"
+            + "See '\(program) help'.\n")
+    exit(ExitCode.usage.rawValue)
+}
 if arguments == ["__man"] {
     console.write(ManPage(root: CommandTable.root, version: CommandTable.version).render())
     exit(ExitCode.ok.rawValue)
@@ -47,6 +59,10 @@ if arguments.count == 2, arguments[0] == "__completion", let shell = Completions
 let status: ExitCode
 do {
     switch try parser.parse(arguments, environment: ProcessInfo.processInfo.environment) {
+    case .help(let command) where arguments.isEmpty && command == nil:
+        // Bare `tokenctl`: a short usage on stderr, as most CLIs do, and 64.
+        console.writeError(helpFormatter.shortUsage())
+        status = .usage
     case .help(let command):
         console.write(helpFormatter.help(forCommandNamed: command))
         status = .ok

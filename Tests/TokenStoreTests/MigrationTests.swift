@@ -123,7 +123,7 @@ struct MigrationTests {
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         let inspection = try TokenStore.inspect(path: path)
         #expect(inspection.schemaVersion == 2)
-        #expect(inspection.pendingMigrations.map(\.version) == Array(3...TokenStore.supportedSchemaVersion))
+        #expect(inspection.pendingMigrations.map(\.version) == TokenStore.knownMigrations.map(\.version).filter { $0 >= 3 })
         #expect(inspection.counts.items == 1)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "the database file changed")
 
@@ -136,7 +136,8 @@ struct MigrationTests {
         }
         try? FileManager.default.removeItem(atPath: plain + "-wal")
         try? FileManager.default.removeItem(atPath: plain + "-shm")
-        _ = try TokenStore.inspect(path: plain)
+        // Since issue 24 it is refused as another program's database (notAStore) instead of described.
+        #expect(throws: TokenStoreError.notAStore) { try TokenStore.inspect(path: plain) }
         let raw = try Database(path: plain, readOnly: true)
         #expect(try raw.scalarText("PRAGMA journal_mode") == "delete")
         #expect(!FileManager.default.fileExists(atPath: directory.appending("missing.sqlite").path))

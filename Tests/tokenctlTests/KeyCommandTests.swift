@@ -68,7 +68,7 @@ struct KeyCommandTests {
             #expect(!FileManager.default.fileExists(atPath: store.path + suffix), "\(suffix) left")
         }
         #expect(try PrivateKeyring.itemCount(attributes: ["store-id": storeID]) == 0)
-        #expect(try store.run(["status"]).exitCode == 1)  // no store any more
+        #expect(try store.run(["status"]).exitCode == 66)  // no store any more (EX_NOINPUT since issue 24, was 1)
     }
 
     @Test("--passphrase-fd: right passphrase round-trips, wrong one is refused and shows nothing")

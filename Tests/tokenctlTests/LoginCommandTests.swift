@@ -178,11 +178,11 @@ struct LoginCommandTests {
         try Self.expectNoItems(fixture)
     }
 
-    @Test("profile: an account without a profile and a missing store exit 1 (not found)")
+    @Test("profile: an account without a profile exits 1 (not found), a missing store 66")
     func profileNotFound() throws {
         let fixture = try Fixture()
         let noStore = try fixture.run(["profile", "--account", "alice"])
-        #expect(noStore.exitCode == 1)
+        #expect(noStore.exitCode == 66)  // EX_NOINPUT since issue 24 (was 1)
         #expect(noStore.standardError.hasPrefix("tokenctl: error: no store at the given path\n"))
 
         try fixture.store.put("not a profile", account: "alice")

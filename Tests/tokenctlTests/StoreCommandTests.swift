@@ -211,7 +211,7 @@ struct StoreCommandTests {
         let missing = try TokenctlBinary.run(
             ["--store", store.directory.appending("nowhere/tokens.sqlite").path, "list"],
             environment: TokenctlStore.keyringEnvironment)
-        #expect(missing.exitCode == 1)
+        #expect(missing.exitCode == 66)  // EX_NOINPUT since issue 24 (was 1)
         #expect(missing.standardError.hasPrefix("tokenctl: error: no store at the given path\n"))
         #expect(!FileManager.default.fileExists(atPath: store.directory.appending("nowhere").path))
 

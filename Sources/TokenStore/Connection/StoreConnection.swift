@@ -74,12 +74,19 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// A transaction that raised the epoch (``raiseEpoch(_:from:to:)``) raises the key
     /// provider's after the commit.
     func write<T>(_ body: (Database, Envelope) throws -> T) throws -> T {
-        try withDatabase { db in
+        try refuseIfReadOnly()
+        return try withDatabase { db in
             let value = try transaction(db) { try body(db, current) }
             publishEpoch()
             if owedCheckpoints > 0 { checkpoint(db) }
             return value
         }
+    }
+
+    /// A store opened read-only (``TokenStore/Options/readOnly``) refuses every write, typed.
+    private func refuseIfReadOnly() throws {
+        guard options.readOnly else { return }
+        throw TokenStoreError(.invalidInput, "The store was opened read-only; nothing was written.")
     }
 
     /// With `lock` held: one write transaction, forgetting an epoch raise it rolled back.
@@ -141,7 +148,8 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// A write transaction that switches the store to `key`: once it has committed, `key` is
     /// the active key of this connection too.
     func write<T>(switchingTo key: DataKey, _ body: (Database, Envelope) throws -> T) throws -> T {
-        try withDatabase { db in
+        try refuseIfReadOnly()
+        return try withDatabase { db in
             let value = try transaction(db) { try body(db, current) }
             activate(key)
             publishEpoch()

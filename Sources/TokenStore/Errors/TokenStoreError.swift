@@ -73,13 +73,21 @@ public struct TokenStoreError: CodedError {
         /// an older copy, undoing the logouts made since. Nothing was changed; restore the
         /// newest copy, or reset the store.
         public static let storeRolledBack = Code(rawValue: "storeRolledBack")
+        /// The file at the store path is a database of another program (it has neither
+        /// TokenStore's `application_id` nor its tables), or an empty file a read-only open
+        /// cannot use. Nothing was written to it.
+        public static let notAStore = Code(rawValue: "notAStore")
+        /// The store needs a schema migration and was opened read-only
+        /// (``TokenStore/Options/readOnly``), which never migrates. Nothing was written; open it
+        /// once for writing (`tokenctl migrate`) to migrate it.
+        public static let migrationRequired = Code(rawValue: "migrationRequired")
 
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
             .secretServiceUnavailable, .keyringLocked, .dataKeyMissing, .dataKeyCorrupt,
             .integrityCheckFailed, .databaseCorrupt, .databaseBusy, .schemaTooNew, .migrationFailed,
             .unsafeFileLayout, .invalidInput, .ioError, .storeClosed, .timedOut, .cancelled,
-            .wrongPassphrase, .schemaTampered, .diskFull, .storeRolledBack,
+            .wrongPassphrase, .schemaTampered, .diskFull, .storeRolledBack, .notAStore, .migrationRequired,
         ]
     }
 
@@ -191,6 +199,11 @@ extension TokenStoreError {
     /// Matches ``Code/storeRolledBack``.
     public static let storeRolledBack = Self(
         .storeRolledBack, "The store file is older than its epoch in the key provider.")
+    /// Matches ``Code/notAStore``.
+    public static let notAStore = Self(.notAStore, "The file is not a TokenStore store.")
+    /// Matches ``Code/migrationRequired``.
+    public static let migrationRequired = Self(
+        .migrationRequired, "The store needs a migration, and a read-only open does not migrate.")
 }
 
 extension TokenStoreError {

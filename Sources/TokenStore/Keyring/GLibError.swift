@@ -32,19 +32,19 @@ enum GLibError {
         if domain == secret_error_get_quark() {
             if code == Int32(SECRET_ERROR_IS_LOCKED.rawValue) {
                 return TokenStoreError(
-                    .keyringLocked, "The keyring holding the data key is locked (\(operation)).",
+                    .keyringLocked, "The keyring holding the data key is locked (\(inWords(operation))).",
                     hint: TokenStoreError.unlockHint, cause: cause)
             }
             return TokenStoreError(
-                .ioError, "The Secret Service refused the request (\(operation)).", cause: cause)
+                .ioError, "The Secret Service refused the request (\(inWords(operation))).", cause: cause)
         }
         if domain == g_io_error_quark() {
             if code == Int32(G_IO_ERROR_CANCELLED.rawValue) {
-                return TokenStoreError(.cancelled, "The Secret Service call was cancelled (\(operation)).", cause: cause)
+                return TokenStoreError(.cancelled, "The Secret Service call was cancelled (\(inWords(operation))).", cause: cause)
             }
             if code == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
                 return TokenStoreError(
-                    .timedOut, "The Secret Service did not answer in time (\(operation)).",
+                    .timedOut, "The Secret Service did not answer in time (\(inWords(operation))).",
                     hint: notAnsweringHint, cause: cause)
             }
             // Connecting to the session bus failed: no address, autolaunch impossible,
@@ -55,7 +55,7 @@ enum GLibError {
             switch GDBusError(rawValue: UInt32(bitPattern: code)) {
             case G_DBUS_ERROR_NO_REPLY, G_DBUS_ERROR_TIMEOUT, G_DBUS_ERROR_TIMED_OUT:
                 return TokenStoreError(
-                    .timedOut, "The Secret Service did not answer in time (\(operation)).",
+                    .timedOut, "The Secret Service did not answer in time (\(inWords(operation))).",
                     hint: notAnsweringHint, cause: cause)
             case G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER,
                 G_DBUS_ERROR_NO_SERVER, G_DBUS_ERROR_DISCONNECTED, G_DBUS_ERROR_BAD_ADDRESS,
@@ -70,10 +70,10 @@ enum GLibError {
                 return unavailable(operation, cause)
             default:
                 return TokenStoreError(
-                    .ioError, "The Secret Service call failed (\(operation)).", cause: cause)
+                    .ioError, "The Secret Service call failed (\(inWords(operation))).", cause: cause)
             }
         }
-        return TokenStoreError(.ioError, "The Secret Service call failed (\(operation)).", cause: cause)
+        return TokenStoreError(.ioError, "The Secret Service call failed (\(inWords(operation))).", cause: cause)
     }
 
     /// The hint of `timedOut`: a service owns the name but does not answer.
@@ -81,10 +81,28 @@ enum GLibError {
         "A Secret Service is running on the session bus but not answering; check or restart it "
         + "(e.g. gnome-keyring-daemon --replace --components=secrets)."
 
+    /// What an internal operation name ("load key") means to a user, for the parentheses of a
+    /// message: "while reading the store's data key". An unknown name is shown as it is.
+    static func inWords(_ operation: String) -> String {
+        switch operation {
+        case "load key": return "while reading the store's data key"
+        case "store key": return "while saving a new data key"
+        case "delete key": return "while deleting a data key"
+        case "key availability": return "while checking for the store's data key"
+        case "unlock keyring": return "while unlocking the keyring"
+        case "read store epoch": return "while reading the store epoch"
+        case "raise store epoch": return "while raising the store epoch"
+        case "delete store epoch": return "while deleting the store epoch"
+        case "identify provider": return "while asking which program serves the keyring"
+        case "secret service probe": return "while looking for a Secret Service"
+        default: return operation
+        }
+    }
+
     static func unavailable(_ operation: String, _ cause: TokenStoreError.Cause?) -> TokenStoreError {
         TokenStoreError(
             .secretServiceUnavailable,
-            "No Secret Service answered on the session bus (\(operation)).",
+            "No Secret Service answered on the session bus (\(inWords(operation))).",
             hint: TokenStoreError.secretServiceHint, cause: cause)
     }
 }

@@ -22,7 +22,7 @@ enum GLibWorkerThread {
     ) throws(TokenStoreError) -> T {
         // Before any worker runs libsecret: its GTypes must be registered once, not in a race.
         guard !SecretServiceItems.registeredTypes.contains(0) else {
-            throw TokenStoreError(.ioError, "libsecret's types could not be registered (\(operation)).")
+            throw TokenStoreError(.ioError, "libsecret's types could not be registered (\(GLibError.inWords(operation))).")
         }
         let job = Job<T>(cancellable: GLibCancellable(), body: body)
         let context = Unmanaged.passRetained(job).toOpaque()
@@ -36,7 +36,7 @@ enum GLibWorkerThread {
             Unmanaged<Job<T>>.fromOpaque(context).release()
             let cause = GLibError.take(spawnError)
             throw TokenStoreError(
-                .ioError, "Could not start a thread for the Secret Service call (\(operation)).",
+                .ioError, "Could not start a thread for the Secret Service call (\(GLibError.inWords(operation))).",
                 cause: cause)
         }
         g_thread_unref(thread)  // detached: the thread frees itself when `execute` returns
@@ -45,7 +45,7 @@ enum GLibWorkerThread {
             job.cancellable.cancel()
             throw TokenStoreError(
                 .timedOut,
-                "The Secret Service did not answer within \(timeout) (\(operation)); the call was cancelled.",
+                "The Secret Service did not answer within \(timeout) (\(GLibError.inWords(operation))); the call was cancelled.",
                 hint: GLibError.notAnsweringHint)
         }
         // The worker stored the result before signalling `done`.

@@ -72,11 +72,11 @@ public struct SecretServiceKeyProvider: KeyProvider {
         if found.count == 1 {
             if found.locked > 0 { throw locked(operation) }
             guard let key = found.secret else {
-                throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage) (\(operation)).")
+                throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage) (\(GLibError.inWords(operation))).")
             }
             guard key.count == keyLength else {
                 throw TokenStoreError(
-                    .dataKeyCorrupt, "The key item holds \(key.count) bytes, not \(keyLength) (\(operation)).")
+                    .dataKeyCorrupt, "The key item holds \(key.count) bytes, not \(keyLength) (\(GLibError.inWords(operation))).")
             }
             return (key, found.unlockedPath)
         }
@@ -137,7 +137,7 @@ public struct SecretServiceKeyProvider: KeyProvider {
                 if after.locked > 0 { throw Self.locked(operation) }
                 if after.count > 0 {
                     throw TokenStoreError(
-                        .ioError, "\(after.count) key item(s) survived the delete (\(operation)).")
+                        .ioError, "\(after.count) key item(s) survived the delete (\(GLibError.inWords(operation))).")
                 }
             }
         }
@@ -189,7 +189,7 @@ public struct SecretServiceKeyProvider: KeyProvider {
             if try SecretServiceItems.unlockDefaultCollection(cancellable, operation: operation) == false {
                 throw TokenStoreError(
                     .keyringLocked,
-                    "The keyring stayed locked: the unlock prompt was dismissed or could not be shown (\(operation)).",
+                    "The keyring stayed locked: the unlock prompt was dismissed or could not be shown (\(GLibError.inWords(operation))).",
                     hint: TokenStoreError.unlockHint)
             }
         }
@@ -250,14 +250,14 @@ public struct SecretServiceKeyProvider: KeyProvider {
 
     static func locked(_ operation: String) -> TokenStoreError {
         TokenStoreError(
-            .keyringLocked, "The keyring holding the data key is locked (\(operation)).",
+            .keyringLocked, "The keyring holding the data key is locked (\(GLibError.inWords(operation))).",
             hint: TokenStoreError.unlockHint)
     }
 
     private static func duplicateItems(_ count: Int, _ operation: String) -> TokenStoreError {
         TokenStoreError(
             .dataKeyCorrupt,
-            "More than one key item (\(count)) matches this key reference; refusing to choose (\(operation)).",
+            "More than one key item (\(count)) matches this key reference; refusing to choose (\(GLibError.inWords(operation))).",
             hint: "Remove the extra items (secret-tool search --all store-id <id>) so that one remains.")
     }
 }

@@ -30,7 +30,8 @@ extension TokenStore {
     /// away): the data keys it records, then the database and its -wal, -shm and lock
     /// files. Succeeds when there is nothing left to delete.
     /// - Warning: every secret, every pending revocation and the whole history are gone for good.
-    /// - Throws: as ``destroyStore(confirm:)``, and `invalidInput`, `databaseCorrupt`.
+    /// - Throws: as ``destroyStore(confirm:)``, and `invalidInput`, `databaseCorrupt`, `notAStore` (another
+    ///   program's database at `path`: nothing is deleted).
     public static func destroyStore(
         path: String, appID: String, keyProvider: (any KeyProvider)? = nil,
         confirm: StoreDestructionConfirmation
@@ -43,6 +44,8 @@ extension TokenStore {
             guard (info.st_mode & S_IFMT) == S_IFREG else {
                 throw TokenStoreError(.unsafeFileLayout, "The database path is not a regular file; refusing to delete it.")
             }
+            // Another program's database is refused, never deleted.
+            if info.st_size > 0 { try StoreIdentity.check(path: path) }
             let (storeID, keyIDs) = try recordedKeys(path: path)
             if let storeID {
                 for keyID in keyIDs {
@@ -63,7 +66,7 @@ extension TokenStore {
 
     /// The store id and every recorded key id of the database at `path`, read without keys.
     private static func recordedKeys(path: String) throws -> ([UInt8]?, [[UInt8]]) {
-        let db = try Database(path: path)
+        let db = try Database.openForReading(path: path)
         let tables = try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('store_info', 'data_keys')") ?? 0
         guard tables == 2 else { return (nil, []) }
         let storeID = try db.firstRow("SELECT store_id FROM store_info WHERE id = 1", []) { $0.blob(0) }

@@ -61,34 +61,30 @@ public struct StoreInspection: Sendable {
 extension TokenStore {
     /// Looks at the store file at `path` without the data key and without changing
     /// anything: opened read-only, no migration, no key made, no journal mode switched,
-    /// nothing chmod-ed (SQLite may create the -wal/-shm companions it needs to read).
+    /// nothing chmod-ed, no -wal/-shm side file added (see `Database.openForReading`).
+    /// The layout is judged as by every open: what an open would refuse, this refuses.
     ///
     /// ```swift
     /// let inspection = try TokenStore.inspect(path: path)
     /// print(inspection.counts.items, inspection.pendingMigrations.map(\.version))
     /// ```
-    /// - Throws: ``TokenStoreError`` — `ioError` (no file at `path`, or it cannot be read),
-    ///   `unsafeFileLayout` (a symbolic link, not a regular file, owned by another user),
+    /// - Throws: ``TokenStoreError`` — `ioError` (no file at `path`), `notAStore` (another
+    ///   program's database), `unsafeFileLayout` (a symbolic link, not a regular file, owned by
+    ///   another user, a directory others can write to, "permission denied"),
     ///   `databaseCorrupt`, `databaseBusy`, `migrationFailed` (an applied migration differs
     ///   from the embedded one).
     public static func inspect(path: String) throws -> StoreInspection {
-        var info = stat()
-        guard lstat(path, &info) == 0 else {
-            let code = errno
+        // The same judgement as every open (a directory others can write to is refused here too).
+        switch try FileLayout.judge(databasePath: path) {
+        case .missing:
             throw TokenStoreError(
-                .ioError, "There is no store file at the given path.", cause: .posix(errno: code, operation: "lstat"))
+                .ioError, "There is no store file at the given path.", cause: .posix(errno: ENOENT, operation: "lstat"))
+        case .empty, .nonEmpty:
+            break
         }
-        if (info.st_mode & S_IFMT) == S_IFLNK {
-            throw TokenStoreError(.unsafeFileLayout, "The database path is a symbolic link; refusing to open it.")
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw TokenStoreError(.unsafeFileLayout, "The database path is not a regular file.")
-        }
-        guard info.st_uid == geteuid() else {
-            throw TokenStoreError(.unsafeFileLayout, "The database is owned by another user.")
-        }
-
-        let db = try Database(path: path, readOnly: true)
+        // Another program's database is refused, not described; no side file is added.
+        try StoreIdentity.check(path: path)
+        let db = try Database.openForReading(path: path)
         let migrator = Migrator()
         return try db.readTransaction {
             let version = try migrator.currentVersion(in: db)

@@ -62,6 +62,8 @@ extension TokenStore {
         try validateAppID(appID)
         switch confirm { case .yesDiscardSealedData: break }
         let keyProvider = keyProvider ?? KeyProviderSelection.automatic(storePath: path)
+        // Another program's database is refused before anything is made, changed or migrated.
+        if try FileLayout.judge(databasePath: path) == .nonEmpty { try StoreIdentity.check(path: path) }
         try FileLayout.prepare(databasePath: path)
         var counts = (items: 0, states: 0, outbox: 0)
         var discarded: [String] = []

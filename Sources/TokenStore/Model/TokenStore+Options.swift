@@ -8,9 +8,17 @@ extension TokenStore {
         /// cannot be opened with the current key (crypto-erase). On by default.
         public var rotatesKeyAfterLastLogout: Bool
 
+        /// Open the store for reading only: an existing store at the newest schema version, with
+        /// its data key. Nothing is created, migrated or written, the file's mode is not
+        /// tightened, and no -wal/-shm side file is added when there is none; every write call
+        /// throws `invalidInput`. A store that needs a migration is `migrationRequired`; an empty
+        /// file, or a store with no data key yet, is `notAStore`. Off by default.
+        public var readOnly: Bool
+
         /// Options with the defaults.
-        public init(rotatesKeyAfterLastLogout: Bool = true) {
+        public init(rotatesKeyAfterLastLogout: Bool = true, readOnly: Bool = false) {
             self.rotatesKeyAfterLastLogout = rotatesKeyAfterLastLogout
+            self.readOnly = readOnly
         }
     }
 }

@@ -29,17 +29,41 @@ final class Database {
         try self.init(path: path, readOnly: readOnly, vfs: vfs, inMemory: false)
     }
 
+    /// Opens an existing file for reading without changing anything, side files included.
+    ///
+    /// A read-only WAL connection needs the -wal and -shm files and makes them when they are
+    /// missing (with the database's mode, 0644 next to a 0644 file). They are missing only when
+    /// no connection has the file open: the last one to close checkpointed the WAL into the
+    /// database and removed both, and a rollback-journal file has none. The database file is
+    /// then complete, and it is opened `immutable` (no locks, no side files). When either side
+    /// file exists, someone has the store open (or crashed with it open): it is opened read-only
+    /// the usual way, through the side files that are there.
+    ///
+    /// An immutable connection reads the file as it is: a write another process commits while
+    /// it reads can make a read fail (`databaseCorrupt`, try again), never return a wrong secret
+    /// (every sealed row is authenticated), and later writes are not seen.
+    static func openForReading(path: String, vfs: String? = nil) throws -> Database {
+        let sideFileExists = ["-wal", "-shm"].contains { suffix in
+            var info = stat()
+            return lstat(path + suffix, &info) == 0 || errno != ENOENT
+        }
+        return try Database(path: path, readOnly: true, vfs: vfs, inMemory: false, immutable: !sideFileExists)
+    }
+
     /// A private in-memory database with the same settings (for computing the expected schema).
     static func inMemory() throws -> Database {
         try Database(path: ":memory:", readOnly: false, vfs: nil, inMemory: true)
     }
 
-    private init(path: String, readOnly: Bool, vfs: String?, inMemory: Bool) throws {
+    private init(path: String, readOnly: Bool, vfs: String?, inMemory: Bool, immutable: Bool = false) throws {
         self.path = path
         var db: OpaquePointer?
         let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-        let flags = access | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
-        let rc = sqlite3_open_v2(path, &db, flags, vfs)
+        var flags = access | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        // `immutable` exists only as a URI parameter; URIs are turned on for this open only.
+        if immutable { flags |= SQLITE_OPEN_URI }
+        let name = immutable ? Self.immutableURI(path) : path
+        let rc = sqlite3_open_v2(name, &db, flags, vfs)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             if let db { sqlite3_close_v2(db) }
@@ -73,6 +97,24 @@ final class Database {
             sqlite3_close_v2(db)
             throw error
         }
+    }
+
+    /// `file:` URI of `path`, read-only and immutable; every byte but unreserved ones and `/`
+    /// percent-encoded, so no character of the path is read as URI syntax.
+    private static func immutableURI(_ path: String) -> String {
+        let plain = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/".utf8)
+        let hex = Array("0123456789ABCDEF".utf8)
+        var bytes: [UInt8] = []
+        for byte in path.utf8 {
+            if plain.contains(byte) {
+                bytes.append(byte)
+            } else {
+                bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xf)]]
+            }
+        }
+        // An absolute path gets an empty authority ("file:///…"), so one starting with "//" is no host name.
+        let encoded = String(decoding: bytes, as: UTF8.self)
+        return (path.hasPrefix("/") ? "file://" : "file:") + encoded + "?mode=ro&immutable=1"
     }
 
     /// Retries `body` while SQLite answers busy without waiting in the busy handler (it does

@@ -26,14 +26,34 @@ package enum FileLayout {
             + [rotationLockPath(of: databasePath), renewalLockPath(of: databasePath), databasePath]
     }
 
+    /// What ``prepare(databasePath:)`` made, so that a failed open can remove it again.
+    struct Created {
+        /// Whether the database file was made by this call.
+        var file = false
+        /// The directories made by this call, outermost first.
+        var directories: [String] = []
+    }
+
     /// Prepares `path` for opening: creates the directory and an empty 0600 file if needed.
-    static func prepare(databasePath path: String) throws {
+    /// - Returns: what it created.
+    @discardableResult
+    static func prepare(databasePath path: String) throws -> Created {
         let directory = PathNames.directory(of: path)
-        try prepareDirectory(directory.isEmpty ? "." : directory)
-        try prepareFile(path)
+        var created = Created()
+        created.directories = try prepareDirectory(directory.isEmpty ? "." : directory)
+        created.file = try prepareFile(path)
         for suffix in sqliteSuffixes {
             try checkExistingFile(path + suffix)
         }
+        return created
+    }
+
+    /// Removes what a failed open created (``prepare(databasePath:)``): the database file and
+    /// its side files, then the directories made for it while they are empty.
+    static func removeCreated(_ created: Created, databasePath path: String) {
+        guard created.file else { return }
+        for file in sqliteSuffixes.map({ path + $0 }) + [path] { unlink(file) }
+        for directory in created.directories.reversed() { rmdir(directory) }
     }
 
     /// Opens (creating, 0600, never through a symlink) the lock file at `path` and takes an
@@ -74,24 +94,21 @@ package enum FileLayout {
     /// Makes `directory` (and missing parents) with mode 0700, or checks an existing one: a
     /// directory (not a link), of this user, not writable by others; one others can read or
     /// enter (e.g. 0755) is tightened to 0700.
+    /// - Returns: the directories it made, outermost first.
     /// - Throws: `unsafeFileLayout` naming `what` ("store", "key"), `ioError`.
-    static func prepareDirectory(_ directory: String, what: String = "store") throws {
+    @discardableResult
+    static func prepareDirectory(_ directory: String, what: String = "store") throws -> [String] {
         var info = stat()
+        var made: [String] = []
         if lstat(directory, &info) != 0 {
+            if errno == EACCES { throw permissionDenied("a folder above the \(what) directory cannot be searched") }
             guard errno == ENOENT else { throw posixError("inspecting the \(what) directory", errno) }
-            try createDirectories(directory)
+            try createDirectories(directory, made: &made)
             guard lstat(directory, &info) == 0 else { throw posixError("inspecting the \(what) directory", errno) }
         }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw unsafe("The \(what) directory is not a directory (a symbolic link or a file).")
-        }
-        guard info.st_uid == geteuid() else {
-            throw unsafe("The \(what) directory is owned by another user.")
-        }
-        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
-            throw unsafe("The \(what) directory is writable by other users; make it 0700.")
-        }
+        try checkDirectory(info, what: what)
         if info.st_mode & 0o077 != 0 { try tighten(directory, what: what) }
+        return made
     }
 
     /// Makes an existing directory of this user 0700 (one that others could list or enter),
@@ -107,34 +124,40 @@ package enum FileLayout {
     }
 
     /// Creates missing directories with mode 0700 (chmod after mkdir, so the umask does not matter).
-    private static func createDirectories(_ directory: String) throws {
+    private static func createDirectories(_ directory: String, made: inout [String]) throws {
         let parent = PathNames.directory(of: directory)
         if !parent.isEmpty, parent != directory {
             var info = stat()
             if lstat(parent, &info) != 0 {
+                if errno == EACCES { throw permissionDenied("a folder above the store directory cannot be searched") }
                 guard errno == ENOENT else { throw posixError("inspecting a parent directory", errno) }
-                try createDirectories(parent)
+                try createDirectories(parent, made: &made)
             }
         }
         if mkdir(directory, 0o700) != 0 {
+            if errno == EACCES { throw permissionDenied("the store directory cannot be created in its parent folder") }
             guard errno == EEXIST else { throw posixError("creating the store directory", errno) }
             return
         }
+        made.append(directory)
         guard chmod(directory, 0o700) == 0 else { throw posixError("setting the store directory mode", errno) }
     }
 
-    private static func prepareFile(_ path: String) throws {
+    /// Creates the database file (true) or checks the existing one (false).
+    private static func prepareFile(_ path: String) throws -> Bool {
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd >= 0 {
             defer { close(fd) }
             guard fchmod(fd, 0o600) == 0 else { throw posixError("setting the database mode", errno) }
-            return
+            return true
         }
         guard errno == EEXIST else {
             if errno == ELOOP { throw unsafe("The database path is a symbolic link; refusing to open it.") }
+            if errno == EACCES { throw permissionDenied("the database file cannot be created in the store directory") }
             throw posixError("creating the database file", errno)
         }
         try checkExistingFile(path)
+        return false
     }
 
     /// An existing file must be a regular file, not linked elsewhere, owned by us; its mode is tightened to 0600.
@@ -144,29 +167,30 @@ package enum FileLayout {
             if errno == ENOENT { return }
             throw posixError("inspecting a store file", errno)
         }
-        let name = PathNames.lastComponent(of: path).hasSuffix("sqlite") ? "database" : "database side file"
-        if (info.st_mode & S_IFMT) == S_IFLNK {
-            throw unsafe("The \(name) path is a symbolic link; refusing to open it.")
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { throw unsafe("The \(name) path is not a regular file.") }
-        guard info.st_uid == geteuid() else { throw unsafe("The \(name) is owned by another user.") }
-        guard info.st_nlink == 1 else {
-            throw unsafe("The \(name) has \(info.st_nlink) hard links; refusing to open a linked file.")
-        }
+        let name = sqliteSuffixes.contains(where: { path.hasSuffix($0) }) ? "database side file" : "database"
+        try checkFile(info, name: name)
         if info.st_mode & 0o777 != 0o600 {
             let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            if fd < 0, errno == EACCES { throw permissionDenied("the \(name) cannot be read (make it 0600)") }
             guard fd >= 0 else { throw posixError("opening a store file to fix its mode", errno) }
             defer { close(fd) }
             guard fchmod(fd, 0o600) == 0 else { throw posixError("setting a store file mode", errno) }
         }
     }
 
-    private static func unsafe(_ message: String) -> TokenStoreError {
+    static func unsafe(_ message: String) -> TokenStoreError {
         TokenStoreError(.unsafeFileLayout, message, hint: "Move the store to a private directory (mode 0700) that only this user owns.")
     }
 
-    private static func posixError(_ operation: String, _ code: Int32) -> TokenStoreError {
+    static func posixError(_ operation: String, _ code: Int32) -> TokenStoreError {
         TokenStoreError(.ioError, "A file-system call failed while \(operation).", cause: .posix(errno: code, operation: operation))
+    }
+
+    /// The size in bytes of the file at `path` (not following a link); nil when there is none.
+    package static func fileSize(of path: String) -> Int? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return Int(info.st_size)
     }
 
     /// The mode bits (e.g. 0o600) of a path, for status displays and tests.

@@ -28,7 +28,8 @@ struct GlobalOptions: Sendable, Equatable {
         case portal
     }
 
-    static let store = OptionSpec.value("store", "path", "The store database file to open.")
+    static let store = OptionSpec.value(
+        "store", "path", "The store database file to open (default: $\(CommandContext.storeVariable)).")
     static let appID = OptionSpec.value(
         "app-id", "id", "Open the default store of this application instead of --store.")
     static let json = OptionSpec.flag("json", "Print one JSON document with stable, sorted keys instead of text.")

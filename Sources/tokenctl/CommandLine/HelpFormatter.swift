@@ -62,6 +62,12 @@ struct HelpFormatter: Sendable {
         return usageElements(command).joined(separator: " ")
     }
 
+    /// What bare `tokenctl` prints on stderr: the usage line and where the help is.
+    func shortUsage() -> String {
+        "Usage: \(rootUsageElements().joined(separator: " "))\n"
+            + "See '\(root.name) help' for the commands and options, '\(root.name) help <subcommand>' for one command.\n"
+    }
+
     /// The three lines printed for a usage error (a `hint:` line after the error when it has one):
     /// ```
     /// tokenctl: error: missing required option '--account <account>'

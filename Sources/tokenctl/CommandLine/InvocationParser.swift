@@ -86,7 +86,9 @@ struct InvocationParser: Sendable {
         guard root.subcommand(named: topic.value) != nil else {
             let suggestion = closestMatch(to: topic.value, among: root.subcommands.map(\.name))
             throw UsageError(
-                kind: .unknownCommand(position: topic.position, suggestion: suggestion), commandName: helpName)
+                kind: .unknownCommand(
+                    position: topic.position, name: UsageError.echoableCommandName(topic.value), suggestion: suggestion),
+                commandName: helpName)
         }
         return .help(command: topic.value)
     }
@@ -176,7 +178,10 @@ private struct ArgumentScan {
             command = spec
         } else {
             let names = root.subcommands.map(\.name) + [InvocationParser.helpCommand.name]
-            fail(.unknownCommand(position: position, suggestion: closestMatch(to: name, among: names)))
+            fail(
+                .unknownCommand(
+                    position: position, name: UsageError.echoableCommandName(name),
+                    suggestion: closestMatch(to: name, among: names)))
             return false
         }
         return true
@@ -222,7 +227,11 @@ private struct ArgumentScan {
             if isGlobal { rootValues.flags.insert(spec.name) } else { commandValues.flags.insert(spec.name) }
             return
         }
-        if inlineValue == nil, index < arguments.count, !looksLikeOption(arguments[index]) {
+        // `--min-ttl -5`: a negative number after a numeric option is its value (refused by the
+        // rule with the bound it breaks), not a missing value followed by an option.
+        if inlineValue == nil, index < arguments.count,
+            !looksLikeOption(arguments[index]) || (spec.rule.isNumeric && isNegativeNumber(arguments[index]))
+        {
             inlineValue = arguments[index]
             index += 1
         }
@@ -231,7 +240,8 @@ private struct ArgumentScan {
         }
         guard spec.rule.accepts(value) else {
             return fail(
-                &self, .invalidValue(option: spec.synopsis, environmentVariable: nil, expectation: spec.rule.expectation))
+                &self,
+                .invalidValue(option: spec.synopsis, environmentVariable: nil, expectation: spec.rule.expectation(for: value)))
         }
         let alreadyGiven = isGlobal ? rootValues.values[spec.name] != nil : commandValues.values[spec.name] != nil
         if alreadyGiven && !spec.isRepeatable { return fail(&self, .duplicateOption(option: spec.longSpelling)) }
@@ -240,6 +250,10 @@ private struct ArgumentScan {
         } else {
             commandValues.values[spec.name, default: []].append(value)
         }
+    }
+
+    private func isNegativeNumber(_ argument: String) -> Bool {
+        argument.count > 1 && argument.hasPrefix("-") && argument.dropFirst().allSatisfy { $0.isASCII && $0.isNumber }
     }
 
     private func looksLikeOption(_ argument: String) -> Bool {

@@ -3,14 +3,19 @@
 ///
 /// Messages name options and positions but never echo a value or a positional argument:
 /// a secret pasted in the wrong place must not end up in a terminal's scrollback or a log.
+/// The one exception is a mistyped command name made only of lower-case letters and dashes.
 struct UsageError: Error, Sendable, Equatable {
     enum Kind: Sendable, Equatable {
-        /// The first positional argument is not a command; `suggestion` is a close command name.
-        case unknownCommand(position: Int, suggestion: String?)
+        /// The first positional argument is not a command; `name` is the word typed when it
+        /// looks like a mistyped command (``UsageError/echoableCommandName(_:)``), `suggestion`
+        /// a close command name.
+        case unknownCommand(position: Int, name: String?, suggestion: String?)
         /// `name` is the option as typed without any `=value`, e.g. `--acount`.
         case unknownOption(name: String, suggestion: String?)
         case missingValue(option: String)
         case missingOption(option: String)
+        /// No store named: neither `--store`, `--app-id` nor the store variable (`variable`).
+        case noStoreNamed(variable: String)
         case missingArgument(argument: String)
         case unexpectedArgument(position: Int)
         case invalidValue(option: String, environmentVariable: String?, expectation: String)
@@ -32,14 +37,17 @@ struct UsageError: Error, Sendable, Equatable {
     /// The message printed after `tokenctl: error: `.
     var message: String {
         switch kind {
-        case .unknownCommand(let position, let suggestion):
-            return "argument \(position) is not a command" + hint(suggestion)
+        case .unknownCommand(let position, let name, let suggestion):
+            guard let name else { return "argument \(position) is not a command" + hint(suggestion) }
+            return "unknown command '\(name)'" + hint(suggestion)
         case .unknownOption(let name, let suggestion):
             return "unknown option '\(name)'" + hint(suggestion)
         case .missingValue(let option):
             return "missing value for '\(option)'"
         case .missingOption(let option):
             return "missing required option '\(option)'"
+        case .noStoreNamed(let variable):
+            return "no store named: give '--store <path>' or '--app-id <id>', or set \(variable)"
         case .missingArgument(let argument):
             return "missing required argument '\(argument)'"
         case .unexpectedArgument(let position):
@@ -67,6 +75,14 @@ struct UsageError: Error, Sendable, Equatable {
         case .secretInArgument(let option): return option.hint
         default: return nil
         }
+    }
+
+    /// `word` when it may be echoed as a command name: 1–20 lower-case letters and dashes, as
+    /// every command is. Anything else (a token or a secret typed in the wrong place: digits,
+    /// capitals, long random text) is named only by its position.
+    static func echoableCommandName(_ word: String) -> String? {
+        guard (1...20).contains(word.count), word.allSatisfy({ ("a"..."z").contains($0) || $0 == "-" }) else { return nil }
+        return word
     }
 
     private func hint(_ suggestion: String?) -> String {

@@ -38,6 +38,25 @@ enum ValueRule: Sendable, Equatable {
         }
     }
 
+    /// Whether the rule takes numbers, so that `-5` after the option is its (refused) value, not an option.
+    var isNumeric: Bool {
+        switch self {
+        case .nonNegativeInteger, .positiveInteger, .port: return true
+        default: return false
+        }
+    }
+
+    /// The expectation stated in an error for `value`: for a negative number given to a numeric
+    /// option, the bound it breaks (`must be ≥ 0`); else ``expectation``.
+    func expectation(for value: String) -> String {
+        guard isNumeric, value.hasPrefix("-"), Int(value.dropFirst()) != nil else { return expectation }
+        switch self {
+        case .nonNegativeInteger: return "must be ≥ 0"
+        case .positiveInteger: return "must be ≥ 1"
+        default: return expectation
+        }
+    }
+
     /// The expectation stated in an error, e.g. `expected one of refresh-token, generic`.
     var expectation: String {
         switch self {

@@ -28,11 +28,20 @@ struct CommandContext {
         case .path(let path):
             return (path, Self.defaultAppID)
         case .appID(let appID):
-            return (try TokenStore.defaultPath(appID: appID), appID)
+            do {
+                return (try TokenStore.defaultPath(appID: appID), appID)
+            } catch let error as TokenStoreError where error.code == .invalidInput {
+                // A command-line value: a usage error (64), not a data error.
+                throw UsageError(
+                    kind: .invalidValue(
+                        option: GlobalOptions.appID.synopsis, environmentVariable: nil,
+                        expectation: "expected 1–255 characters of [A-Za-z0-9._-], not . or .."),
+                    commandName: nil)
+            }
         case .defaultLocation:
             if let path = environment[Self.storeVariable], !path.isEmpty { return (path, Self.defaultAppID) }
             // Shown with tokenctl's usage line, which names --store and --app-id.
-            throw UsageError(kind: .missingOption(option: "--store <path>"), commandName: nil)
+            throw UsageError(kind: .noStoreNamed(variable: Self.storeVariable), commandName: nil)
         }
     }
 
@@ -42,33 +51,68 @@ struct CommandContext {
         return lstat(path, &info) == 0
     }
 
-    /// Fails with a clear message when the store file does not exist; inspection commands
-    /// never create a store (nor a data key) because of a mistyped path.
-    func requireExistingStore() throws -> (path: String, appID: String) {
+    /// The store location, refusing a path that names a directory: a mistyped path, not a
+    /// permission problem (64).
+    func checkedStoreLocation() throws -> (path: String, appID: String) {
         let location = try storeLocation()
-        guard storeFileExists(location.path) else {
+        var info = stat()
+        if lstat(location.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
             throw CommandFailure(
-                .failure, "no store at the given path",
-                hint: "check --store / --app-id; 'tokenctl put' or 'tokenctl login' creates a store")
+                .usage, "the store path names a directory, not a database file",
+                hint: "give the database file itself, e.g. --store DIR/tokens.sqlite")
         }
         return location
     }
 
-    /// Opens the store (creating it when `create` is true and it does not exist yet).
-    /// - Throws: `CommandFailure` when the store is missing; `TokenStoreError` from the open.
-    func openStore(create: Bool = false) throws -> TokenStore {
-        let location = create ? try storeLocation() : try requireExistingStore()
+    /// Fails with a clear message (66) when the store file does not exist; inspection commands
+    /// never create a store (nor a data key) because of a mistyped path. A folder on the way
+    /// that cannot be entered is a permission problem (77), not a missing store.
+    func requireExistingStore() throws -> (path: String, appID: String) {
+        let location = try checkedStoreLocation()
+        guard storeFileExists(location.path) else {
+            // EACCES on the way is reported as such, before "no store" could mislead.
+            if case .missing = try FileLayout.judge(databasePath: location.path) {
+                throw CommandFailure(
+                    .noInput, "no store at the given path",
+                    hint: "check --store, --app-id or \(Self.storeVariable); 'tokenctl put' or 'tokenctl login' creates a store")
+            }
+            return location
+        }
+        return location
+    }
+
+    /// Opens the store: read-only for the commands that only read (nothing created, migrated,
+    /// chmod-ed, and no side file added), else for writing, creating it when `create` is true
+    /// and it does not exist yet. A mode the writing open tightened is reported on stderr.
+    /// - Throws: `CommandFailure` when the store is missing or empty; `TokenStoreError` from the open.
+    func openStore(create: Bool = false, readOnly: Bool = false) throws -> TokenStore {
+        let location = create ? try checkedStoreLocation() : try requireExistingStore()
+        if readOnly, FileLayout.fileSize(of: location.path) == 0 {
+            throw CommandFailure(
+                .noInput, "the store file is empty: nothing was stored in it yet",
+                hint: "'tokenctl put' or 'tokenctl login' makes it a store")
+        }
         let provider = try keyProvider(storePath: location.path)
-        return try TokenStore(path: location.path, appID: location.appID, keyProvider: provider)
+        let directory = PathNames.directory(of: location.path)
+        let modeFiles = [(directory.isEmpty ? "." : directory, "store directory", 0o700), (location.path, "database file", 0o600)]
+        let before = modeFiles.map { FileLayout.mode(of: $0.0) }
+        let store = try TokenStore(
+            path: location.path, appID: location.appID, keyProvider: provider, options: .init(readOnly: readOnly))
+        for (file, old) in zip(modeFiles, before) {
+            if let old, old != file.2, FileLayout.mode(of: file.0) == file.2 {
+                note("made the \(file.1) \(Format.mode(file.2)) (it was \(Format.mode(old)))")
+            }
+        }
+        return store
     }
 
     /// Opens the existing store and runs a long `task` on it, showing `progressLabel: done/total`
     /// on stderr meanwhile (see `ProgressReporter`); `task` hands the progress callback to the store.
     /// - Throws: what `openStore()` and `task` throw.
     func withOpenStore<T>(
-        progressLabel: String, _ task: (TokenStore, _ progress: @escaping (Int, Int) -> Void) throws -> T
+        progressLabel: String, readOnly: Bool = false, _ task: (TokenStore, _ progress: @escaping (Int, Int) -> Void) throws -> T
     ) throws -> T {
-        let store = try openStore()
+        let store = try openStore(readOnly: readOnly)
         let progress = ProgressReporter(label: progressLabel, console: console, quiet: global.quiet)
         let result = try task(store) { done, total in progress.update(done: done, total: total) }
         progress.finish()

@@ -6,7 +6,7 @@ import TokenStore
 ///
 /// | status | errors |
 /// |---|---|
-/// | 65 data | integrityCheckFailed, databaseCorrupt, schemaTampered, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput, storeRolledBack; idTokenInvalid |
+/// | 65 data | integrityCheckFailed, databaseCorrupt, schemaTampered, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput, storeRolledBack, notAStore (another program's database, left unchanged), migrationRequired (a read-only command on a store that needs `tokenctl migrate`); idTokenInvalid |
 /// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable |
 /// | 75 temporary | keyringLocked, databaseBusy; rateLimited; the browser sign-in's authorizationFailed (e.g. `access_denied`), stateMismatch, cancelled, browserUnavailable, and its wait for the browser timing out (see `browserSignInFailure`) |
 /// | 77 permission | unsafeFileLayout, wrongPassphrase |
@@ -27,7 +27,7 @@ enum ErrorMapping {
     static func exitCode(for code: TokenStoreError.Code) -> ExitCode {
         switch code {
         case .integrityCheckFailed, .databaseCorrupt, .schemaTampered, .migrationFailed, .schemaTooNew, .dataKeyMissing,
-            .dataKeyCorrupt, .invalidInput, .storeRolledBack:
+            .dataKeyCorrupt, .invalidInput, .storeRolledBack, .notAStore, .migrationRequired:
             return .dataError
         case .secretServiceUnavailable, .timedOut:
             return .unavailable
@@ -75,7 +75,7 @@ enum ErrorMapping {
         if error.code == .storage, case .storage(let storeError)? = error.cause {
             return storeFailure(storeError)
         }
-        var message = error.message
+        var message = cliMessage(error)
         var details: [String] = []
         if let status = error.httpStatus { details.append("HTTP \(status)") }
         if let oauth = error.oauthError { details.append(oauth) }
@@ -94,6 +94,24 @@ enum ErrorMapping {
             .tempFailure, "\(error.message) [\(error.code.rawValue)]",
             hint: "timedOut: the browser did not come back within \(timeoutSeconds) s; run 'tokenctl login --browser' "
                 + "again, with a longer --timeout if needed")
+    }
+
+    /// The session layer's message in words for a command-line user: no Swift API advice, and a
+    /// refused foreign request told as what it is, not as the user's mistake.
+    static func cliMessage(_ error: AuthSessionError) -> String {
+        var message = error.message
+        switch error.code {
+        case .browserUnavailable:
+            message = message.replacing(
+                "Set $BROWSER, install xdg-utils, or pass a BrowserOpener.", with: "Set $BROWSER to a browser command, or install xdg-utils.")
+        case .stateMismatch:
+            message = message.replacing(
+                "with a wrong or missing state were refused.",
+                with: "request(s) that did not belong to this sign-in (another program's, or an old browser tab's) were ignored.")
+        default:
+            break
+        }
+        return message
     }
 
     // MARK: Hints
@@ -124,6 +142,12 @@ enum ErrorMapping {
         // A damaged key record says what to do itself (restore the file; never reset: the key is intact).
         case .databaseCorrupt:
             return error.hint.map(sentenceToHint) ?? "run 'tokenctl verify'; restore the store file from a backup if it fails"
+        case .notAStore:
+            return "check --store, --app-id or \(CommandContext.storeVariable): the file is not a TokenStore store, "
+                + "and tokenctl leaves it unchanged"
+        case .migrationRequired:
+            return "run 'tokenctl migrate' once to bring the store to this tokenctl's schema (the commands that only "
+                + "read never migrate)"
         case .schemaTampered:
             return "the file was changed outside TokenStore (a planted trigger, view, table or index); "
                 + "restore the store file from a backup"

@@ -20,7 +20,9 @@ enum SecretInput {
     static func standardInput(_ what: String = "the secret", emptyHint: String = putHint) throws -> SecretBytes {
         let maximum = StoreLimits.maxSecretBytes
         return try readToEnd(STDIN_FILENO, capacity: maximum + 3) { code in
-            CommandFailure(.failure, "reading \(what) from stdin failed (errno \(code))")
+            CommandFailure(
+                .failure, "reading \(what) from stdin failed: \(errorText(code))",
+                hint: "give the secret on stdin, e.g. printf '%s' \"$SECRET\" | tokenctl put …")
         } body: { bytes in
             if bytes.count > maximum + 1 || (bytes.count == maximum + 1 && bytes.last != newline) {
                 throw CommandFailure(.dataError, "\(what) read from stdin is larger than \(maximum) bytes")
@@ -33,13 +35,18 @@ enum SecretInput {
         }
     }
 
+    /// The system's text for an errno value ("Bad file descriptor"), as `strerror` gives it.
+    static func errorText(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+
     /// The passphrase read from the open file descriptor `fd` to its end, minus one trailing newline.
     /// - Throws: `CommandFailure` (64) for a descriptor that cannot be read or an empty or oversize passphrase.
     static func passphrase(fileDescriptor fd: Int32) throws -> SecretBytes {
         let limit = 64 * 1024
         return try readToEnd(fd, capacity: limit + 1) { code in
             CommandFailure(
-                .usage, "cannot read the passphrase from file descriptor \(fd) (errno \(code))",
+                .usage, "cannot read the passphrase from file descriptor \(fd): \(errorText(code))",
                 hint: "open it for the command, e.g. 'tokenctl --passphrase-fd 3 status 3<passphrase-file'")
         } body: { bytes in
             guard bytes.count <= limit else { throw CommandFailure(.usage, "the passphrase is longer than \(limit) bytes") }

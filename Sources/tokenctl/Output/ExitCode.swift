@@ -7,6 +7,8 @@ enum ExitCode: Int32, Sendable, CaseIterable {
     case usage = 64
     /// `EX_DATAERR`: integrity failure, tampered row, corrupt database.
     case dataError = 65
+    /// `EX_NOINPUT`: no store at the given path (or an empty file), for a command that only reads.
+    case noInput = 66
     /// `EX_UNAVAILABLE`: no Secret Service, server unreachable after retries.
     case unavailable = 69
     /// `EX_TEMPFAIL`: keyring locked, revocation pending, rate limited, busy.

@@ -31,6 +31,9 @@ struct MalformedDBTests {
     static let acceptable: Set<String> = [
         "ok", "databaseCorrupt", "integrityCheckFailed", "dataKeyMissing", "dataKeyCorrupt", "schemaTooNew", "migrationFailed",
         "schemaTampered",
+        // Since issue 24: a flip that leaves neither TokenStore's application id nor its table
+        // names on page 1 makes the file "another program's database" — a typed refusal, nothing written.
+        "notAStore",
     ]
     /// A flipped byte in the WAL makes SQLite drop that frame and every later one: the file
     /// opens as it was before those commits, an older copy of itself, so when the dropped

@@ -15,7 +15,15 @@ struct UnlockCommand: TokenctlCommand {
     func run(_ context: CommandContext) throws -> ExitCode {
         let provider = SecretServiceKeyProvider()
         context.note("asking the Secret Service to unlock the keyring (the desktop may show a prompt)")
-        try provider.unlockDefaultCollection(timeout: Self.unlockTimeout)
+        do {
+            try provider.unlockDefaultCollection(timeout: Self.unlockTimeout)
+        } catch let error as TokenStoreError where error.code == .keyringLocked {
+            // The usual hint ("run 'tokenctl unlock'") would send the user back here.
+            throw CommandFailure(
+                .tempFailure, "\(error.message) [\(error.code.rawValue)]",
+                hint: "the unlock prompt needs the desktop session: log in to the desktop (that unlocks the login "
+                    + "keyring), or unlock it in the desktop's password manager (e.g. Seahorse), then try again")
+        }
         context.emit(["unlocked": true]) { "The keyring is unlocked.\n" }
         return .ok
     }

@@ -16,7 +16,7 @@ struct VerifyCommand: TokenctlCommand {
     init(parsed: ParsedCommand) {}
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let report = try context.withOpenStore(progressLabel: Self.spec.name) { store, progress in
+        let report = try context.withOpenStore(progressLabel: Self.spec.name, readOnly: true) { store, progress in
             try store.verify(progress: progress)
         }
         let document: JSONValue = [

@@ -28,7 +28,7 @@ struct AccountsCommand: TokenctlCommand {
     init(parsed: ParsedCommand) {}
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let store = try context.openStore()
+        let store = try context.openStore(readOnly: true)
         let rows = try store.accounts().map { info in
             let userID = try store.appleUserID(account: info.account)
             let cached = Set(try store.ledger.cachedAccessTokens(account: info.account).map(\.key.audience))

@@ -14,7 +14,7 @@ struct PendingCommand: TokenctlCommand {
     init(parsed: ParsedCommand) {}
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let store = try context.openStore()
+        let store = try context.openStore(readOnly: true)
         let list = try store.ledger.pendingRevocationList()
         let entries = list.entries
         let document: JSONValue = [

@@ -22,7 +22,7 @@ struct ProfileCommand: TokenctlCommand {
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let store = try context.openStore()
+        let store = try context.openStore(readOnly: true)
         guard let profile = try store.userProfile(account: account) else {
             throw CommandFailure(
                 .failure, "no profile for this account and service",

@@ -25,7 +25,7 @@ struct StateCommand: UserIDCommand {
     let userID: String
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let store = try context.openStore()
+        let store = try context.openStore(readOnly: true)
         let state = try store.credentialState(forUserID: userID)
         context.emit(["state": .string(state.rawValue)]) { state.rawValue + "\n" }
         return .ok
@@ -42,7 +42,7 @@ struct HistoryCommand: UserIDCommand {
     let userID: String
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let store = try context.openStore()
+        let store = try context.openStore(readOnly: true)
         let state = try store.credentialState(forUserID: userID)
         let transitions = try store.credentialStateHistory(forUserID: userID)
         let document: JSONValue = [

@@ -19,7 +19,7 @@ struct GetCommand: TokenctlCommand {
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let store = try context.openStore()
+        let store = try context.openStore(readOnly: true)
         guard let item = try store.item(for: key) else {
             throw CommandFailure(.failure, "no item with this account, kind and service", hint: "'tokenctl list' shows the items")
         }

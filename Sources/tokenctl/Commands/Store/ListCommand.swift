@@ -9,7 +9,7 @@ struct ListCommand: TokenctlCommand {
     init(parsed: ParsedCommand) {}
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let store = try context.openStore()
+        let store = try context.openStore(readOnly: true)
         var items: [ItemInfo] = []
         try store.forEachItem { items.append($0) }
         items.sort { ($0.key.account.service, $0.key.account.name, $0.key.kind.rawValue) < ($1.key.account.service, $1.key.account.name, $1.key.kind.rawValue) }

@@ -62,6 +62,7 @@ struct StatusCommand: TokenctlCommand {
                 + "'tokenctl reset --yes'."
         }
         let identity = Self.identity(of: provider)
+        explanation += Self.modeNote(inspection.fileModes)
 
         let counts = inspection.counts
         let modes = inspection.fileModes
@@ -140,6 +141,16 @@ struct StatusCommand: TokenctlCommand {
         return .ok
     }
 
+    /// A line about modes looser than 0700/0600, which status (it only reads) leaves as they are.
+    private static func modeNote(_ modes: StoreInspection.FileModes) -> String {
+        var loose: [String] = []
+        if let mode = modes.directory, mode & 0o077 != 0 { loose.append("the directory is \(Format.mode(mode))") }
+        if let mode = modes.database, mode & 0o777 != 0o600 { loose.append("the database file is \(Format.mode(mode))") }
+        guard !loose.isEmpty else { return "" }
+        return "\n" + loose.joined(separator: " and ").capitalizedFirst
+            + ": the next command that writes makes them 0700/0600 (status only reads and changes nothing)."
+    }
+
     /// The program behind the key provider: the passphrase provider, or the owner of
     /// org.freedesktop.secrets (nil when no Secret Service runs or the bus cannot be asked).
     private static func identity(of provider: any KeyProvider) -> KeyProviderIdentity? {
@@ -185,4 +196,9 @@ struct StatusCommand: TokenctlCommand {
             return "The Secret Service could not tell whether the data key is there (\(error ?? "unknown error"))."
         }
     }
+}
+
+extension String {
+    /// The string with its first character upper-cased.
+    fileprivate var capitalizedFirst: String { prefix(1).uppercased() + dropFirst() }
 }
