@@ -74,7 +74,9 @@ enum CredentialHistory {
         return entries
     }
 
-    /// Appends a row chained to the user's last one; returns its MAC (the new head).
+    /// Appends a row chained to the user's last one; returns its MAC (the new head). A row to
+    /// `revoked` makes the transaction raise the store epoch (a copy of the file from before it
+    /// would show the user authorized again).
     @discardableResult
     static func append(
         _ db: Database, ref: [UInt8], at: Int64, from: String, to: String, reason: String, detail: String?, envelope: Envelope
@@ -87,6 +89,7 @@ enum CredentialHistory {
         try db.run(
             "INSERT INTO credential_history(id, user_ref, at, from_state, to_state, reason, detail, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [.int(id), .blob(ref), .int(at), .text(from), .text(to), .text(reason), detail.map(SQLValue.text) ?? .null, .blob(mac)])
+        if to == CredentialState.revoked.rawValue { db.requireEpochRaise() }
         return mac
     }
 

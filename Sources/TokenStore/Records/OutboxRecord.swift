@@ -72,7 +72,8 @@ enum OutboxRecord: SealedTable {
             .entries.filter { $0.account == account }
     }
 
-    /// Queues `token` in the outbox; returns the new entry's id.
+    /// Queues `token` in the outbox; returns the new entry's id. The transaction raises the store
+    /// epoch (a copy of the file from before it lacks the entry: the token would never be revoked).
     @discardableResult
     static func insert(
         _ db: Database, _ account: AccountID, appleUserID: String?, token: SecretBytes,
@@ -95,6 +96,7 @@ enum OutboxRecord: SealedTable {
             [.blob(entryID), .blob(envelope.accountRef(account)), .blob(envelope.keyID),
              .blob(envelope.seal(fields, kind: .pendingRevocation, rowKey: entryID)), .int(now), .int(now),
              .blob(schedule.mac(entryID: entryID, envelope: envelope))])
+        db.requireEpochRaise()
         return entryID
     }
 
