@@ -53,7 +53,8 @@ public final class TokenStore: Sendable {
     /// portal (``PortalKeyProvider``).
     /// - Throws: ``TokenStoreError`` — `secretServiceUnavailable`, `keyringLocked`,
     ///   `dataKeyMissing`, `dataKeyCorrupt`, `storeRolledBack` (the file is older than its epoch
-    ///   in the key provider: restored from an older copy; see <doc:StoreEpoch>),
+    ///   in the key provider: restored from an older copy; see <doc:StoreEpoch>), `wrongKeyProvider`
+    ///   (the store records that another kind of provider made its key; the message names it),
     ///   `databaseCorrupt`, `schemaTampered` (a trigger,
     ///   view, table or index was added or changed outside this library), `schemaTooNew`,
     ///   `migrationFailed`, `unsafeFileLayout`, `invalidInput`, `ioError`, `diskFull`.
@@ -97,19 +98,34 @@ public final class TokenStore: Sendable {
         self.appID = appID
         try FileLayout.prepare(databasePath: path)
         let db = try Database(path: path, vfs: vfs)
-        let applied = try migrator.migrate(db)
-        if !applied.isEmpty { logger.info("applied migrations", metadata: ["migrations": "\(applied)"]) }
+        // Migrations from version 10 on need the data key (RowMACBackfill): applied once it is loaded.
+        var applied = try migrator.migrate(db, upTo: RowMACBackfill.version - 1)
         try SchemaCheck.check(db, migrator: migrator)
+        // A store that records another key provider is refused before the provider is asked anything.
+        try KeyProviderRecord.refuseOtherProvider(db, provider: keyProvider)
         var keySetup = KeySetup(database: db, provider: keyProvider, appID: appID, logger: logger)
         keySetup.newKeyScheme = keyScheme
         let setup = try keySetup.openOrCreate()
+        let envelope = Envelope(storeID: setup.storeID, key: setup.key)
         // A file older than its epoch in the key provider is refused before anything runs on it.
         try StoreEpoch.checkAtOpen(
-            db, envelope: Envelope(storeID: setup.storeID, key: setup.key), provider: keyProvider, appID: appID, logger: logger,
-            providerEpoch: setup.providerEpoch)
+            db, envelope: envelope, provider: keyProvider, appID: appID, logger: logger, providerEpoch: setup.providerEpoch)
+        applied += try migrator.migrate(db) { migration in
+            guard migration.version == RowMACBackfill.version else { return }
+            // In the migration's transaction: every MAC-less row gets its MAC, and the provider
+            // that just opened the key is recorded.
+            let counts = try RowMACBackfill.run(db, envelope: envelope)
+            try KeyProviderRecord.write(db, keyProvider.kind, envelope: envelope)
+            logger.info(
+                "gave legacy rows their MACs",
+                metadata: ["outbox": "\(counts.outbox)", "marks": "\(counts.marks)", "history": "\(counts.history)",
+                           "history.chainsLeft": "\(counts.chainsLeft)"])
+        }
+        if !applied.isEmpty { logger.info("applied migrations", metadata: ["migrations": "\(applied)"]) }
+        try KeyProviderRecord.check(db, envelope: envelope)
         connection = StoreConnection(
             path: path, appID: appID, keyProvider: keyProvider, options: options, logger: logger, database: db,
-            envelope: Envelope(storeID: setup.storeID, key: setup.key), newKeyScheme: keyScheme)
+            envelope: envelope, newKeyScheme: keyScheme)
         logger.debug("store opened", metadata: ["key.provider": keyProvider.name, "key.created": "\(setup.created)"])
         connection.checkpointLeftoverWAL()
         do {

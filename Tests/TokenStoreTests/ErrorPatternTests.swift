@@ -21,7 +21,7 @@ private let everyPattern: [(TokenStoreError, String)] = [
     (.unsafeFileLayout, "unsafeFileLayout"), (.invalidInput, "invalidInput"), (.ioError, "ioError"),
     (.storeClosed, "storeClosed"), (.timedOut, "timedOut"), (.cancelled, "cancelled"),
     (.wrongPassphrase, "wrongPassphrase"), (.schemaTampered, "schemaTampered"), (.diskFull, "diskFull"),
-    (.storeRolledBack, "storeRolledBack"),
+    (.storeRolledBack, "storeRolledBack"), (.wrongKeyProvider, "wrongKeyProvider"),
 ]
 
 @Test(.timeLimit(.minutes(TestTimeLimit.minutes))) func everyCodeHasAPatternThatMatchesOnlyItsCode() {

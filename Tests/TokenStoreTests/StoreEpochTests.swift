@@ -149,7 +149,7 @@ struct StoreEpochTests {
         defer { try? PrivateKeyring.clearItems(storeID: storeID) }
         #expect(try SecretServiceKeyProvider().storeEpoch(storeID: storeID) == 0)
         let store = try TokenStore(path: path, appID: testAppID)
-        #expect(try store.schemaVersion() == 9)
+        #expect(try store.schemaVersion() == TokenStore.supportedSchemaVersion)  // 9 before issue 24 added 10
         #expect(try store.epochStatus() == StoreEpochStatus(file: 0, keyProvider: 0))
         try store.ledger.finishLocalLogout(account: alice)
         #expect(try store.epochStatus() == StoreEpochStatus(file: 1, keyProvider: 1))

@@ -10,7 +10,10 @@ import Glibc
 /// probed. Inside a Flatpak sandbox (the file `/.flatpak-info` exists): the Secret Service
 /// when its name is reachable on the session bus (the app was given
 /// `--talk-name=org.freedesktop.secrets`), else the Secret portal (``PortalKeyProvider``),
-/// as libsecret itself does in a sandbox. The passphrase provider is never chosen here.
+/// as libsecret itself does in a sandbox. A store that records its key provider (schema
+/// version 10, ``KeyProviderKind``) keeps it: `secret-service` or `portal` is chosen without a
+/// probe. The passphrase provider is never chosen here (it needs the passphrase): for a store
+/// that records it, the choice above is made and the open says `wrongKeyProvider`.
 public enum KeyProviderSelection {
     /// The file a Flatpak sandbox has at its root, and xdg-desktop-portal reads the app id from.
     public static let sandboxMarker = "/.flatpak-info"
@@ -26,6 +29,11 @@ public enum KeyProviderSelection {
     /// The provider for the store at `storePath`, chosen as described above.
     /// - Parameter probeTimeout: the bound of the bus question asked inside a sandbox.
     public static func automatic(storePath: String, probeTimeout: Duration = .seconds(3)) -> any KeyProvider {
+        switch KeyProviderRecord.recorded(atPath: storePath) {
+        case .secretService?: return SecretServiceKeyProvider()
+        case .portal?: return PortalKeyProvider(storePath: storePath)
+        default: break
+        }
         guard isSandboxed() else { return SecretServiceKeyProvider() }
         return secretServiceReachable(timeout: probeTimeout) ? SecretServiceKeyProvider() : PortalKeyProvider(storePath: storePath)
     }

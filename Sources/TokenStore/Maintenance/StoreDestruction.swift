@@ -43,7 +43,7 @@ extension TokenStore {
             guard (info.st_mode & S_IFMT) == S_IFREG else {
                 throw TokenStoreError(.unsafeFileLayout, "The database path is not a regular file; refusing to delete it.")
             }
-            let (storeID, keyIDs) = try recordedKeys(path: path)
+            let (storeID, keyIDs) = try recordedKeys(path: path, provider: keyProvider)
             if let storeID {
                 for keyID in keyIDs {
                     try keyProvider.deleteKey(DataKeyReference(storeID: Hex.encode(storeID), keyID: Hex.encode(keyID), appID: appID))
@@ -62,10 +62,13 @@ extension TokenStore {
     }
 
     /// The store id and every recorded key id of the database at `path`, read without keys.
-    private static func recordedKeys(path: String) throws -> ([UInt8]?, [[UInt8]]) {
+    /// A store that records another kind of key provider than `provider` is refused
+    /// (`wrongKeyProvider`): destroyed under the wrong provider, its key items would stay behind.
+    private static func recordedKeys(path: String, provider: any KeyProvider) throws -> ([UInt8]?, [[UInt8]]) {
         let db = try Database(path: path)
         let tables = try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('store_info', 'data_keys')") ?? 0
         guard tables == 2 else { return (nil, []) }
+        try KeyProviderRecord.refuseOtherProvider(db, provider: provider)
         let storeID = try db.firstRow("SELECT store_id FROM store_info WHERE id = 1", []) { $0.blob(0) }
         var keyIDs: [[UInt8]] = []
         try db.forEachRow("SELECT key_id FROM data_keys") { keyIDs.append($0.blob(0)) }
