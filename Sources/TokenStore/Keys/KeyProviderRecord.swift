@@ -35,14 +35,16 @@ enum KeyProviderRecord {
         } ?? nil
     }
 
-    /// The kind recorded in the store file at `path`, read without the key and without writing
-    /// (for ``KeyProviderSelection/automatic(storePath:probeTimeout:)``): nil when there is no
-    /// such file, it cannot be read, or it records none (the open that follows reports why).
+    /// The kind recorded in the store file at `path`, read without the key and without touching
+    /// the files (for ``KeyProviderSelection/automatic(storePath:probeTimeout:)``): only from a
+    /// layout the open would accept (``FileLayout/looksSafe(databasePath:)``), opened immutable
+    /// (no lock, no side file; a record still only in the WAL of a store open elsewhere is not
+    /// seen). nil when there is no such file, it cannot be read, or it records none: the open that
+    /// follows checks the record itself and reports the file's problems.
     static func recorded(atPath path: String) -> KeyProviderKind? {
-        var info = stat()
-        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0 else { return nil }
+        guard FileLayout.looksSafe(databasePath: path) else { return nil }
         do {
-            let db = try Database(path: path, readOnly: true)
+            let db = try Database.immutable(path: path)
             return try unchecked(db)
         } catch {
             return nil  // a hint for the choice only: the open itself reports the file's problem

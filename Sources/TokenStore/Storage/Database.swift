@@ -34,16 +34,33 @@ final class Database {
         try self.init(path: path, readOnly: readOnly, vfs: vfs, inMemory: false)
     }
 
+    /// Opens the existing file at `path` read-only as immutable (SQLite's `immutable=1`): no
+    /// locks, no -wal or -shm created or read, nothing written. What a WAL not yet checkpointed
+    /// holds is not seen; for a hint read before the real open only (``KeyProviderRecord/recorded(atPath:)``).
+    static func immutable(path: String) throws -> Database {
+        var uri = "file:"
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "/"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                uri.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                uri += "%" + Hex.encode([byte]).uppercased()
+            }
+        }
+        return try Database(path: uri + "?immutable=1", readOnly: true, vfs: nil, inMemory: false, uri: true)
+    }
+
     /// A private in-memory database with the same settings (for computing the expected schema).
     static func inMemory() throws -> Database {
         try Database(path: ":memory:", readOnly: false, vfs: nil, inMemory: true)
     }
 
-    private init(path: String, readOnly: Bool, vfs: String?, inMemory: Bool) throws {
+    private init(path: String, readOnly: Bool, vfs: String?, inMemory: Bool, uri: Bool = false) throws {
         self.path = path
         var db: OpaquePointer?
         let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-        let flags = access | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let flags = access | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE | (uri ? SQLITE_OPEN_URI : 0)
         let rc = sqlite3_open_v2(path, &db, flags, vfs)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"

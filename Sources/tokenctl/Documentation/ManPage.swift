@@ -35,7 +35,9 @@ struct ManPage {
         }
         lines += [
             ".SH EXIT STATUS",
-            "0 ok, 64 usage error, 65 data error, 69 unavailable, 75 temporary failure, 77 permission, 1 anything else.",
+            "0 ok, 64 usage error, 65 data error, 69 unavailable, 75 temporary failure, 77 permission, "
+                + "78 configuration (the server cannot give what was asked; wrongKeyProvider: the store needs another key provider), "
+                + "1 anything else.",
             ".SH SEE ALSO",
             "The TokenStore README; \\fBtokenctl help\\fR \\fIcommand\\fR.",
         ]
