@@ -54,7 +54,9 @@ public final class TokenStore: Sendable {
     /// - Throws: ``TokenStoreError`` — `secretServiceUnavailable`, `keyringLocked`,
     ///   `dataKeyMissing`, `dataKeyCorrupt`, `storeRolledBack` (the file is older than its epoch
     ///   in the key provider: restored from an older copy; see <doc:StoreEpoch>), `wrongKeyProvider`
-    ///   (the store records that another kind of provider made its key; the message names it),
+    ///   (the store records that another kind of provider made its key; the message names it, and
+    ///   ``TokenStoreError/recordedKeyProvider`` holds it), `integrityCheckFailed` (that record, or
+    ///   the epoch's, was altered or removed: see ``KeyProviderKind``),
     ///   `databaseCorrupt`, `schemaTampered` (a trigger,
     ///   view, table or index was added or changed outside this library), `schemaTooNew`,
     ///   `migrationFailed`, `unsafeFileLayout`, `invalidInput`, `ioError`, `diskFull`.

@@ -30,7 +30,8 @@ extension TokenStore {
     /// away): the data keys it records, then the database and its -wal, -shm and lock
     /// files. Succeeds when there is nothing left to delete.
     /// - Warning: every secret, every pending revocation and the whole history are gone for good.
-    /// - Throws: as ``destroyStore(confirm:)``, and `invalidInput`, `databaseCorrupt`.
+    /// - Throws: as ``destroyStore(confirm:)``, and `invalidInput`, `databaseCorrupt`, `wrongKeyProvider`
+    ///   (the store records another kind of key provider than `keyProvider`: nothing is deleted).
     public static func destroyStore(
         path: String, appID: String, keyProvider: (any KeyProvider)? = nil,
         confirm: StoreDestructionConfirmation
