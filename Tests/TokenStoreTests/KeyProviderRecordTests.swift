@@ -73,10 +73,16 @@ struct KeyProviderRecordTests {
             #expect(error.message.contains("'secret-service'") && error.hint?.contains("--key-provider secret-service") == true)
         }
         #expect(KeyProviderSelection.automatic(storePath: t.path).name == "secret-service")
+        // Inside a sandbox a recorded Secret Service is kept without asking the bus (the probe
+        // is bounded by 1 ms here, and its own answer does not matter).
+        let sandboxed = { KeyProviderSelection.automatic(storePath: t.path, probeTimeout: .milliseconds(1), sandboxed: true).name }
+        #expect(sandboxed() == "secret-service")
         // The choice reads the record (unchecked: the open checks it): a record naming the portal
-        // selects the portal even outside a sandbox, where the default is the Secret Service.
+        // selects it inside a sandbox; outside one the portal is never chosen, and the open names it.
         try t.rawDatabase().run("UPDATE store_info SET key_provider = 'portal'")
-        #expect(KeyProviderSelection.automatic(storePath: t.path).name == "portal")
+        #expect(sandboxed() == "portal")
+        #expect(KeyProviderSelection.automatic(storePath: t.path).name == "secret-service")
+        #expect(throws: TokenStoreError.wrongKeyProvider) { _ = try t.reopen() }
         try t.rawDatabase().run("UPDATE store_info SET key_provider = 'passphrase'")
         #expect(KeyProviderSelection.automatic(storePath: t.path).name == "secret-service")
         #expect(throws: TokenStoreError.wrongKeyProvider) { _ = try t.reopen() }
