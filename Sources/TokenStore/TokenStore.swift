@@ -103,7 +103,7 @@ public final class TokenStore: Sendable {
         // Migrations from version 10 on need the data key (RowMACBackfill): applied once it is loaded.
         var applied = try migrator.migrate(db, upTo: RowMACBackfill.version - 1)
         try SchemaCheck.check(db, migrator: migrator)
-        // A store that records another key provider is refused before the provider is asked anything.
+        // A store that records another key provider is refused before its key is asked for.
         try KeyProviderRecord.refuseOtherProvider(db, provider: keyProvider)
         var keySetup = KeySetup(database: db, provider: keyProvider, appID: appID, logger: logger)
         keySetup.newKeyScheme = keyScheme

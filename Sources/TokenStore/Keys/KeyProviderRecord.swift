@@ -11,7 +11,7 @@ import Glibc
 /// migration 10 (with the key just loaded: the provider that opened it holds it). Re-MACed by a
 /// key switch. Read twice at open:
 /// - before the key is loaded (the record chooses the provider): a kind other than the one in
-///   use is `wrongKeyProvider` naming the recorded one, before the provider is asked anything;
+///   use is `wrongKeyProvider` naming the recorded one, before the provider is asked for a key;
 /// - after the key is loaded: the MAC is checked. A record that was flipped or removed while the
 ///   key still opens (the provider in use holds it) is `integrityCheckFailed`: the file was
 ///   changed outside this library. A record flipped to another kind is, to a provider that does
