@@ -89,7 +89,8 @@ const char *ts_version(void);
  * Codes: secretServiceUnavailable, keyringLocked, dataKeyMissing, dataKeyCorrupt,
  * databaseCorrupt, schemaTooNew, migrationFailed, unsafeFileLayout, invalidInput, ioError,
  * timedOut, notAStore (another program's database at the path: refused before anything is
- * written, the file left unchanged).
+ * written, the file left unchanged), wrongKeyProvider (the store's key was made by another key
+ * provider, e.g. a passphrase; the message names it).
  */
 int ts_store_open(const char *path_or_null, const char *app_id, ts_store **out, ts_error **err);
 

@@ -18,11 +18,8 @@ extension TokenStore {
     ) throws {
         try Self.validate(userID: userID)
         try connection.write { db, envelope in
-            let before = try db.scalarInt("SELECT count(*) FROM credential_history") ?? 0
+            // A `revoked` entry raises the epoch in the record layer (CredentialHistory.append).
             try CredentialRecord.record(db, userID: userID, to: state, reason: reason, detail: detail, envelope: envelope)
-            if state == .revoked, (try db.scalarInt("SELECT count(*) FROM credential_history") ?? 0) > before {
-                try connection.raiseEpoch(db, from: envelope)
-            }
         }
     }
 

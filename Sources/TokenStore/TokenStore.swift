@@ -56,7 +56,10 @@ public final class TokenStore: Sendable {
     /// portal (``PortalKeyProvider``).
     /// - Throws: ``TokenStoreError`` — `secretServiceUnavailable`, `keyringLocked`,
     ///   `dataKeyMissing`, `dataKeyCorrupt`, `storeRolledBack` (the file is older than its epoch
-    ///   in the key provider: restored from an older copy; see <doc:StoreEpoch>),
+    ///   in the key provider: restored from an older copy; see <doc:StoreEpoch>), `wrongKeyProvider`
+    ///   (the store records that another kind of provider made its key; the message names it, and
+    ///   ``TokenStoreError/recordedKeyProvider`` holds it), `integrityCheckFailed` (that record, or
+    ///   the epoch's, was altered or removed: see ``KeyProviderKind``),
     ///   `databaseCorrupt`, `schemaTampered` (a trigger,
     ///   view, table or index was added or changed outside this library), `schemaTooNew`,
     ///   `migrationFailed`, `unsafeFileLayout`, `invalidInput`, `ioError`, `diskFull`.
@@ -121,13 +124,29 @@ public final class TokenStore: Sendable {
             }
         }
         let (db, setup) = opened
+        let envelope = Envelope(storeID: setup.storeID, key: setup.key)
+        var applied: [Int] = []
         // A file older than its epoch in the key provider is refused before anything runs on it.
         try StoreEpoch.checkAtOpen(
-            db, envelope: Envelope(storeID: setup.storeID, key: setup.key), provider: keyProvider, appID: appID, logger: logger,
-            providerEpoch: setup.providerEpoch)
+            db, envelope: envelope, provider: keyProvider, appID: appID, logger: logger, providerEpoch: setup.providerEpoch)
+        if !options.readOnly {
+            applied += try migrator.migrate(db) { migration in
+            guard migration.version == RowMACBackfill.version else { return }
+            // In the migration's transaction: every MAC-less row gets its MAC, and the provider
+            // that just opened the key is recorded.
+            let counts = try RowMACBackfill.run(db, envelope: envelope)
+            try KeyProviderRecord.write(db, keyProvider.kind, envelope: envelope)
+            logger.info(
+                "gave legacy rows their MACs",
+                metadata: ["outbox": "\(counts.outbox)", "marks": "\(counts.marks)", "history": "\(counts.history)",
+                           "history.chainsLeft": "\(counts.chainsLeft)"])
+            }
+        }
+        if !applied.isEmpty { logger.info("applied migrations", metadata: ["migrations": "\(applied)"]) }
+        try KeyProviderRecord.check(db, envelope: envelope)
         connection = StoreConnection(
             path: path, appID: appID, keyProvider: keyProvider, options: options, logger: logger, database: db,
-            envelope: Envelope(storeID: setup.storeID, key: setup.key), newKeyScheme: keyScheme)
+            envelope: envelope, newKeyScheme: keyScheme)
         logger.debug("store opened", metadata: ["key.provider": keyProvider.name, "key.created": "\(setup.created)"])
         if options.readOnly { return }
         connection.checkpointLeftoverWAL()
@@ -145,9 +164,12 @@ public final class TokenStore: Sendable {
         keyScheme: KeyScheme
     ) throws -> (db: Database, setup: KeySetup.Result) {
         let db = try Database(path: path, vfs: vfs)
-        let applied = try migrator.migrate(db)
+        // Migrations from version 10 on need the data key (RowMACBackfill): applied once it is loaded.
+        let applied = try migrator.migrate(db, upTo: RowMACBackfill.version - 1)
         if !applied.isEmpty { logger.info("applied migrations", metadata: ["migrations": "\(applied)"]) }
         try SchemaCheck.check(db, migrator: migrator)
+        // A store that records another key provider is refused before its key is asked for.
+        try KeyProviderRecord.refuseOtherProvider(db, provider: keyProvider)
         var keySetup = KeySetup(database: db, provider: keyProvider, appID: appID, logger: logger)
         keySetup.newKeyScheme = keyScheme
         return (db, try keySetup.openOrCreate())
@@ -189,6 +211,8 @@ public final class TokenStore: Sendable {
                 schemaVersions: (version, migrator.latestVersion))
         }
         try SchemaCheck.check(db, migrator: migrator)
+        // A store that records another key provider is refused before any key is asked for.
+        try KeyProviderRecord.refuseOtherProvider(db, provider: keyProvider)
         if !hasKey, let storeID = try db.firstRow("SELECT store_id FROM store_info WHERE id = 1", [], { $0.blob(0) }),
             try SealedTables.rowCount(db) + Int(try db.scalarInt("SELECT count(*) FROM data_keys") ?? 0) > 0
         {

@@ -62,19 +62,24 @@ struct RowMACTests {
         #expect(try t.store.ledger.pendingRevocationList().unreadable.map(\.id) == [entry.id])
     }
 
-    @Test("a MAC stripped to look like a legacy row: the schedule is neutral (due now), so the edit gains nothing")
+    // Issue 24 (N11) changed this test: a stripped MAC used to be read as a legacy row (neutral
+    // schedule); from schema version 10 on every legacy row has its MAC, so a NULL is tampering.
+    @Test("a MAC stripped to look like a legacy row: the entry is unreadable and reported, and writes are refused")
     func strippedOutboxMAC() throws {
         let (t, entry) = try loggingOut()
         let raw = try t.rawDatabase()
         try raw.run(
             "UPDATE pending_revocations SET mac = NULL, next_attempt_at = ? WHERE entry_id = ?",
             [.int(Timestamp.nowMillis() + 86_400_000 * 365), .blob(try #require(Hex.decode(entry.id)))])
-        let read = try #require(try t.store.ledger.pendingRevocationList().entries.first)
-        #expect(read.nextAttemptAt <= Date() + 1, "a stripped MAC postponed the revocation")
-        #expect(try t.store.pendingRevocations(dueBy: nil).count == 1)
-        // The next write gives it a MAC again.
-        try t.store.ledger.recordRevocationAttempt(read, result: .retryLater(error: "offline", nextAttemptAt: Date() + 60))
-        #expect(try raw.scalarInt("SELECT count(*) FROM pending_revocations WHERE mac IS NOT NULL") == 1)
+        let list = try t.store.ledger.pendingRevocationList()
+        #expect(list.entries.isEmpty)
+        #expect(list.unreadable.map(\.id) == [entry.id])
+        #expect(list.unreadable.first?.reason.contains("lost its MAC") == true)
+        #expect(try badTables(t.store) == ["pending_revocations"])
+        #expect(throws: TokenStoreError.integrityCheckFailed) {
+            try t.store.ledger.recordRevocationAttempt(entry, result: .retryLater(error: "offline", nextAttemptAt: Date() + 60))
+        }
+        #expect(try raw.scalarInt("SELECT count(*) FROM pending_revocations WHERE mac IS NULL") == 1)
     }
 
     @Test("a logout mark edited without the key: read fail-safe (still logging out), verify reports it, the logout still finishes")
@@ -195,22 +200,37 @@ struct RowMACTests {
         #expect(try badTables(t.store) == ["credential_history"])
     }
 
-    @Test("rows left by a library before schema 7: they read, verify is clean, the next change is authenticated")
+    // Issue 24 (N11) changed this test: legacy rows exist only below schema version 10 (the
+    // store is kept at version 9 for the first part); the upgrade gives them their MACs.
+    @Test("rows left by a library before schema 7: below version 10 they read and verify clean; the upgrade MACs them")
     func legacyRows() throws {
-        let t = try TestStore()
-        try t.store.ledger.saveSignIn(account: "alice", refreshToken: secret("rt"), appleUserID: "000666.gina", accessToken: nil)
-        _ = try t.store.ledger.beginLogout(account: "alice")
-        try makeRowsLegacy(t.store)
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("store/tokens.sqlite").path
+        let old = try TokenStore(
+            path: path, appID: testAppID, keyProvider: SecretServiceKeyProvider(), logger: .disabled,
+            options: .init(), migrator: Migrator(migrations: Array(embeddedMigrations.prefix(9))))
+        let storeID = old.storeIdentifier
+        defer { try? PrivateKeyring.clearItems(storeID: storeID) }
+        try old.ledger.saveSignIn(account: "alice", refreshToken: secret("rt"), appleUserID: "000666.gina", accessToken: nil)
+        _ = try old.ledger.beginLogout(account: "alice")
+        try makeRowsLegacy(old)
+        #expect(try old.verify().isHealthy)
+        let entry = try #require(try old.ledger.pendingRevocationList().entries.first)
+        #expect(try old.credentialStateHistory(forUserID: "000666.gina").count == 1)
+        #expect(try old.ledger.cachedAccessTokens(account: "alice").isEmpty)
+        old.close()
+        let t = (path: path, store: try TokenStore(path: path, appID: testAppID))
+        #expect(try t.store.schemaVersion() == TokenStore.supportedSchemaVersion)
+        for table in ["pending_revocations", "account_marks", "credential_history"] {
+            #expect(try Database(path: path).scalarInt("SELECT count(*) FROM \(table) WHERE mac IS NULL") == 0, "\(table)")
+        }
         #expect(try t.store.verify().isHealthy)
-        let entry = try #require(try t.store.ledger.pendingRevocationList().entries.first)
-        #expect(try t.store.credentialStateHistory(forUserID: "000666.gina").count == 1)
-        #expect(try t.store.ledger.cachedAccessTokens(account: "alice").isEmpty)
         try t.store.ledger.recordRevocationAttempt(entry, result: .revoked)
         #expect(try t.store.appleUserID(account: "alice") == nil, "a legacy mark still finishes the logout")
         #expect(try t.store.credentialStateHistory(forUserID: "000666.gina").map(\.to) == [.authorized, .revoked])
         #expect(try t.store.verify().isHealthy)
         // The new row is chained and named by the state: deleting it is caught.
-        try t.rawDatabase().run("DELETE FROM credential_history WHERE id = (SELECT max(id) FROM credential_history)")
+        try Database(path: path).run("DELETE FROM credential_history WHERE id = (SELECT max(id) FROM credential_history)")
         #expect(throws: TokenStoreError.integrityCheckFailed) { try t.store.credentialStateHistory(forUserID: "000666.gina") }
     }
 

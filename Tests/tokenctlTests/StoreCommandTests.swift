@@ -85,9 +85,10 @@ struct StoreCommandTests {
         #expect(status.standardOutput.contains("key state            present"))
         #expect(status.standardOutput.contains("dir 0700  db 0600"))
         let statusJSON = try store.json(["status"])
+        #expect(statusJSON.object["recordedKeyProvider"] as? String == "secret-service")
         expectKeys(statusJSON.object, [
             "path", "schemaVersion", "supportedSchemaVersion", "pendingMigrations", "storeID", "keyID", "keyProvider",
-            "keyState", "keyStateExplanation", "epoch", "counts", "fileModes", "processDumpable", "provider",
+            "recordedKeyProvider", "keyState", "keyStateExplanation", "epoch", "counts", "fileModes", "processDumpable", "provider",
         ])
         // The program serving the keys, named after the owner of org.freedesktop.secrets.
         let expectedProvider = ["gnome-keyring": "gnome-keyring", "keepassxc": "KeePassXC", "kwallet": "KWallet"][

@@ -90,12 +90,20 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     }
 
     /// With `lock` held: one write transaction, forgetting an epoch raise it rolled back.
+    /// A transaction whose record changes require an epoch raise (``Database/requireEpochRaise()``:
+    /// an outbox entry queued, a user recorded `revoked`) raises it once here, before the commit,
+    /// unless the body raised it already (a key switch, under the next key).
     private func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
         epochToPublish = nil
         do {
             return try db.writeTransaction {
                 try followKeyRotation(db)
-                return try body()
+                let value = try body()
+                if db.epochRaiseRequired {
+                    if epochToPublish == nil { try raiseEpoch(db, from: current) }
+                    db.epochRaiseDone()
+                }
+                return value
             }
         } catch {
             epochToPublish = nil
@@ -103,7 +111,8 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
         }
     }
 
-    /// Inside a write transaction of this connection: raises the file's epoch by one,
+    /// Inside a write transaction of this connection: raises the file's epoch by one now
+    /// (a change that only needs it raised calls ``Database/requireEpochRaise()`` instead),
     /// authenticated under `next` (the active key unless a key switch makes `next` active in
     /// this transaction). Once the transaction has committed, the key provider's epoch is raised
     /// to the same value. A store below schema version 9 has no epoch: nothing happens.

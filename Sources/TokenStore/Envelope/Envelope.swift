@@ -19,6 +19,8 @@ enum LookupDomain: UInt8 {
     case historyRowMAC = 67
     /// MAC of the store epoch in `store_info` (see ``StoreEpoch``).
     case storeEpochMAC = 68
+    /// MAC of the key provider's kind in `store_info` (see ``KeyProviderRecord``).
+    case keyProviderMAC = 69
 }
 
 /// The store id and one data key: everything sealed, opened or hashed under that key.

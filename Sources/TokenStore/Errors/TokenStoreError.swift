@@ -81,6 +81,10 @@ public struct TokenStoreError: CodedError {
         /// (``TokenStore/Options/readOnly``), which never migrates. Nothing was written; open it
         /// once for writing (`tokenctl migrate`) to migrate it.
         public static let migrationRequired = Code(rawValue: "migrationRequired")
+        /// The store's key was made by another key provider than the one it is opened with (the
+        /// provider is recorded in the file): the message names the one it needs. Nothing was
+        /// changed; open it with that provider (for a passphrase store: with its passphrase).
+        public static let wrongKeyProvider = Code(rawValue: "wrongKeyProvider")
 
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
@@ -88,6 +92,7 @@ public struct TokenStoreError: CodedError {
             .integrityCheckFailed, .databaseCorrupt, .databaseBusy, .schemaTooNew, .migrationFailed,
             .unsafeFileLayout, .invalidInput, .ioError, .storeClosed, .timedOut, .cancelled,
             .wrongPassphrase, .schemaTampered, .diskFull, .storeRolledBack, .notAStore, .migrationRequired,
+            .wrongKeyProvider,
         ]
     }
 
@@ -123,17 +128,20 @@ public struct TokenStoreError: CodedError {
     public let cause: Cause?
     /// For ``Code/schemaTooNew``: the version found in the file and the newest this code knows.
     public let schemaVersions: (found: Int, supported: Int)?
+    /// For ``Code/wrongKeyProvider``: the kind of key provider the store records (the one it needs).
+    public let recordedKeyProvider: KeyProviderKind?
 
     /// Makes an error. `message` and `hint` must hold no secret, account name or user id.
     public init(
         _ code: Code, _ message: String, hint: String? = nil, cause: Cause? = nil,
-        schemaVersions: (found: Int, supported: Int)? = nil
+        schemaVersions: (found: Int, supported: Int)? = nil, recordedKeyProvider: KeyProviderKind? = nil
     ) {
         self.code = code
         self.message = message
         self.hint = hint
         self.cause = cause
         self.schemaVersions = schemaVersions
+        self.recordedKeyProvider = recordedKeyProvider
     }
 
     /// `TokenStoreError.<code>: message (cause) Hint: …`, never a secret or an identifier.
@@ -204,6 +212,9 @@ extension TokenStoreError {
     /// Matches ``Code/migrationRequired``.
     public static let migrationRequired = Self(
         .migrationRequired, "The store needs a migration, and a read-only open does not migrate.")
+    /// Matches ``Code/wrongKeyProvider``.
+    public static let wrongKeyProvider = Self(
+        .wrongKeyProvider, "The store's key was made by another key provider.")
 }
 
 extension TokenStoreError {

@@ -10,7 +10,12 @@ import Glibc
 /// probed. Inside a Flatpak sandbox (the file `/.flatpak-info` exists): the Secret Service
 /// when its name is reachable on the session bus (the app was given
 /// `--talk-name=org.freedesktop.secrets`), else the Secret portal (``PortalKeyProvider``),
-/// as libsecret itself does in a sandbox. The passphrase provider is never chosen here.
+/// as libsecret itself does in a sandbox. A store that records its key provider (schema
+/// version 10, ``KeyProviderKind``) keeps it: `secret-service` is chosen without a probe, and
+/// inside a sandbox `portal` too (so a sandboxed app whose Secret Service sometimes answers keeps
+/// the provider that made its key). The portal is still never chosen outside a sandbox (the
+/// host's portal secret is shared by every host app), nor the passphrase provider (it needs the
+/// passphrase): for such a record the choice above is made and the open says `wrongKeyProvider`.
 public enum KeyProviderSelection {
     /// The file a Flatpak sandbox has at its root, and xdg-desktop-portal reads the app id from.
     public static let sandboxMarker = "/.flatpak-info"
@@ -26,7 +31,17 @@ public enum KeyProviderSelection {
     /// The provider for the store at `storePath`, chosen as described above.
     /// - Parameter probeTimeout: the bound of the bus question asked inside a sandbox.
     public static func automatic(storePath: String, probeTimeout: Duration = .seconds(3)) -> any KeyProvider {
-        guard isSandboxed() else { return SecretServiceKeyProvider() }
+        automatic(storePath: storePath, probeTimeout: probeTimeout, sandboxed: isSandboxed())
+    }
+
+    /// The choice above, with `sandboxed` given (tests choose as inside a sandbox this way).
+    static func automatic(storePath: String, probeTimeout: Duration, sandboxed: Bool) -> any KeyProvider {
+        switch KeyProviderRecord.recorded(atPath: storePath) {
+        case .secretService?: return SecretServiceKeyProvider()
+        case .portal? where sandboxed: return PortalKeyProvider(storePath: storePath)
+        default: break
+        }
+        guard sandboxed else { return SecretServiceKeyProvider() }
         return secretServiceReachable(timeout: probeTimeout) ? SecretServiceKeyProvider() : PortalKeyProvider(storePath: storePath)
     }
 

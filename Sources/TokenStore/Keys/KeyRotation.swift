@@ -153,6 +153,7 @@ struct KeyRotation {
             for table in SealedTables.rotationTables { try db.run("DELETE FROM \(table)") }
             // A copy of the file from before the switch is an older copy now.
             try connection.raiseEpoch(db, from: current, to: next)
+            try KeyProviderRecord.rewrite(db, from: current, to: next)
             // The key that sealed whatever was logged out is retired: no erase is owed.
             try db.run("UPDATE store_info SET erase_owed_since = NULL WHERE id = 1")
             return resealed

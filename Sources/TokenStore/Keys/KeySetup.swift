@@ -56,6 +56,8 @@ struct KeySetup {
                 let epoch = try provider.storeEpoch(storeID: Hex.encode(state.storeID))
                 try StoreEpoch.write(database, epoch, envelope: Envelope(storeID: state.storeID, key: key))
             }
+            // The provider that made the key (schema version 10; older stores get it when migrating).
+            try KeyProviderRecord.write(database, provider.kind, envelope: Envelope(storeID: state.storeID, key: key))
             logger.info("created a new data key", metadata: ["key.provider": provider.name])
             return Result(storeID: state.storeID, key: key, created: true)
         }

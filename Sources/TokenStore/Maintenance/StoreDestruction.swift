@@ -31,7 +31,8 @@ extension TokenStore {
     /// files. Succeeds when there is nothing left to delete.
     /// - Warning: every secret, every pending revocation and the whole history are gone for good.
     /// - Throws: as ``destroyStore(confirm:)``, and `invalidInput`, `databaseCorrupt`, `notAStore` (another
-    ///   program's database at `path`: nothing is deleted).
+    ///   program's database at `path`: nothing is deleted), `wrongKeyProvider` (the store records another
+    ///   kind of key provider than `keyProvider`: nothing is deleted).
     public static func destroyStore(
         path: String, appID: String, keyProvider: (any KeyProvider)? = nil,
         confirm: StoreDestructionConfirmation
@@ -46,7 +47,7 @@ extension TokenStore {
             }
             // Another program's database is refused, never deleted.
             if info.st_size > 0 { try StoreIdentity.check(path: path) }
-            let (storeID, keyIDs) = try recordedKeys(path: path)
+            let (storeID, keyIDs) = try recordedKeys(path: path, provider: keyProvider)
             if let storeID {
                 for keyID in keyIDs {
                     try keyProvider.deleteKey(DataKeyReference(storeID: Hex.encode(storeID), keyID: Hex.encode(keyID), appID: appID))
@@ -65,10 +66,13 @@ extension TokenStore {
     }
 
     /// The store id and every recorded key id of the database at `path`, read without keys.
-    private static func recordedKeys(path: String) throws -> ([UInt8]?, [[UInt8]]) {
+    /// A store that records another kind of key provider than `provider` is refused
+    /// (`wrongKeyProvider`): destroyed under the wrong provider, its key items would stay behind.
+    private static func recordedKeys(path: String, provider: any KeyProvider) throws -> ([UInt8]?, [[UInt8]]) {
         let db = try Database.openForReading(path: path)
         let tables = try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('store_info', 'data_keys')") ?? 0
         guard tables == 2 else { return (nil, []) }
+        try KeyProviderRecord.refuseOtherProvider(db, provider: provider)
         let storeID = try db.firstRow("SELECT store_id FROM store_info WHERE id = 1", []) { $0.blob(0) }
         var keyIDs: [[UInt8]] = []
         try db.forEachRow("SELECT key_id FROM data_keys") { keyIDs.append($0.blob(0)) }

@@ -47,6 +47,10 @@ public struct StoreInspection: Sendable {
     /// below schema version 9. Compare it with ``KeyProvider/storeEpoch(storeID:)``: lower
     /// means the file is an older copy (see <doc:StoreEpoch>).
     public let epoch: UInt64?
+    /// The kind of key provider the file records as holding its key, not checked (its MAC
+    /// needs the data key); `nil` below schema version 10 or before a key was made. Opening the
+    /// store with another kind is `wrongKeyProvider`.
+    public let keyProvider: KeyProviderKind?
     public let fileModes: FileModes
 
     /// The key-provider reference of the active data key, for asking a provider about it
@@ -116,6 +120,7 @@ extension TokenStore {
                 failedRevocations: try count("SELECT count(*) FROM pending_revocations WHERE failed_code IS NOT NULL"),
                 historyEntries: try count("SELECT count(*) FROM credential_history"),
                 epoch: hasSchema ? try StoreEpoch.unchecked(db) : nil,
+                keyProvider: hasSchema ? try KeyProviderRecord.unchecked(db) : nil,
                 fileModes: .init(
                     directory: FileLayout.mode(of: directory.isEmpty ? "." : directory),
                     database: FileLayout.mode(of: path), wal: FileLayout.mode(of: path + "-wal"),

@@ -53,6 +53,7 @@ extension TokenStore {
     ///   revoked stay valid at the server until they expire.
     /// - Throws: `keyringLocked`, `secretServiceUnavailable`, `timedOut` (the database is
     ///   unchanged; the Secret Service may still carry out a request it had received),
+    ///   `wrongKeyProvider` (the store records another kind of key provider: nothing is changed),
     ///   `invalidInput`, `unsafeFileLayout`, `databaseCorrupt`, `databaseBusy`, `schemaTooNew`, `ioError`.
     @discardableResult
     public static func resetStore(
@@ -70,7 +71,10 @@ extension TokenStore {
         var kept: [String] = []
         do {
             let db = try Database(path: path)
-            _ = try Migrator().migrate(db)
+            // Version 10 needs the key (RowMACBackfill): the open after the reset applies it.
+            _ = try Migrator().migrate(db, upTo: RowMACBackfill.version - 1)
+            // A store whose key another provider holds is not reset: its data is intact.
+            try KeyProviderRecord.refuseOtherProvider(db, provider: keyProvider)
             let storeID = try db.firstRow("SELECT store_id FROM store_info WHERE id = 1", []) { $0.blob(0) }
             var keyIDs: [[UInt8]] = []
             try db.forEachRow("SELECT key_id FROM data_keys") { keyIDs.append($0.blob(0)) }

@@ -4,8 +4,8 @@ import FoundationEssentials
 /// revocation finishes it. Filed under the account's keyed hash; nothing sealed, but each row
 /// carries a MAC over (table, account hash, logging out, entry).
 ///
-/// A mark whose MAC does not match (edited without the key) or that has none (written before
-/// schema 7) is read in its fail-safe form: the account is logging out and any of its entries
+/// A mark whose MAC does not match (edited without the key) or that has none (stripped; below
+/// schema version 10 also a mark written before schema 7) is read in its fail-safe form: the account is logging out and any of its entries
 /// finishes the logout. A tampered mark can then neither bring an account's cached tokens back
 /// nor keep a logout from finishing; ``verifyRows(_:envelope:_:)`` reports it.
 enum AccountMarks {
@@ -83,17 +83,21 @@ enum AccountMarks {
         return mark.loggingOut && (mark.entry == nil || mark.entry == entryID)
     }
 
-    /// Reports each mark whose MAC does not match (a mark without one, from before schema 7,
-    /// is legacy and read in its fail-safe form; it is not reported).
+    /// Reports each mark whose MAC does not match or is missing (below schema version 10 a mark
+    /// without one is legacy, read in its fail-safe form, and not reported).
     static func verifyRows(_ db: Database, envelope: Envelope, _ report: (String, String?) -> Void) throws {
+        let legacyAllowed = try RowMACBackfill.legacyAllowed(db)
         try db.forEachRow("SELECT account_ref, logging_out, logout_entry, mac FROM account_marks") { row in
             let ref = row.blob(0)
-            let legacy = row.isNull(3)
+            let legacy = row.isNull(3) && legacyAllowed
             let mark = mark(row, from: 1, ref: ref, envelope: envelope)
             report(
                 Hex.encode(Array(ref.prefix(6))),
                 mark.authenticated || legacy
-                    ? nil : "integrityCheckFailed: A logout mark was altered: it does not match its MAC.")
+                    ? nil
+                    : row.isNull(3)
+                        ? "integrityCheckFailed: A logout mark lost its MAC: it was changed outside this library."
+                        : "integrityCheckFailed: A logout mark was altered: it does not match its MAC.")
         }
     }
 

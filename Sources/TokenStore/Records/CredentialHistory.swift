@@ -6,8 +6,9 @@ import FoundationEssentials
 /// Each row carries a MAC over (table, id, user hash, its columns, the MAC of the previous row
 /// of the same user), so a row edited, forged or deleted from the middle breaks the chain; the
 /// user's credential state seals the MAC of the last row (its "head"), so deleting or editing
-/// the last row is caught too while the state row exists. Rows written before schema 7 have
-/// no MAC (legacy, unauthenticated) and may only precede the first row that has one. An empty
+/// the last row is caught too while the state row exists. From schema version 10 on every row
+/// has a MAC (``RowMACBackfill``) and one without is tampering; below it, rows written before
+/// schema 7 have none (legacy, unauthenticated) and may only precede the first row that has one. An empty
 /// MAC marks a row that failed its check during a key rotation (kept, still reported). Rows up
 /// to the last store reset are under a key that is gone and are not checked.
 enum CredentialHistory {
@@ -74,7 +75,9 @@ enum CredentialHistory {
         return entries
     }
 
-    /// Appends a row chained to the user's last one; returns its MAC (the new head).
+    /// Appends a row chained to the user's last one; returns its MAC (the new head). A row to
+    /// `revoked` makes the transaction raise the store epoch (a copy of the file from before it
+    /// would show the user authorized again).
     @discardableResult
     static func append(
         _ db: Database, ref: [UInt8], at: Int64, from: String, to: String, reason: String, detail: String?, envelope: Envelope
@@ -87,12 +90,17 @@ enum CredentialHistory {
         try db.run(
             "INSERT INTO credential_history(id, user_ref, at, from_state, to_state, reason, detail, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [.int(id), .blob(ref), .int(at), .text(from), .text(to), .text(reason), detail.map(SQLValue.text) ?? .null, .blob(mac)])
+        if to == CredentialState.revoked.rawValue { db.requireEpochRaise() }
         return mac
     }
 
     /// The problems of one user's chain: each bad row's id and why. With `head` (sealed in the
     /// user's state), the last row must be the one it names.
-    static func problems(_ entries: [Entry], ref: [UInt8], head: [UInt8]?, envelope: Envelope) -> [(Int64, String)] {
+    /// `legacyAllowed`: rows without a MAC before the first one with a MAC are legacy, not a
+    /// problem (a store below schema version 10).
+    static func problems(
+        _ entries: [Entry], ref: [UInt8], head: [UInt8]?, envelope: Envelope, legacyAllowed: Bool
+    ) -> [(Int64, String)] {
         var problems: [(Int64, String)] = []
         var previous: [UInt8]?
         var authenticated = false
@@ -102,7 +110,7 @@ enum CredentialHistory {
                     problems.append((entry.id, "A credential-history entry was altered, or one before it deleted: it does not match its MAC."))
                 }
                 authenticated = true
-            } else if authenticated {
+            } else if authenticated || !legacyAllowed {
                 problems.append((entry.id, "A credential-history entry lost its MAC."))
             }
             previous = entry.mac
@@ -116,7 +124,8 @@ enum CredentialHistory {
     /// The user's entries, checked. - Throws: `integrityCheckFailed` on the first problem.
     static func checkedEntries(_ db: Database, ref: [UInt8], head: [UInt8]?, envelope: Envelope) throws -> [Entry] {
         let entries = try entries(db, ref: ref)
-        if let problem = problems(entries, ref: ref, head: head, envelope: envelope).first {
+        let legacyAllowed = try RowMACBackfill.legacyAllowed(db)
+        if let problem = problems(entries, ref: ref, head: head, envelope: envelope, legacyAllowed: legacyAllowed).first {
             throw TokenStoreError(.integrityCheckFailed, problem.1)
         }
         return entries
@@ -131,9 +140,10 @@ enum CredentialHistory {
         var refs: [[UInt8]] = []
         try db.forEachRow("SELECT DISTINCT user_ref FROM credential_history WHERE id > ?", [.int(watermark)]) { refs.append($0.blob(0)) }
         for (ref, head) in heads where head != nil && !refs.contains(ref) { refs.append(ref) }
+        let legacyAllowed = try RowMACBackfill.legacyAllowed(db)
         for ref in refs {
             let entries = try entries(db, ref: ref)
-            let problems = problems(entries, ref: ref, head: heads[ref] ?? nil, envelope: envelope)
+            let problems = problems(entries, ref: ref, head: heads[ref] ?? nil, envelope: envelope, legacyAllowed: legacyAllowed)
             let label = Hex.encode(Array(ref.prefix(6)))
             for entry in entries where !problems.contains(where: { $0.0 == entry.id }) { report("\(label)#\(entry.id)", nil) }
             for problem in problems { report("\(label)#\(problem.0)", "integrityCheckFailed: \(problem.1)") }

@@ -56,7 +56,9 @@ enum CredentialRecord: SealedTable {
             let entries = try CredentialHistory.entries(db, ref: ref)
             let head = current?.fields.bytes(.historyHead)
             if let last = entries.last, last.reason == reason.rawValue, last.detail == detail,
-                CredentialHistory.problems(entries, ref: ref, head: head, envelope: envelope).isEmpty
+                CredentialHistory.problems(
+                    entries, ref: ref, head: head, envelope: envelope, legacyAllowed: try RowMACBackfill.legacyAllowed(db)
+                ).isEmpty
             {
                 return
             }
@@ -74,6 +76,24 @@ enum CredentialRecord: SealedTable {
             [.blob(ref), .blob(envelope.keyID),
              .blob(envelope.seal(sealedFields(userID: userID, state: state.rawValue, head: head), kind: .credentialUser, rowKey: ref)),
              .text(state.rawValue), .int(now)])
+    }
+
+    /// Reseals the state row filed under `ref` (if any) with `head` as its history head (the
+    /// history was re-MACed: ``RowMACBackfill``). Returns whether there was a row.
+    /// - Throws: `integrityCheckFailed` when the row does not open (nothing is written).
+    static func replaceHead(_ db: Database, ref: [UInt8], head: [UInt8], envelope: Envelope) throws -> Bool {
+        guard let (column, keyID, sealed) = try db.firstRow(
+            "SELECT state, key_id, sealed_user FROM credential_states WHERE user_ref = ?", [.blob(ref)],
+            { ($0.text(0), $0.blob(1), $0.blob(2)) })
+        else { return false }
+        let fields = try open(column: column, keyID: keyID, sealed: sealed, userRef: ref, envelope: envelope).fields
+        let userID = fields.string(.userID) ?? ""
+        try db.run(
+            "UPDATE credential_states SET key_id = ?, sealed_user = ? WHERE user_ref = ?",
+            [.blob(envelope.keyID),
+             .blob(envelope.seal(sealedFields(userID: userID, state: column, head: head), kind: .credentialUser, rowKey: ref)),
+             .blob(ref)])
+        return true
     }
 
     private static func sealedFields(userID: String, state: String, head: [UInt8]?) -> RecordFields {
@@ -108,7 +128,9 @@ enum CredentialRecord: SealedTable {
         let ref = envelope.userRef(userID)
         let head = try stateRow(db, userID: userID, envelope: envelope)?.fields.bytes(.historyHead)
         let entries = try CredentialHistory.entries(db, ref: ref)
-        guard CredentialHistory.problems(entries, ref: ref, head: head, envelope: envelope).isEmpty else { return "unverified" }
+        guard CredentialHistory.problems(
+                    entries, ref: ref, head: head, envelope: envelope, legacyAllowed: try RowMACBackfill.legacyAllowed(db)
+                ).isEmpty else { return "unverified" }
         return entries.last?.detail
     }
 

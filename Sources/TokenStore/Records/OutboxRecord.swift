@@ -6,8 +6,9 @@ import FoundationEssentials
 ///
 /// The schedule lives in clear columns (attempts, next attempt, last error, failure flag):
 /// a MAC over them and the entry id (``OutboxSchedule``) makes an edit without the key a bad
-/// row. A row without a MAC (written before schema 7) is read with a neutral schedule — due
-/// at once — until its next write adds one, so stripping a MAC gains nothing.
+/// row. A row without a MAC is tampering from schema version 10 on (the open that applies it
+/// gives every older row its MAC, ``RowMACBackfill``); below it, such a row (written before
+/// schema 7) is read with a neutral schedule, due at once.
 enum OutboxRecord: SealedTable {
     static let table = "pending_revocations"
     static let holdsSecrets = true
@@ -17,13 +18,16 @@ enum OutboxRecord: SealedTable {
 
     /// Opens one row of ``columns`` (the entry) and checks it belongs where it is and that its
     /// schedule is the one written with the key.
-    private static func open(_ row: Row, envelope: Envelope, now: Int64) throws -> (entry: PendingRevocation, fields: RecordFields) {
+    private static func open(
+        _ row: Row, envelope: Envelope, now: Int64, legacyAllowed: Bool
+    ) throws -> (entry: PendingRevocation, fields: RecordFields) {
         let entryID = row.blob(0)
         let fields = try envelope.open(row.blob(2), keyID: row.blob(1), kind: .pendingRevocation, rowKey: entryID)
         guard let service = fields.string(.service), let name = fields.string(.account), let token = fields.secret,
             case let account = AccountID(name, service: service), envelope.accountRef(account) == row.blob(8)
         else { throw TokenStoreError(.integrityCheckFailed, "A pending revocation is missing fields or misplaced.") }
-        let schedule = try OutboxSchedule(row, from: 3, macColumn: 9).checked(entryID: entryID, envelope: envelope, now: now)
+        let schedule = try OutboxSchedule(row, from: 3, macColumn: 9).checked(
+            entryID: entryID, envelope: envelope, now: now, legacyAllowed: legacyAllowed)
         let entry = PendingRevocation(
             id: Hex.encode(entryID), account: account, appleUserID: fields.string(.appleUserID),
             refreshToken: token, reason: CredentialStateReason(rawValue: fields.string(.label) ?? "userLogout"),
@@ -40,11 +44,12 @@ enum OutboxRecord: SealedTable {
     {
         var list = PendingRevocationList(entries: [], unreadable: [])
         let now = Timestamp.nowMillis()
+        let legacyAllowed = try RowMACBackfill.legacyAllowed(db)
         try db.forEachRow(
             "SELECT \(columns) FROM pending_revocations WHERE \(whereSQL) ORDER BY created_at, entry_id", arguments
         ) { row in
             do {
-                list.entries.append(try open(row, envelope: envelope, now: now).entry)
+                list.entries.append(try open(row, envelope: envelope, now: now, legacyAllowed: legacyAllowed).entry)
             } catch let error as TokenStoreError where error.code == .integrityCheckFailed {
                 list.unreadable.append(UnreadablePendingRevocation(
                     id: Hex.encode(row.blob(0)), reason: error.message, createdAt: Timestamp.date(fromMillis: row.int(7))))
@@ -60,9 +65,10 @@ enum OutboxRecord: SealedTable {
     {
         var entries: [PendingRevocation] = []
         let now = Timestamp.nowMillis()
+        let legacyAllowed = try RowMACBackfill.legacyAllowed(db)
         try db.forEachRow(
             "SELECT \(columns) FROM pending_revocations WHERE \(whereSQL) ORDER BY created_at, entry_id", arguments
-        ) { entries.append(try open($0, envelope: envelope, now: now).entry) }
+        ) { entries.append(try open($0, envelope: envelope, now: now, legacyAllowed: legacyAllowed).entry) }
         return entries
     }
 
@@ -72,7 +78,8 @@ enum OutboxRecord: SealedTable {
             .entries.filter { $0.account == account }
     }
 
-    /// Queues `token` in the outbox; returns the new entry's id.
+    /// Queues `token` in the outbox; returns the new entry's id. The transaction raises the store
+    /// epoch (a copy of the file from before it lacks the entry: the token would never be revoked).
     @discardableResult
     static func insert(
         _ db: Database, _ account: AccountID, appleUserID: String?, token: SecretBytes,
@@ -95,6 +102,7 @@ enum OutboxRecord: SealedTable {
             [.blob(entryID), .blob(envelope.accountRef(account)), .blob(envelope.keyID),
              .blob(envelope.seal(fields, kind: .pendingRevocation, rowKey: entryID)), .int(now), .int(now),
              .blob(schedule.mac(entryID: entryID, envelope: envelope))])
+        db.requireEpochRaise()
         return entryID
     }
 
@@ -109,7 +117,8 @@ enum OutboxRecord: SealedTable {
             "SELECT attempts, next_attempt_at, last_error, failed_code, created_at, mac FROM pending_revocations WHERE entry_id = ?",
             [.blob(entryID)], { OutboxSchedule($0, from: 0, macColumn: 5) })
         else { return false }
-        schedule = try schedule.checked(entryID: entryID, envelope: envelope, now: Timestamp.nowMillis())
+        schedule = try schedule.checked(
+            entryID: entryID, envelope: envelope, now: Timestamp.nowMillis(), legacyAllowed: try RowMACBackfill.legacyAllowed(db))
         change(&schedule)
         try schedule.write(db, entryID: entryID, envelope: envelope)
         return true
@@ -142,8 +151,9 @@ enum OutboxRecord: SealedTable {
 
     static func verifyRows(_ db: Database, envelope: Envelope, _ check: ([UInt8], () throws -> Void) -> Void) throws {
         let now = Timestamp.nowMillis()
+        let legacyAllowed = try RowMACBackfill.legacyAllowed(db)
         try db.forEachRow("SELECT \(columns) FROM pending_revocations") { row in
-            check(row.blob(0)) { _ = try open(row, envelope: envelope, now: now) }
+            check(row.blob(0)) { _ = try open(row, envelope: envelope, now: now, legacyAllowed: legacyAllowed) }
         }
     }
 
@@ -152,6 +162,7 @@ enum OutboxRecord: SealedTable {
     ) throws -> (count: Int, last: [UInt8]?) {
         var rows: [(entry: PendingRevocation, fields: RecordFields, entryID: [UInt8], sealed: [UInt8], ref: [UInt8])] = []
         let now = Timestamp.nowMillis()
+        let legacyAllowed = try RowMACBackfill.legacyAllowed(db)
         try db.forEachRow(
             """
             SELECT p.entry_id, p.key_id, p.sealed, p.attempts, p.next_attempt_at, p.last_error, p.failed_code,
@@ -161,7 +172,7 @@ enum OutboxRecord: SealedTable {
             WHERE r.entry_id IS NULL AND p.entry_id > ? ORDER BY p.entry_id LIMIT ?
             """, [.blob(cursor), .int(Int64(limit))]
         ) { row in
-            let opened = try open(row, envelope: current, now: now)
+            let opened = try open(row, envelope: current, now: now, legacyAllowed: legacyAllowed)
             rows.append((opened.entry, opened.fields, row.blob(0), row.blob(2), row.blob(8)))
         }
         for row in rows {
@@ -181,11 +192,13 @@ enum OutboxRecord: SealedTable {
         let pending = try count(db)
         var schedules: [([UInt8], OutboxSchedule)] = []
         let now = Timestamp.nowMillis()
+        let legacyAllowed = try RowMACBackfill.legacyAllowed(db)
         try db.forEachRow(
             "SELECT entry_id, attempts, next_attempt_at, last_error, failed_code, created_at, mac FROM pending_revocations"
         ) { row in
             let entryID = row.blob(0)
-            schedules.append((entryID, try OutboxSchedule(row, from: 1, macColumn: 6).checked(entryID: entryID, envelope: current, now: now)))
+            schedules.append((entryID, try OutboxSchedule(row, from: 1, macColumn: 6).checked(
+                entryID: entryID, envelope: current, now: now, legacyAllowed: legacyAllowed)))
         }
         try db.run(
             """

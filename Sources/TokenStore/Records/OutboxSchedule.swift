@@ -37,11 +37,17 @@ struct OutboxSchedule {
              MACField.text(lastError), MACField.text(failedCode), MACField.int(createdAt)])
     }
 
-    /// The schedule as it may be acted on: checked against its MAC; a legacy row (no MAC) is
+    /// The schedule as it may be acted on: checked against its MAC. A row without a MAC is
+    /// tampering from schema version 10 on (``RowMACBackfill``: the MAC was stripped); below it
+    /// (`legacyAllowed`, a store whose open has not yet applied version 10) it is a legacy row,
     /// due at once (`now` at the latest), whatever its columns say.
-    /// - Throws: `integrityCheckFailed` when the MAC does not match.
-    func checked(entryID: [UInt8], envelope: Envelope, now: Int64) throws -> OutboxSchedule {
+    /// - Throws: `integrityCheckFailed` when the MAC does not match or is missing.
+    func checked(entryID: [UInt8], envelope: Envelope, now: Int64, legacyAllowed: Bool) throws -> OutboxSchedule {
         guard let storedMAC else {
+            guard legacyAllowed else {
+                throw TokenStoreError(
+                    .integrityCheckFailed, "A pending revocation's schedule lost its MAC: its clear columns were changed outside this library.")
+            }
             var neutral = self
             neutral.nextAttemptAt = min(nextAttemptAt, now)
             neutral.attempts = max(0, attempts)

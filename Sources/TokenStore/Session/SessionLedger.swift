@@ -187,8 +187,7 @@ package struct SessionLedger: Sendable {
                 }
                 try ItemRecord.delete(db, rtKey, envelope: envelope)
                 try AccountMarks.markLoggingOut(db, account, entryID: entryID, envelope: envelope)
-                // A copy of the file from before this logout is an older copy now (storeRolledBack).
-                try connection.raiseEpoch(db, from: envelope)
+                // The outbox insert made this an epoch-raising transaction (storeRolledBack for an older copy).
             }
             let pending = try OutboxRecord.entries(db, of: account, envelope: envelope)
             if !pending.isEmpty { return .queued(pending) }
@@ -217,7 +216,7 @@ package struct SessionLedger: Sendable {
             }
             if try ItemRecord.count(db) < before {
                 try markEraseOwedIfEmpty(db)
-                try connection.raiseEpoch(db, from: envelope)
+                db.requireEpochRaise()  // a copy from before would bring the deleted entries back
             }
         }
         connection.checkpointQuietly()
@@ -328,7 +327,7 @@ package struct SessionLedger: Sendable {
                     detail: CredentialStateDetail.notRevokedAtServer, envelope: envelope)
             }
             try markEraseOwedIfEmpty(db)
-            try connection.raiseEpoch(db, from: envelope)
+            db.requireEpochRaise()  // a copy from before would bring the cleared entries back
             return true
         }
         connection.checkpointQuietly()

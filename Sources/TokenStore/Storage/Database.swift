@@ -11,6 +11,11 @@ final class Database {
     private let handle: OpaquePointer
     private var statements: [String: Statement] = [:]
     let path: String
+    /// Set inside a write transaction by a record change a rollback must not undo (an outbox
+    /// entry queued, a user recorded `revoked`: ``requireEpochRaise()``); the transaction's
+    /// owner (``StoreConnection``) raises the store epoch once before it commits. Cleared at
+    /// every `BEGIN` and after every commit or rollback.
+    private(set) var epochRaiseRequired = false
 
     /// How long one statement waits on another connection's lock before SQLITE_BUSY.
     static let busyTimeoutMilliseconds: Int32 = 5_000
@@ -48,6 +53,13 @@ final class Database {
             return lstat(path + suffix, &info) == 0 || errno != ENOENT
         }
         return try Database(path: path, readOnly: true, vfs: vfs, inMemory: false, immutable: !sideFileExists)
+    }
+
+    /// Opens the existing file at `path` read-only as immutable (SQLite's `immutable=1`): no
+    /// locks, no -wal or -shm created or read, nothing written. What a WAL not yet checkpointed
+    /// holds is not seen; for a hint read before the real open only (``KeyProviderRecord/recorded(atPath:)``).
+    static func immutable(path: String) throws -> Database {
+        try Database(path: path, readOnly: true, vfs: nil, inMemory: false, immutable: true)
     }
 
     /// A private in-memory database with the same settings (for computing the expected schema).
@@ -213,14 +225,34 @@ final class Database {
                 attempt += 1
             }
         }
+        epochRaiseRequired = false
+        defer { epochRaiseRequired = false }
         do {
             let value = try body()
+            // A record change that needs the epoch raised, in a transaction whose owner cannot
+            // raise it, is a programming error: refuse it rather than commit it unprotected.
+            guard !epochRaiseRequired else {
+                throw TokenStoreError(
+                    .ioError, "Internal error: a change that raises the store epoch was made outside a store transaction; nothing was changed.")
+            }
             try run("COMMIT")
             return value
         } catch {
             if isInTransaction { try? run("ROLLBACK") }  // the original error is what matters
             throw error
         }
+    }
+
+    /// Inside a write transaction: the change being made must raise the store epoch (see
+    /// ``epochRaiseRequired``). Called by the record layer, never by a session call site.
+    func requireEpochRaise() {
+        precondition(isInTransaction, "an epoch raise required outside a transaction")
+        epochRaiseRequired = true
+    }
+
+    /// The transaction's owner raised the epoch it required (or the store has no epoch).
+    func epochRaiseDone() {
+        epochRaiseRequired = false
     }
 
     /// Runs `body` in a read transaction (a consistent snapshot across statements).

@@ -56,6 +56,26 @@ package enum FileLayout {
         for directory in created.directories.reversed() { rmdir(directory) }
     }
 
+    /// Whether an existing store at `path` has a layout ``prepare(databasePath:)`` would accept,
+    /// found without creating or changing anything: the directory ours and not writable by
+    /// others, the database and its side files (when present) regular files of ours with one link.
+    static func looksSafe(databasePath path: String) -> Bool {
+        let directory = PathNames.directory(of: path)
+        var info = stat()
+        guard lstat(directory.isEmpty ? "." : directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR,
+            info.st_uid == geteuid(), info.st_mode & (S_IWGRP | S_IWOTH) == 0
+        else { return false }
+        guard lstat(path, &info) == 0, info.st_size > 0 else { return false }
+        for file in [path] + sqliteSuffixes.map({ path + $0 }) {
+            guard lstat(file, &info) == 0 else {
+                if errno == ENOENT, file != path { continue }
+                return false
+            }
+            guard (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(), info.st_nlink == 1 else { return false }
+        }
+        return true
+    }
+
     /// Opens (creating, 0600, never through a symlink) the lock file at `path` and takes an
     /// exclusive `flock` without waiting. Returns the descriptor holding the lock (close it to
     /// release), or nil when someone else holds it.

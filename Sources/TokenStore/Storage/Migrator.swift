@@ -47,12 +47,14 @@ struct Migrator {
         return migrations.filter { applied[$0.version] == nil }
     }
 
-    /// Applies every pending migration; returns the versions it applied.
+    /// Applies every pending migration up to version `limit`; returns the versions it applied.
+    /// `afterSQL` runs inside each migration's transaction, after its SQL (a Swift step that
+    /// needs the data key, such as ``RowMACBackfill``); when it throws, the migration is rolled back.
     @discardableResult
-    func migrate(_ db: Database) throws -> [Int] {
-        guard try !pendingMigrations(in: db).isEmpty else { return [] }
+    func migrate(_ db: Database, upTo limit: Int = .max, afterSQL: (Migration) throws -> Void = { _ in }) throws -> [Int] {
+        guard try pendingMigrations(in: db).contains(where: { $0.version <= limit }) else { return [] }
         var done: [Int] = []
-        for migration in migrations {
+        for migration in migrations where migration.version <= limit {
             let appliedNow = try db.writeTransaction { () throws -> Bool in
                 try createLedgerIfNeeded(db)
                 // Another process may have applied it while we waited for the lock.
@@ -66,6 +68,7 @@ struct Migrator {
                         .migrationFailed, "Migration \(migration.version) (\(migration.name)) failed and was rolled back.",
                         cause: error.cause)
                 }
+                try afterSQL(migration)
                 try db.run(
                     "INSERT INTO schema_migrations(version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
                     [.int(Int64(migration.version)), .text(migration.name), .text(migration.checksum), .int(Timestamp.nowMillis())])

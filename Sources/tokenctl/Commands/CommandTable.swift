@@ -36,7 +36,8 @@ enum CommandTable {
             Secrets are never printed unless a command is given --reveal, and are read from \
             stdin, never from an argument. Exit statuses follow sysexits: 0 ok, 64 usage error, \
             65 data error, 66 no store at the path, 69 unavailable, 75 temporary failure, 77 permission, 78 \
-            configuration (the server cannot give what was asked), 1 anything else.
+            configuration (the server cannot give what was asked, or the store needs another \
+            key provider), 1 anything else.
             """,
         options: GlobalOptions.specs,
         mutuallyExclusive: GlobalOptions.mutuallyExclusive,

@@ -10,7 +10,7 @@ import TokenStore
 /// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable |
 /// | 75 temporary | keyringLocked, databaseBusy; rateLimited; the browser sign-in's authorizationFailed (e.g. `access_denied`), stateMismatch, cancelled, browserUnavailable, and its wait for the browser timing out (see `browserSignInFailure`) |
 /// | 77 permission | unsafeFileLayout, wrongPassphrase |
-/// | 78 config | minimumTTLTooLarge (the server's tokens never live as long as asked; known only after the server answered, so not a usage error) |
+/// | 78 config | wrongKeyProvider (the store records another key provider: choose it with --passphrase-fd or --key-provider); minimumTTLTooLarge (the server's tokens never live as long as asked; known only after the server answered, so not a usage error) |
 /// | 1 other | ioError, diskFull, storeClosed, cancelled, and everything else |
 ///
 /// Messages come from the errors themselves, which never hold a secret or an identifier.
@@ -37,6 +37,9 @@ enum ErrorMapping {
             return .noPermission
         case .ioError, .storeClosed, .cancelled, .diskFull:
             return .failure
+        // The store is intact; the invocation chose a key provider that cannot hold its key.
+        case .wrongKeyProvider:
+            return .config
         default:  // a code added after this table
             return .failure
         }
@@ -131,6 +134,23 @@ enum ErrorMapping {
         + "if there is none, start over with 'tokenctl reset --yes' (deletes the stored secrets, keeps the "
         + "credential-state history); tokens this copy still holds may have been logged out: revoke them at the server"
 
+    /// How to open a store whose key another provider holds, in tokenctl's options.
+    static func wrongKeyProviderHint(_ recorded: KeyProviderKind?) -> String {
+        switch recorded {
+        case .passphrase?:
+            return "this store's key is passphrase-wrapped: open it with --passphrase-fd N (the passphrase on descriptor N); "
+                + "do not reset it, nothing is lost"
+        case .secretService?:
+            return "this store's key is in the Secret Service: open it with --key-provider secret-service (or without "
+                + "--key-provider), with a Secret Service running; do not reset it, nothing is lost"
+        case .portal?:
+            return "this store's key is wrapped under the Secret portal: open it with --key-provider portal, inside the "
+                + "app's sandbox; do not reset it, nothing is lost"
+        default:
+            return "open the store with the key provider the message names; do not reset it, nothing is lost"
+        }
+    }
+
     private static func hint(for error: TokenStoreError) -> String? {
         // The Secret portal's provider names the portal in its own hint: the Secret Service hints would mislead.
         if let hint = error.hint, hint.contains("org.freedesktop.portal.Secret") { return sentenceToHint(hint) }
@@ -153,6 +173,7 @@ enum ErrorMapping {
                 + "restore the store file from a backup"
         case .diskFull: return "free some disk space and try again; nothing was half written"
         case .storeRolledBack: return rolledBackHint
+        case .wrongKeyProvider: return wrongKeyProviderHint(error.recordedKeyProvider)
         case .databaseBusy: return "another process holds the store; try again in a moment"
         case .timedOut: return "the Secret Service did not answer in time; check that it is running and not stuck"
         default: return error.hint.map(sentenceToHint)

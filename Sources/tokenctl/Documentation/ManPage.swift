@@ -36,7 +36,8 @@ struct ManPage {
         lines += [
             ".SH EXIT STATUS",
             "0 ok, 64 usage error, 65 data error, 66 no store at the path, 69 unavailable, 75 temporary failure, "
-                + "77 permission, 78 configuration, 1 anything else.",
+                + "77 permission, 78 configuration (the server cannot give what was asked; wrongKeyProvider: the store needs another key provider), "
+                + "1 anything else.",
             ".SH SEE ALSO",
             "The TokenStore README; \\fBtokenctl help\\fR \\fIcommand\\fR.",
         ]

@@ -10,7 +10,8 @@ struct ResetCommand: TokenctlCommand {
         discussion: """
             Warning: every stored secret is deleted. The credential-state history is kept, \
             with each user marked revoked (reason keyLost); pending revocations that can no \
-            longer be opened are recorded as lost.
+            longer be opened are recorded as lost. Refused (exit 78, wrongKeyProvider) while the \
+            store records another key provider than the one in use: its key is not lost.
             """,
         options: [yes])
 

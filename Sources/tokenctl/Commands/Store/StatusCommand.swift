@@ -45,6 +45,15 @@ struct StatusCommand: TokenctlCommand {
             keyState = .none
         }
         var explanation = explain(keyState, inspection: inspection, error: keyError, provider: provider.name)
+        if let recorded = inspection.keyProvider, recorded != provider.kind {
+            // The provider in use does not hold the key: say which one does, never "missing, reset".
+            explanation = "This store's data key was made by the '\(recorded)' key provider, not '\(provider.name)', "
+                + "the one used now, so this provider cannot have it; nothing is lost. "
+                + (recorded == .passphrase
+                    ? "Run tokenctl with --passphrase-fd N (the passphrase on descriptor N)."
+                    : "Run tokenctl with --key-provider \(recorded).")
+                + " Do not reset the store (tokenctl reset refuses it)."
+        }
         // The provider's epoch; the file's as recorded (checked only when the store opens).
         var providerEpoch: UInt64?
         var epochError: String?
@@ -74,6 +83,8 @@ struct StatusCommand: TokenctlCommand {
             "storeID": Format.optional(inspection.storeIdentifier),
             "keyID": Format.optional(inspection.activeKeyIdentifier),
             "keyProvider": .string(provider.name),
+            // The kind the file records as holding its key (schema 10; not checked without the key).
+            "recordedKeyProvider": Format.optional(inspection.keyProvider?.rawValue),
             // Which program serves the keys (the owner of org.freedesktop.secrets), when known.
             "provider": [
                 "name": .string(identity?.name ?? "none"),
@@ -115,6 +126,7 @@ struct StatusCommand: TokenctlCommand {
             // The program behind it, unless that is the provider itself (passphrase, portal).
             let program = identity?.displayName ?? "none running"
             table.append(["key provider", program == provider.name ? provider.name : "\(provider.name) (\(program))"])
+            table.append(["recorded provider", inspection.keyProvider?.rawValue ?? "-"])
             table.append(["key id", inspection.activeKeyIdentifier ?? "-"])
             table.append(["key state", keyState.rawValue])
             table.append([

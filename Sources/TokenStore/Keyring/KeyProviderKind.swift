@@ -1,0 +1,54 @@
+/// Which kind of key provider holds a store's data key, as the store records it (schema
+/// version 10, `store_info.key_provider`, under a MAC): so that opening the store with another
+/// provider is `wrongKeyProvider` naming the one it needs, never "key missing", and so that
+/// ``KeyProviderSelection/automatic(storePath:probeTimeout:)`` keeps using the provider that made the key.
+///
+/// The raw value is the provider's ``KeyProvider/name`` (`secret-service`, `portal`,
+/// `passphrase`; `tpm` is reserved for a TPM-sealed key). A provider an app writes itself is
+/// recorded under its own name.
+public struct KeyProviderKind: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    /// The recorded name, e.g. `passphrase`.
+    public let rawValue: String
+
+    /// Makes a kind from its recorded name.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// The Secret Service (``SecretServiceKeyProvider``).
+    public static let secretService = KeyProviderKind(rawValue: "secret-service")
+    /// The Flatpak Secret portal (``PortalKeyProvider``).
+    public static let portal = KeyProviderKind(rawValue: "portal")
+    /// A passphrase-wrapped key (``PassphraseKeyProvider``).
+    public static let passphrase = KeyProviderKind(rawValue: "passphrase")
+    /// Reserved for a key sealed by a TPM (no provider yet).
+    public static let tpm = KeyProviderKind(rawValue: "tpm")
+
+    public var description: String { rawValue }
+
+    /// How to open a store of this kind, for the `wrongKeyProvider` hint (API, then tokenctl).
+    var openingAdvice: String {
+        switch self {
+        case .passphrase:
+            return "This store's key is passphrase-wrapped: open it with a PassphraseKeyProvider and its passphrase "
+                + "(tokenctl: --passphrase-fd N)."
+        case .secretService:
+            return "This store's key is in the Secret Service: open it with SecretServiceKeyProvider "
+                + "(tokenctl: --key-provider secret-service), with a Secret Service running."
+        case .portal:
+            return "This store's key is wrapped under the Secret portal: open it with PortalKeyProvider "
+                + "(tokenctl: --key-provider portal), inside the app's sandbox."
+        default:
+            return "Open it with the key provider named '\(Self.clipped(rawValue))'."
+        }
+    }
+
+    /// A recorded name as it may appear in a message: printable ASCII, at most 32 characters.
+    static func clipped(_ text: String) -> String {
+        let printable = text.unicodeScalars.filter { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f && $0 != "'" }
+        return String(String.UnicodeScalarView(printable.prefix(32)))
+    }
+}
+
+extension KeyProvider {
+    /// The kind recorded for stores whose key this provider makes: its ``name``.
+    public var kind: KeyProviderKind { KeyProviderKind(rawValue: name) }
+}
