@@ -164,8 +164,10 @@ int ts_session_resume(ts_session *session, int *still_pending, ts_error **err);
  * A GTK app calls gtk_show_uri()/g_app_info_launch_default_for_uri() here, or hands the
  * URL to its main loop with g_main_context_invoke() when it signs in from a worker thread.
  * Return 0 when a browser was started, anything else when none could be: the sign-in then
- * fails with "browserUnavailable". `url` is valid only during the call. It carries the
- * sign-in's state, nonce and PKCE challenge: do not log it.
+ * fails with "browserUnavailable". `url` is valid only during the call. It is the sign-in
+ * listener's one-time http://127.0.0.1:PORT/start/<id>, which redirects once, and only for
+ * this user, to the authorization URL: it holds no state, nonce nor PKCE challenge, so it
+ * may go on a command line (xdg-open URL), but do not log it.
  */
 typedef int (*ts_open_url_fn)(const char *url, void *user_data);
 

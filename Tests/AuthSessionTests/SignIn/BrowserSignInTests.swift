@@ -82,11 +82,15 @@ struct BrowserSignInTests {
         let user = "000792.browser.first.0638"
         try f.server.setNextAppleUser(user, name: "Jane Appleseed", email: "jane@privaterelay.appleid.com", firstSignIn: true)
         let shown = URLBox()
+        let followed = URLBox()
         let result = try await f.session.signIn(
             account: "alice", redirectURIs: redirect, scopes: ["openid", "profile", "email", "read:items"],
-            browser: Self.scriptedBrowser(), onAuthorizationURL: { shown.set($0) })
-        // The URL handed to the app is the authorization request, with PKCE S256.
-        let url = try #require(shown.value)
+            browser: StartFollowingOpener(next: Self.scriptedBrowser(), location: followed),
+            onAuthorizationURL: { shown.set($0) })
+        // The app and the browser are given the one-time start address; its redirect is the
+        // authorization request, with PKCE S256.
+        #expect(try #require(shown.value).path.hasPrefix("/start/"))
+        let url = try #require(followed.value)
         let query = Dictionary(uniqueKeysWithValues: (URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") })
         #expect(url.path == "/authorize")
         #expect(query["code_challenge_method"] == "S256")
@@ -229,7 +233,8 @@ struct BrowserSignInTests {
         defer { close(holder) }
         let shown = URLBox()
         try await f.session.signIn(
-            account: "alice", redirectURIs: redirect, browser: Self.scriptedBrowser(), onAuthorizationURL: { shown.set($0) })
+            account: "alice", redirectURIs: redirect,
+            browser: StartFollowingOpener(next: Self.scriptedBrowser(), location: shown))
         let query = URLComponents(url: try #require(shown.value), resolvingAgainstBaseURL: false)?.queryItems ?? []
         #expect(query.first { $0.name == "redirect_uri" }?.value == redirect[1].absoluteString)
         #expect(try f.store.refreshToken(account: "alice") != nil)
@@ -367,6 +372,30 @@ struct BrowserSignInTests {
 }
 
 /// A value set once from a `@Sendable` callback.
+/// Fetches the one-time start address itself (as the browser would), records the `Location`
+/// of its `302` (the authorization URL), lets `transform` change it, and hands it to `next`.
+/// In the background, as a browser does: the listener serves only once `open` returned.
+struct StartFollowingOpener: BrowserOpener {
+    let next: any BrowserOpener
+    let location: URLBox
+    var transform: @Sendable (URL) -> URL = { $0 }
+
+    func open(_ url: URL) async throws {
+        Task { [next, location, transform] in
+            let answer = try await SignInTestSupport.get(port: UInt16(url.port!), url.path)
+            guard answer.status == 302,
+                let line = answer.text.split(separator: "\r\n").first(where: { $0.hasPrefix("Location: ") }),
+                let target = URL(string: String(line.dropFirst("Location: ".count)))
+            else {
+                Issue.record("the start page answered \(answer.status)")
+                return
+            }
+            location.set(target)
+            try await next.open(transform(target))
+        }
+    }
+}
+
 final class URLBox: @unchecked Sendable {  // `stored` is guarded by `lock`
     private let lock = NSLock()
     private var stored: URL?
@@ -387,7 +416,10 @@ final class RecordingOpener: BrowserOpener, @unchecked Sendable {  // `opened` i
 struct LoginHintOpener: BrowserOpener {
     let user: String
     func open(_ url: URL) async throws {
-        let hinted = URL(string: url.absoluteString + "&login_hint=" + user)!
-        try await BrowserSignInTests.scriptedBrowser().open(hinted)
+        // The start address redirects to the authorization URL, which gets the hint.
+        let user = user
+        try await StartFollowingOpener(next: BrowserSignInTests.scriptedBrowser(), location: URLBox()) {
+            URL(string: $0.absoluteString + "&login_hint=" + user)!
+        }.open(url)
     }
 }
