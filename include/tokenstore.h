@@ -214,7 +214,9 @@ void ts_sign_in_options_init(ts_sign_in_options *options);
  * redirect, e.g. access_denied when the user declined), browserUnavailable (no browser could
  * be started, or `open_url` returned non-zero), loopbackUnavailable (every port in use),
  * insecureConfiguration (a redirect path that does not make an http://127.0.0.1:PORT/path
- * URI), stateMismatch, idTokenInvalid, invalidGrant, the network codes, the store's codes,
+ * URI), stateMismatch, idTokenInvalid, userChanged (the account already has another user:
+ * nothing stored, the new refresh token revoked; the C ABI never replaces an account's user,
+ * ts_session_logout() first), invalidGrant, the network codes, the store's codes,
  * invalidInput (a bad pointer, length, `struct_size` or time-out).
  */
 int ts_session_sign_in_browser(ts_session *session, const char *account, const ts_sign_in_options *options_or_null,
