@@ -193,8 +193,10 @@ int ts_session_resume(ts_session *session, int *still_pending, ts_error **err);
  * A GTK app calls gtk_show_uri()/g_app_info_launch_default_for_uri() here, or hands the
  * URL to its main loop with g_main_context_invoke() when it signs in from a worker thread.
  * Return 0 when a browser was started, anything else when none could be: the sign-in then
- * fails with "browserUnavailable". `url` is valid only during the call. It carries the
- * sign-in's state, nonce and PKCE challenge: do not log it.
+ * fails with "browserUnavailable". `url` is valid only during the call. It is the sign-in
+ * listener's one-time http://127.0.0.1:PORT/start/<id>, which redirects once, and only for
+ * this user, to the authorization URL: it holds no state, nonce nor PKCE challenge, so it
+ * may go on a command line (xdg-open URL), but do not log it.
  */
 typedef int (*ts_open_url_fn)(const char *url, void *user_data);
 
@@ -241,7 +243,9 @@ void ts_sign_in_options_init(ts_sign_in_options *options);
  * redirect, e.g. access_denied when the user declined), browserUnavailable (no browser could
  * be started, or `open_url` returned non-zero), loopbackUnavailable (every port in use),
  * insecureConfiguration (a redirect path that does not make an http://127.0.0.1:PORT/path
- * URI), stateMismatch, idTokenInvalid, invalidGrant, the network codes, the store's codes, storeClosed,
+ * URI), stateMismatch, idTokenInvalid, userChanged (the account already has another user:
+ * nothing stored, the new refresh token revoked; the C ABI never replaces an account's user,
+ * ts_session_logout() first), invalidGrant, the network codes, the store's codes, storeClosed,
  * invalidInput (a bad pointer, length, `struct_size` or time-out).
  */
 int ts_session_sign_in_browser(ts_session *session, const char *account, const ts_sign_in_options *options_or_null,

@@ -6,6 +6,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include "peer_uid.h"
+
 extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
 extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
 

@@ -353,6 +353,7 @@ import TokenStore
             (.authorizationFailed, "authorizationFailed"), (.stateMismatch, "stateMismatch"),
             (.idTokenInvalid, "idTokenInvalid"), (.loopbackUnavailable, "loopbackUnavailable"),
             (.browserUnavailable, "browserUnavailable"), (.minimumTTLTooLarge, "minimumTTLTooLarge"),
+            (.userChanged, "userChanged"),
         ]
         #expect(AuthSessionError.Code.allCases.map(\.rawValue) == patterns.map(\.1))
         for (pattern, rawValue) in patterns {

@@ -70,10 +70,14 @@ final class SessionFixture: @unchecked Sendable {  // immutable after init
 
     /// Signs `account` in as `appleUserID` through the real token exchange.
     @discardableResult
-    func signIn(_ account: String = "alice", appleUserID: String = "001122.apple.user", scopes: [String] = ["openid", "read:items", "write:items"]) async throws -> SignInResult {
+    func signIn(
+        _ account: String = "alice", appleUserID: String = "001122.apple.user",
+        scopes: [String] = ["openid", "read:items", "write:items"], allowsUserChange: Bool = false
+    ) async throws -> SignInResult {
         let code = try server.appleAuthorizationCode(for: appleUserID)
         return try await session.signInWithApple(
-            authorizationCode: SecretBytes(utf8: code), appleUserID: appleUserID, account: AccountID(account), scopes: scopes)
+            authorizationCode: SecretBytes(utf8: code), appleUserID: appleUserID, account: AccountID(account), scopes: scopes,
+            allowsUserChange: allowsUserChange)
     }
 
     func refreshToken(_ account: String = "alice") throws -> String? {

@@ -48,7 +48,8 @@ struct SignInAndLogoutTests {
         let f = try SessionFixture()
         try await f.signIn(appleUserID: "user-first")
         let first = try #require(try f.refreshToken())
-        try await f.signIn(appleUserID: "user-second")
+        // Another user over alice's session: a change the app allows (the default refuses it: userChanged).
+        try await f.signIn(appleUserID: "user-second", allowsUserChange: true)
         let second = try #require(try f.refreshToken())
         #expect(first != second)
         #expect(try f.server.introspect(first).active == false, "the replaced token was revoked")
@@ -71,7 +72,8 @@ struct SignInAndLogoutTests {
         let before = try f.server.stats().revokeRequests
         try f.server.inject(.status(503, path: AuthorizationServer.revokePath, count: 10))
 
-        try await f.signIn(appleUserID: "user-second")
+        // Another user over alice's session: a change the app allows (the default refuses it: userChanged).
+        try await f.signIn(appleUserID: "user-second", allowsUserChange: true)
 
         // One request, for the replaced token; no retry waited for; bob's entry not sent.
         #expect(try f.server.stats().revokeRequests - before == 1)

@@ -65,16 +65,16 @@ struct opener {
     pthread_t caller;
     int calls;
     int on_caller_thread;
-    int loopback_authorize_url;
+    int loopback_start_url; /* the one-time http://127.0.0.1:PORT/start/<id>, no state or challenge */
 };
 
 static int open_url(const char *url, void *user_data) {
     struct opener *opener = user_data;
     opener->calls++;
     if (pthread_equal(pthread_self(), opener->caller)) opener->on_caller_thread++;
-    if (strncmp(url, "http://127.0.0.1:", 17) == 0 && strstr(url, "/authorize?") != NULL
-        && strstr(url, "code_challenge=") != NULL)
-        opener->loopback_authorize_url++;
+    if (strncmp(url, "http://127.0.0.1:", 17) == 0 && strstr(url, "/start/") != NULL && strchr(url, '?') == NULL
+        && strstr(url, "code_challenge") == NULL && strstr(url, "state") == NULL)
+        opener->loopback_start_url++;
     if (opener->useragent == NULL) return opener->result;
     /* The scripted browser checks the URL, then carries on in a detached child and exits 0,
      * as xdg-open does after starting a GUI browser. */
@@ -179,7 +179,7 @@ static void check_refused(ts_session *session, ts_store *store) {
     options_with(&options, &opener, any, 1);
     opener.result = -1;
     CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "browserUnavailable");
-    CHECK(opener.calls == 1 && opener.on_caller_thread == 1 && opener.loopback_authorize_url == 1);
+    CHECK(opener.calls == 1 && opener.on_caller_thread == 1 && opener.loopback_start_url == 1);
 
     /* A browser that never comes back: timedOut after the time-out, nothing stored. */
     options_with(&options, &opener, any, 1);
@@ -225,7 +225,7 @@ static int test_sign_in(const char *path, const char *url, const char *user, con
     CHECK(user_id != NULL && strcmp(user_id, user) == 0);
     ts_string_free(user_id);
     ts_string_free(NULL);
-    CHECK(opener.calls == 1 && opener.on_caller_thread == 1 && opener.loopback_authorize_url == 1);
+    CHECK(opener.calls == 1 && opener.on_caller_thread == 1 && opener.loopback_start_url == 1);
 
     CHECK(ts_credential_state(store, user, &state, &err) == TS_OK);
     CHECK(state == TS_STATE_AUTHORIZED);

@@ -53,7 +53,9 @@ struct LoginCommandTests {
         let lines = login.standardError.split(separator: "\n")
         #expect(lines.count == 1, "\(login.standardError)")  // --json: no waiting note, only the URL
         #expect(lines.first?.hasPrefix("tokenctl: open this URL to sign in: http://127.0.0.1:") == true)
-        #expect(lines.first?.contains("/authorize?") == true)
+        // The one-time start address, not the authorization URL (its state stays off screens and argv).
+        #expect(lines.first?.contains("/start/") == true)
+        #expect(lines.first?.contains("state=") == false)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(login.standardOutput.utf8)) as? [String: Any])
         expectKeys(object, ["account", "service", "state", "expiresAt", "scopes", "declinedScopes", "userID", "subject"])
         #expect(object["userID"] as? String == user)
@@ -176,6 +178,50 @@ struct LoginCommandTests {
         #expect(result.standardError.contains("tokenctl: hint: timedOut: the browser did not come back within 2 s"))
         #expect(elapsed >= .seconds(2) && elapsed < .seconds(30), "\(elapsed)")
         try Self.expectNoItems(fixture)
+    }
+
+    @Test("login as another user than the account's: refused (77, nothing stored) unless --allow-user-change, which says so")
+    func userChange() throws {
+        let fixture = try Fixture()
+        let first = "000881.\(UUID().uuidString.prefix(8).lowercased()).0638"
+        let second = "000882.\(UUID().uuidString.prefix(8).lowercased()).0638"
+        try fixture.server.setNextAppleUser(first)
+        #expect(try Self.browserLogin(fixture).exitCode == 0)
+
+        // Browser form, another user: refused with the reason and the flag to use.
+        try fixture.server.setNextAppleUser(second)
+        let refused = try Self.browserLogin(fixture)
+        #expect(refused.exitCode == 77, "\(refused.standardError)")
+        #expect(refused.standardError.contains("[userChanged]"), "\(refused.standardError)")
+        #expect(refused.standardError.contains("--allow-user-change"), "\(refused.standardError)")
+        #expect(!refused.standardError.contains(second) && !refused.standardError.contains(first))
+        #expect(try fixture.json(["profile", "--account", "alice"]).object["userID"] as? String == first)
+
+        // Code form, another user: refused the same way.
+        let code = try fixture.store.run(
+            ["login", "--account", "alice"], stdin: try fixture.server.appleAuthorizationCode(for: second) + "\n",
+            environment: fixture.environment)
+        #expect(code.exitCode == 77, "\(code.standardError)")
+        #expect(code.standardError.contains("[userChanged]"))
+
+        // Allowed: the output names the change (JSON: previousUserID; text: a "user changed" row).
+        try fixture.server.setNextAppleUser(second)
+        let allowed = try Self.browserLogin(fixture, ["--allow-user-change"])
+        #expect(allowed.exitCode == 0, "\(allowed.standardError)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(allowed.standardOutput.utf8)) as? [String: Any])
+        #expect(object["userID"] as? String == second)
+        #expect(object["previousUserID"] as? String == first)
+        let text = try fixture.store.run(
+            ["login", "--account", "alice", "--allow-user-change"],
+            stdin: try fixture.server.appleAuthorizationCode(for: first) + "\n", environment: fixture.environment)
+        #expect(text.exitCode == 0, "\(text.standardError)")
+        #expect(text.standardOutput.contains("user changed          from \(second)\n"), "\(text.standardOutput)")
+        // The same user again, allowed or not: no change reported.
+        let same = try fixture.store.json(
+            ["login", "--account", "alice"], stdin: try fixture.server.appleAuthorizationCode(for: first) + "\n",
+            environment: fixture.environment)
+        #expect(same.result.exitCode == 0, "\(same.result.standardError)")
+        #expect(same.object["previousUserID"] == nil)
     }
 
     @Test("profile: an account without a profile exits 1 (not found), a missing store 66")

@@ -262,7 +262,7 @@ import TestSupport
     private static let loginUsage =
         "tokenctl login --domain <url> --client-id <id> --account <account> [--browser] "
         + "[--connection <connection>] [--audience <api>] [--redirect-port <port> ...] [--timeout <seconds>] "
-        + "[--apple-user-id <user-id>] [--first-name <name>] [--last-name <name>] [--scope <scope> ...]"
+        + "[--apple-user-id <user-id>] [--allow-user-change] [--first-name <name>] [--last-name <name>] [--scope <scope> ...]"
     private static let server = ["--domain", "http://127.0.0.1:9", "--client-id", "c", "--account", "a"]
 
     @Test func browserOptionsNeedBrowser() throws {

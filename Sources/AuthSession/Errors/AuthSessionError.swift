@@ -78,7 +78,7 @@ public struct AuthSessionError: CodedError {
         /// The browser sign-in came back with an OAuth error on the redirect (`error=`):
         /// `access_denied` when the user declined, or another error of the server.
         /// ``AuthSessionError/oauthError`` and ``AuthSessionError/oauthErrorDescription``
-        /// hold the server's text (sanitized), which the app may show.
+        /// hold the server's text (sanitized), which the app may show as untrusted text.
         public static let authorizationFailed = Code(rawValue: "authorizationFailed")
         /// The browser sign-in ended without an answer, and every redirect that reached the
         /// loopback listener carried a wrong or missing `state` (a stale tab of an earlier
@@ -92,6 +92,10 @@ public struct AuthSessionError: CodedError {
         public static let loopbackUnavailable = Code(rawValue: "loopbackUnavailable")
         /// No way to open the user's browser worked (`$BROWSER`, GIO, `xdg-open`).
         public static let browserUnavailable = Code(rawValue: "browserUnavailable")
+        /// A sign-in into an account that already has a user signed another user in (another
+        /// `sub`), and the app did not allow a change (`allowsUserChange`). Nothing was stored
+        /// and the new refresh token was revoked: the account keeps its user.
+        public static let userChanged = Code(rawValue: "userChanged")
 
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
@@ -99,7 +103,7 @@ public struct AuthSessionError: CodedError {
             .rateLimited, .serverError, .invalidClient, .invalidRequest, .unsupportedTokenType,
             .invalidGrant, .unexpectedResponse, .tlsFailure, .cancelled, .insecureConfiguration,
             .storage, .authorizationFailed, .stateMismatch, .idTokenInvalid, .loopbackUnavailable,
-            .browserUnavailable, .minimumTTLTooLarge,
+            .browserUnavailable, .minimumTTLTooLarge, .userChanged,
         ]
     }
 
@@ -132,6 +136,11 @@ public struct AuthSessionError: CodedError {
     public let oauthError: String?
     /// The OAuth `error_description` (sanitized: printable ASCII, at most 120 characters,
     /// token-like runs redacted), when there was one.
+    ///
+    /// - Important: untrusted text. On the browser sign-in's redirect it is whatever the
+    ///   sender of the redirect chose (a page the user visited can send one); an app that
+    ///   shows it must present it as the server's words, never as instructions of the app
+    ///   (no phone numbers or links to act on), and decide on ``code`` and ``oauthError``.
     public let oauthErrorDescription: String?
     /// How long the server asked to wait before the next attempt (`Retry-After` or
     /// `X-RateLimit-Reset`), already capped by the ``RetryPolicy``.
@@ -281,6 +290,8 @@ extension AuthSessionError {
     public static let loopbackUnavailable = Self(.loopbackUnavailable, "No loopback port could be bound.")
     /// Matches ``Code/browserUnavailable``.
     public static let browserUnavailable = Self(.browserUnavailable, "No browser could be opened.")
+    /// Matches ``Code/userChanged``.
+    public static let userChanged = Self(.userChanged, "The sign-in was of another user than the account's.")
     /// Matches ``Code/minimumTTLTooLarge``.
     public static let minimumTTLTooLarge = Self(
         .minimumTTLTooLarge, "The minimum TTL is longer than the server's access tokens live.")

@@ -16,7 +16,7 @@ extension TokenSession {
     /// 4. Stores the refresh token, the access token, the ID token, the user id and the
     ///    profile (name and email, which Apple sends on the first sign-in only) in one
     ///    durable transaction and records the user `authorized`. A sign-in over a live
-    ///    session queues the old refresh token for revocation, as ``signInWithApple(authorizationCode:appleUserID:account:scopes:fullName:)`` does.
+    ///    session queues the old refresh token for revocation, as ``signInWithApple(authorizationCode:appleUserID:account:scopes:fullName:allowsUserChange:)`` does.
     ///
     /// ```swift
     /// let result = try await session.signIn(
@@ -36,12 +36,24 @@ extension TokenSession {
     ///     against the ID token's `auth_time`.
     ///   - timeout: the longest wait for the browser's redirect (5 minutes by default).
     ///   - browser: how the URL is opened (``SystemBrowserOpener`` by default).
-    ///   - onAuthorizationURL: called with the authorization URL before the browser opens,
-    ///     so that the app can show it for the user to open by hand. Do not log it.
+    ///   - allowsUserChange: whether `account`, when it already has a user, may be signed in
+    ///     as another one (its previous user is then recorded `revoked`). `false` (the
+    ///     default): another user's sign-in throws ``AuthSessionError/Code/userChanged``,
+    ///     stores nothing and revokes the refresh token it got.
+    ///   - onAuthorizationURL: called before the browser opens with the address the browser
+    ///     is given, so that the app can show it for the user to open by hand: the listener's
+    ///     one-time `http://127.0.0.1:PORT/start/<id>`, which redirects once, and only for
+    ///     this user, to the authorization URL. Safe to show (it holds no `state`, `nonce`
+    ///     nor PKCE challenge), but it is a one-time credential of the attempt: do not log it.
+    ///
+    /// The authorization URL itself is never given to the browser opener nor to any
+    /// command line (every local user can read another's `/proc/PID/cmdline`): the opener,
+    /// ``SystemBrowserOpener`` or the app's, gets the start address. The listener serves only
+    /// connections of this user (see ``LoopbackRedirectListener``).
     /// - Throws: ``AuthSessionError`` — `authorizationFailed` (the server's `error=`, such as
     ///   `access_denied` when the user declined), `timedOut`, `stateMismatch`, `cancelled`,
     ///   `loopbackUnavailable`, `browserUnavailable`, `idTokenInvalid` (the failed check in
-    ///   ``AuthSessionError/idTokenCheck``), `invalidGrant`, `insecureConfiguration` (a
+    ///   ``AuthSessionError/idTokenCheck``), `userChanged`, `invalidGrant`, `insecureConfiguration` (a
     ///   redirect URI that is not `http://127.0.0.1:PORT/path`), the network codes, `storage`.
     ///   Nothing is stored when it throws.
     @discardableResult
@@ -49,7 +61,7 @@ extension TokenSession {
         account: AccountID, redirectURIs: [URL], connection: String? = "apple",
         scopes: [String] = ["openid", "profile", "email"], audience: String? = nil, maxAge: Duration? = nil,
         timeout: Duration = .seconds(300), browser: any BrowserOpener = SystemBrowserOpener(),
-        onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
+        allowsUserChange: Bool = false, onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
     ) async throws -> SignInResult {
         try storage { try SessionLedger.validateSignIn(account: account, appleUserID: nil) }
         let audience = audience ?? client.configuration.audience
@@ -63,8 +75,9 @@ extension TokenSession {
             let url = authorizationURL(
                 redirectURI: listener.redirectURI, secrets: secrets, scopes: requested, connection: connection,
                 audience: audience, maxAge: maxAge)
-            onAuthorizationURL(url)
-            try await browser.open(url)
+            let start = listener.startURL(for: url)
+            onAuthorizationURL(start)
+            try await browser.open(start)
             try Task.checkCancellation()
             callback = try await listener.waitForCallback(timeout: max(.zero, deadline - ContinuousClock.now))
         } catch is CancellationError {
@@ -78,7 +91,7 @@ extension TokenSession {
             callback.code, codeVerifier: secrets.pkce.verifier, redirectURI: callback.redirectURI, scopes: requested)
         return try await completeSignIn(
             response, requested: requested, audience: audience, account: account, nonce: secrets.nonce, maxAge: maxAge,
-            expectedAppleUserID: nil)
+            expectedAppleUserID: nil, allowsUserChange: allowsUserChange)
     }
 
     /// `{domain}/authorize?response_type=code&…` for one attempt.

@@ -1,5 +1,5 @@
 /// The name Apple gives an app on the user's first authorization only, passed to
-/// ``TokenSession/signInWithApple(authorizationCode:appleUserID:account:scopes:fullName:)``.
+/// ``TokenSession/signInWithApple(authorizationCode:appleUserID:account:scopes:fullName:allowsUserChange:)``.
 /// The fields of Foundation's `PersonNameComponents` that Auth0's `user_profile` takes
 /// (Foundation's type needs full Foundation and ICU, which this package does not link).
 public struct PersonName: Sendable, Hashable {

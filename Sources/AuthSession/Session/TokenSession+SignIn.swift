@@ -7,7 +7,7 @@ extension TokenSession {
     /// Signs in with an Apple authorization code (Auth0's native token exchange): for apps
     /// that get a code from Apple themselves — a companion device, a web page using Sign in
     /// with Apple JS. A Linux desktop app has no way to get one: it signs in through the
-    /// browser with ``signIn(account:redirectURIs:connection:scopes:audience:maxAge:timeout:browser:onAuthorizationURL:)``.
+    /// browser with ``signIn(account:redirectURIs:connection:scopes:audience:maxAge:timeout:browser:allowsUserChange:onAuthorizationURL:)``.
     ///
     /// `openid` and `offline_access` are always requested. The ID token is validated as in
     /// the browser sign-in (without a nonce: the native exchange has none), and the refresh
@@ -19,15 +19,18 @@ extension TokenSession {
     ///     be the one in the ID token. `nil`: taken from the ID token.
     ///   - fullName: the name Apple gives the app on the user's first authorization only;
     ///     sent as Auth0's `user_profile` so the profile keeps it.
+    ///   - allowsUserChange: whether `account`, when it already has a user, may be signed in
+    ///     as another one (its previous user is then recorded `revoked`). `false` (the
+    ///     default): another user's sign-in throws ``AuthSessionError/Code/userChanged``.
     /// - Returns: the access token, the ID token and the profile.
     /// - Throws: ``AuthSessionError`` — `invalidGrant` (bad or used code: nothing stored),
     ///   `idTokenInvalid` (nothing stored), `notConnectedToInternet`, `timedOut`,
     ///   `rateLimited`, `serverError`, `invalidClient`, `unexpectedResponse` (no refresh
-    ///   token or ID token in the answer), `storage`.
+    ///   token or ID token in the answer), `userChanged` (nothing stored), `storage`.
     @discardableResult
     public func signInWithApple(
         authorizationCode: SecretBytes, appleUserID: String? = nil, account: AccountID,
-        scopes: [String] = ["openid"], fullName: PersonName? = nil
+        scopes: [String] = ["openid"], fullName: PersonName? = nil, allowsUserChange: Bool = false
     ) async throws -> SignInResult {
         // Bad names are refused before the server issues tokens that could then not be stored.
         try storage { try SessionLedger.validateSignIn(account: account, appleUserID: appleUserID) }
@@ -36,7 +39,7 @@ extension TokenSession {
             authorizationCode, scopes: requested, userProfile: fullName.flatMap(Self.appleUserProfile))
         return try await completeSignIn(
             response, requested: requested, audience: client.configuration.audience, account: account, nonce: nil,
-            maxAge: nil, expectedAppleUserID: appleUserID)
+            maxAge: nil, expectedAppleUserID: appleUserID, allowsUserChange: allowsUserChange)
     }
 
     /// The scopes of a sign-in: `openid` (for the ID token) and `offline_access` (without a
@@ -62,11 +65,12 @@ extension TokenSession {
 
     /// The common end of both sign-ins: validates the ID token, stores everything in one
     /// transaction, and revokes what it replaced. Nothing is stored when the ID token fails
-    /// a check; the refresh token the server issued is then revoked (one try), so it does
-    /// not stay valid unseen.
+    /// a check, or signs another user into an account that has one without
+    /// `allowsUserChange`; the refresh token the server issued is then revoked (one try), so
+    /// it does not stay valid unseen.
     func completeSignIn(
         _ response: TokenResponse, requested: [String], audience: String?, account: AccountID, nonce: String?,
-        maxAge: Duration?, expectedAppleUserID: String?
+        maxAge: Duration?, expectedAppleUserID: String?, allowsUserChange: Bool
     ) async throws -> SignInResult {
         let identity: SignInIdentity
         let appleUserID: String
@@ -82,6 +86,17 @@ extension TokenSession {
                 throw AuthSessionError.idTokenInvalid(check: .subject)
             }
             try storage { try SessionLedger.validateSignIn(account: account, appleUserID: appleUserID) }
+            // Review N1: a sign-in must not silently put another user's session under an
+            // account the app already uses for one user (another local user may have steered
+            // the browser). The stored user id is `sub`'s Apple id, or `sub` itself.
+            if !allowsUserChange, let previous = try storage({ try store.appleUserID(account: account) }),
+                previous != appleUserID
+            {
+                throw AuthSessionError(
+                    .userChanged,
+                    "The sign-in was of another user than the one the account is signed in as; nothing was stored "
+                        + "(allow a change of user to replace it).")
+            }
             guard response.refreshToken != nil else {
                 throw AuthSessionError(
                     .unexpectedResponse, "The token answer has no refresh token; nothing was stored.")

@@ -15,8 +15,10 @@ import TokenStore
 /// }
 /// ```
 ///
-/// - Warning: the URL carries the sign-in's `state`, `nonce` and PKCE challenge: an opener
-///   must not log it.
+/// The browser sign-in gives openers the listener's one-time start address
+/// (`http://127.0.0.1:PORT/start/<id>`), never the authorization URL: it holds no `state`,
+/// `nonce` nor PKCE challenge and may go on a command line, which every local user can
+/// read. It still opens this sign-in once: an opener must not log it.
 public protocol BrowserOpener: Sendable {
     /// Opens `url` in the user's browser; returns once a browser (or the handler that
     /// forwards to one) was started.

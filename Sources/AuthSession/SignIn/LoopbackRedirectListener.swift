@@ -15,14 +15,20 @@ import Glibc
 ///   `http://127.0.0.1:PORT/callback`. Port `0` takes any free port (for servers that
 ///   follow RFC 8252's any-port rule; tests use it). The socket is bound when the listener
 ///   is made, so ``redirectURI`` can go into the authorization URL before the browser opens.
+/// - **Only this user.** Each accepted connection's peer must belong to this process's
+///   effective uid (``LoopbackPeer``, from the kernel's socket table); any other connection,
+///   or one whose owner cannot be found, is closed before a byte is read and never takes a
+///   slot. Refusals are counted (``refusedPeers`` in the logs and the time-out's message).
 /// - **Answers.** See ``LoopbackRequestRouter``: the callback with the right `state` ends the
 ///   wait (with the code, or ``AuthSessionError/Code/authorizationFailed`` for `error=`);
-///   a callback with a wrong `state` is refused with an error page **and the wait goes on**,
-///   so a forged request cannot end the sign-in; everything else gets a 404.
-/// - **Limits.** A request head is bounded (8 KiB: 431 beyond), each connection must deliver
-///   its head within a read time-out (10 s) and take its answer within a write time-out
-///   (2 s), at most 16 connections are served at once; a slow client holds only its own
-///   connection, never the others.
+///   a callback with a wrong `state` or `Host` is refused with an error page **and the wait
+///   goes on**, so a forged request cannot end the sign-in; ``startURL(for:)``'s one-time
+///   page redirects once to the authorization URL; everything else gets a 404.
+/// - **Limits.** A request head is bounded (8 KiB: 431 beyond), a connection that sent
+///   nothing goes after an idle time-out (2 s), each connection must deliver its head within
+///   a read time-out (10 s) and take its answer within a write time-out (2 s), at most 16
+///   connections are served at once, and the kernel's backlog is `SOMAXCONN`; a slow client
+///   holds only its own connection, never the others.
 /// - **End.** The wait ends at the answer, at the total time-out (default 5 minutes:
 ///   ``AuthSessionError/Code/timedOut``, or ``AuthSessionError/Code/stateMismatch`` when
 ///   only wrong-state redirects came), or at task cancellation
@@ -42,18 +48,6 @@ import Glibc
 // @unchecked Sendable: `phase`, `stopRequested` and the descriptors are read and written
 // under `lock`; once `waitForCallback` started, the sockets belong to the serving thread.
 final class LoopbackRedirectListener: @unchecked Sendable {
-    /// Bounds on what one connection may cost.
-    struct Limits: Sendable {
-        /// The longest time a connection may take to deliver its whole request head.
-        var readTimeout: Duration = .seconds(10)
-        /// The longest time a connection may take to accept its answer.
-        var writeTimeout: Duration = .seconds(2)
-        /// The largest request head accepted (request line and header fields).
-        var maximumRequestBytes = 8 * 1024
-        /// The most connections served at once; more wait in the kernel's backlog.
-        var maximumConnections = 16
-    }
-
     /// The total time a sign-in may take, by default.
     static let defaultTimeout: Duration = .seconds(300)
 
@@ -63,9 +57,12 @@ final class LoopbackRedirectListener: @unchecked Sendable {
     /// token requests.
     let redirectURI: URL
 
+    /// `http://127.0.0.1:{port}/start/<one-time id>`: see ``startURL(for:)``.
+    let startAddress: URL
+
     private let router: LoopbackRequestRouter
-    private let limits: Limits
-    private let logger: TokenStoreLogger
+    let limits: Limits
+    let logger: TokenStoreLogger
 
     private enum Phase { case bound, serving, closed }
 
@@ -75,6 +72,8 @@ final class LoopbackRedirectListener: @unchecked Sendable {
     private var listenDescriptor: Int32
     private var wakeRead: Int32
     private var wakeWrite: Int32
+    /// The authorization URL the start page redirects to, once ``startURL(for:)`` gave it.
+    private var startLocation: String?
 
     /// Binds the first free port of `ports` on `127.0.0.1`.
     ///
@@ -137,10 +136,24 @@ final class LoopbackRedirectListener: @unchecked Sendable {
         port = bound.port
         // Validated above: a plain path and a numeric host always make a URL.
         redirectURI = URL(string: "http://127.0.0.1:\(bound.port)\(callbackPath)")!
-        router = LoopbackRequestRouter(callbackPath: callbackPath, expectedState: expectedState, redirectURI: redirectURI)
+        // 32 random bytes in base64url: a plain path.
+        let startPath = "/start/" + SignInRandom.token()
+        startAddress = URL(string: "http://127.0.0.1:\(bound.port)\(startPath)")!
+        router = LoopbackRequestRouter(
+            callbackPath: callbackPath, expectedState: expectedState, redirectURI: redirectURI, startPath: startPath)
         self.limits = limits
         self.logger = logger
         logger.debug("loopback listener bound", metadata: ["loopback.port": "\(bound.port)"])
+    }
+
+    /// The one-time address to give the browser instead of `authorizationURL`, which carries
+    /// the sign-in's `state`, `nonce` and PKCE challenge and so must not go on a command line
+    /// (`/proc/PID/cmdline` is readable by every local user). The listener answers it once,
+    /// to a peer of this user only, with a `302` to `authorizationURL`; a second request gets
+    /// a refusal page. Call it before ``waitForCallback(timeout:)``.
+    func startURL(for authorizationURL: URL) -> URL {
+        lock.withLock { _ in startLocation = authorizationURL.absoluteString }
+        return startAddress
     }
 
     deinit {
@@ -240,9 +253,11 @@ final class LoopbackRedirectListener: @unchecked Sendable {
     // MARK: - Serving (on the listener's thread)
 
     private func serve(deadline: ContinuousClock.Instant, timeout: Duration) -> Result<AuthorizationCallback, any Error> {
-        let (listener, wake) = lock.withLock { _ in (listenDescriptor, wakeRead) }
+        let (listener, wake, location) = lock.withLock { _ in (listenDescriptor, wakeRead, startLocation) }
+        var start = location.map { LoopbackRequestRouter.Start.pending(location: $0) } ?? .none
         var connections: [LoopbackConnection] = []
         var refusedStates = 0
+        var refusedPeers = 0
         // The outcome once decided, and the connection still receiving its page.
         var decided: (result: Result<AuthorizationCallback, AuthSessionError>, descriptor: Int32)?
         var result: Result<AuthorizationCallback, AuthSessionError>
@@ -265,16 +280,17 @@ final class LoopbackRedirectListener: @unchecked Sendable {
                     break
                 }
             } else if now >= deadline {
+                let peers = refusedPeers > 0 ? " \(refusedPeers) connections of other local users were refused." : ""
                 if refusedStates > 0 {
                     result = .failure(
                         AuthSessionError(
                             .stateMismatch,
                             "No sign-in answer with the expected state arrived within \(AuthSessionError.format(timeout)); "
-                                + "\(refusedStates) with a wrong or missing state were refused."))
+                                + "\(refusedStates) with a wrong or missing state were refused." + peers))
                 } else {
                     result = .failure(
                         AuthSessionError(
-                            .timedOut, "No sign-in answer arrived within \(AuthSessionError.format(timeout))."))
+                            .timedOut, "No sign-in answer arrived within \(AuthSessionError.format(timeout))." + peers))
                 }
                 break
             }
@@ -316,7 +332,7 @@ final class LoopbackRedirectListener: @unchecked Sendable {
             if ready == 0 { continue }
             if descriptors[0].revents != 0 { LoopbackSocket.drain(wake) }
             if accepting, descriptors[1].revents != 0 {
-                acceptAll(listener, into: &connections)
+                refusedPeers += acceptAll(listener, into: &connections)
             }
 
             // Walk the polled connections back to front so removals keep earlier indices valid.
@@ -337,16 +353,23 @@ final class LoopbackRedirectListener: @unchecked Sendable {
                     drop(index)
                     continue  // `index` names no connection any more
                 case .pending:
-                    break
+                    // The first bytes arrived: the connection now has the read time-out.
+                    if !connections[index].input.isEmpty && !connections[index].sentAny {
+                        connections[index].sentAny = true
+                        connections[index].deadline = connections[index].accepted + limits.readTimeout
+                    }
                 case .tooLarge:
                     logger.debug("loopback request refused: head too large")
                     answer(&connections[index], with: LoopbackRequestRouter.tooLargeResponse)
                 case .head(let end):
-                    let decision = router.route(head: connections[index].input[..<end])
+                    let decision = router.route(head: connections[index].input[..<end], start: start)
                     answer(&connections[index], with: decision.response)
                     switch decision.outcome {
                     case .keepWaiting:
                         logger.debug("loopback request answered, still waiting")
+                    case .servedStart:
+                        if case .pending = start { logger.debug("loopback start page served") }
+                        start = .used
                     case .refusedState:
                         refusedStates += 1
                         logger.info(
@@ -368,29 +391,11 @@ final class LoopbackRedirectListener: @unchecked Sendable {
 
         for index in connections.indices.reversed() { drop(index) }
         closeDescriptors()
+        if refusedPeers > 0 {
+            logger.warning(
+                "loopback connections of other local users refused", metadata: ["loopback.refusedPeers": "\(refusedPeers)"])
+        }
         logger.debug("loopback listener closed", metadata: ["loopback.port": "\(port)"])
         return result.mapError { $0 as any Error }
-    }
-
-    private func answer(_ connection: inout LoopbackConnection, with response: [UInt8]) {
-        connection.output = response
-        connection.written = 0
-        connection.answering = true
-        connection.deadline = ContinuousClock.now + limits.writeTimeout
-        // The head is no longer needed: drop it (it held the code).
-        LoopbackSocket.wipe(&connection.input)
-    }
-
-
-    private func acceptAll(_ listener: Int32, into connections: inout [LoopbackConnection]) {
-        while connections.count < limits.maximumConnections {
-            let descriptor = tokenstore_accept_cloexec_nonblock(listener)
-            if descriptor < 0 {
-                // EAGAIN: no more pending; ECONNABORTED, EMFILE and the like: try again at the next poll.
-                if errno == EINTR { continue }
-                return
-            }
-            connections.append(LoopbackConnection(descriptor: descriptor, deadline: ContinuousClock.now + limits.readTimeout))
-        }
     }
 }

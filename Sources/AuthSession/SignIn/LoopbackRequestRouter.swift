@@ -11,7 +11,15 @@ import TokenStore
 ///   is refused with an error page and the wait goes on: a forged request (another local
 ///   process, a web page poking at loopback ports) or a stale tab of an earlier attempt must
 ///   not end the sign-in in progress.
+/// - `GET {startPath}` (`/start/<one-time id>`, the address the browser is given) answers
+///   once with a `302` to the authorization URL, so that the URL (its `state`, `nonce` and
+///   PKCE challenge) is never on a command line; a second request gets a refusal page (410).
+/// - The callback and the start page need `Host: 127.0.0.1:PORT`, exactly once: another host
+///   (a DNS-rebinding page's name) gets a 400 and does not count as the callback.
 /// - Anything else (`/favicon.ico`, other paths, other methods) gets a 404 and the wait goes on.
+///
+/// The query's `error_description` is untrusted text: whoever sent the redirect chose it.
+/// It is only kept (sanitized) in ``AuthSessionError/oauthErrorDescription``, never echoed.
 struct LoopbackRequestRouter: Sendable {
     /// What the listener does after answering a request.
     enum Outcome: Sendable {
@@ -19,6 +27,8 @@ struct LoopbackRequestRouter: Sendable {
         case keepWaiting
         /// Keep waiting; the request was a callback with a wrong or missing `state`.
         case refusedState
+        /// Keep waiting; the start page was served (its `302` sent), or refused as used.
+        case servedStart
         /// The sign-in has its answer: close the listener once the page is sent.
         case finished(Result<AuthorizationCallback, AuthSessionError>)
     }
@@ -29,14 +39,29 @@ struct LoopbackRequestRouter: Sendable {
         let outcome: Outcome
     }
 
+    /// Where the one-time start page stands.
+    enum Start: Sendable {
+        /// Not offered (the sign-in gave the browser the authorization URL itself).
+        case none
+        /// Not served yet: its `302` goes to this URL.
+        case pending(location: String)
+        /// Served once already.
+        case used
+    }
+
     let callbackPath: String
     let expectedState: String
     let redirectURI: URL
+    /// `/start/<one-time id>`.
+    let startPath: String
+
+    /// `127.0.0.1:PORT`: the only `Host` the callback and the start page accept.
+    var expectedHost: String { "127.0.0.1:\(redirectURI.port ?? 80)" }
 
     // MARK: Routing
 
     /// Decides on a complete request head (request line and header fields, up to the empty line).
-    func route(head: ArraySlice<UInt8>) -> Decision {
+    func route(head: ArraySlice<UInt8>, start: Start = .none) -> Decision {
         guard let (method, target) = Self.requestLine(of: head) else {
             return Decision(response: Self.page(.badRequest), outcome: .keepWaiting)
         }
@@ -49,8 +74,22 @@ struct LoopbackRequestRouter: Sendable {
             path = target
             query = []
         }
-        guard method.elementsEqual("GET".utf8), path.elementsEqual(callbackPath.utf8) else {
+        guard method.elementsEqual("GET".utf8) else {
             return Decision(response: Self.page(.notFound), outcome: .keepWaiting)
+        }
+        let isStart = ConstantTime.equal(Array(path), Array(startPath.utf8))
+        guard isStart || path.elementsEqual(callbackPath.utf8) else {
+            return Decision(response: Self.page(.notFound), outcome: .keepWaiting)
+        }
+        guard Self.hosts(in: head).elementsEqual([Array(expectedHost.utf8)]) else {
+            return Decision(response: Self.page(.wrongHost), outcome: .keepWaiting)
+        }
+        if isStart {
+            switch start {
+            case .none: return Decision(response: Self.page(.notFound), outcome: .keepWaiting)
+            case .used: return Decision(response: Self.page(.startUsed), outcome: .servedStart)
+            case .pending(let location): return Decision(response: Self.redirect(to: location), outcome: .servedStart)
+            }
         }
         guard let parameters = Self.parameters(of: query) else {
             return Decision(response: Self.page(.badRequest), outcome: .keepWaiting)
@@ -60,6 +99,8 @@ struct LoopbackRequestRouter: Sendable {
             return Decision(response: Self.page(.wrongState), outcome: .refusedState)
         }
         if let error = parameters["error"] {
+            // `error_description` is untrusted text (whoever sent the redirect chose it): kept
+            // sanitized for diagnosis, never shown in the page.
             let failure = AuthSessionError(
                 .authorizationFailed, "The authorization server ended the sign-in with an error.",
                 oauthError: String(decoding: error, as: UTF8.self),
@@ -91,6 +132,23 @@ struct LoopbackRequestRouter: Sendable {
     }
 
     // MARK: Parsing
+
+    /// The values of every `Host` field of a head (name case-insensitive, spaces trimmed).
+    static func hosts(in head: ArraySlice<UInt8>) -> [[UInt8]] {
+        var values: [[UInt8]] = []
+        let lines = head.split(separator: 0x0A, omittingEmptySubsequences: true).dropFirst()
+        for line in lines {
+            let trimmedLine = line.last == 0x0D ? line.dropLast() : line
+            guard let colon = trimmedLine.firstIndex(of: UInt8(ascii: ":")) else { continue }
+            let name = trimmedLine[..<colon]
+            guard name.count == 4, name.map({ $0 | 0x20 }).elementsEqual("host".utf8) else { continue }
+            var value = trimmedLine[(colon + 1)...]
+            while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
+            while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
+            values.append(Array(value))
+        }
+        return values
+    }
 
     /// `METHOD SP request-target SP HTTP/1.x` (RFC 9112 §3), or `nil`.
     static func requestLine(of head: ArraySlice<UInt8>) -> (method: ArraySlice<UInt8>, target: ArraySlice<UInt8>)? {
@@ -152,12 +210,13 @@ struct LoopbackRequestRouter: Sendable {
     // MARK: Pages
 
     enum Page {
-        case signedIn, serverError, incomplete, wrongState, notFound, badRequest, tooLarge
+        case signedIn, serverError, incomplete, wrongState, notFound, badRequest, tooLarge, wrongHost, startUsed
 
         var status: String {
             switch self {
             case .signedIn, .serverError: return "200 OK"
-            case .incomplete, .wrongState, .badRequest: return "400 Bad Request"
+            case .incomplete, .wrongState, .badRequest, .wrongHost: return "400 Bad Request"
+            case .startUsed: return "410 Gone"
             case .notFound: return "404 Not Found"
             case .tooLarge: return "431 Request Header Fields Too Large"
             }
@@ -182,6 +241,13 @@ struct LoopbackRequestRouter: Sendable {
                 return ("Bad request", "The request could not be read.")
             case .tooLarge:
                 return ("Request too large", "The request was too large.")
+            case .wrongHost:
+                return ("Bad request", "This page answers only at the address the app opened (127.0.0.1).")
+            case .startUsed:
+                return (
+                    "Sign-in link already used",
+                    "This sign-in link works once and was already opened. Use the window it opened, "
+                        + "or start again from the app.")
             }
         }
     }
@@ -189,11 +255,21 @@ struct LoopbackRequestRouter: Sendable {
     /// A complete HTTP/1.1 answer with a small static HTML page (no request data is echoed).
     static func page(_ page: Page) -> [UInt8] {
         let (title, text) = page.text
+        return answer(status: page.status, location: nil, title: title, text: text)
+    }
+
+    /// The start page's `302 Found` to the authorization URL, with the same no-store headers.
+    static func redirect(to location: String) -> [UInt8] {
+        answer(status: "302 Found", location: location, title: "Signing in", text: "Continuing to the sign-in page.")
+    }
+
+    private static func answer(status: String, location: String?, title: String, text: String) -> [UInt8] {
         let body = Array(
             "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>\(title)</title></head>"
                 .utf8) + Array("<body><h1>\(title)</h1><p>\(text)</p></body></html>\n".utf8)
         let head =
-            "HTTP/1.1 \(page.status)\r\n"
+            "HTTP/1.1 \(status)\r\n"
+            + (location.map { "Location: \($0)\r\n" } ?? "")
             + "Content-Type: text/html; charset=utf-8\r\n"
             + "Content-Length: \(body.count)\r\n"
             + "Cache-Control: no-store\r\n"

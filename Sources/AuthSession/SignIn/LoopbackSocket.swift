@@ -8,10 +8,14 @@ import Glibc
 /// One connection accepted by a ``LoopbackRedirectListener``.
 struct LoopbackConnection {
     let descriptor: Int32
+    /// When it was accepted: its idle and read time-outs count from then.
+    let accepted: ContinuousClock.Instant
     var input: [UInt8] = []
     var output: [UInt8] = []
     var written = 0
     var deadline: ContinuousClock.Instant
+    /// True once its first bytes arrived (its deadline is then the read time-out's).
+    var sentAny = false
     /// True once the head is read and the answer is queued.
     var answering = false
 }
@@ -111,7 +115,8 @@ enum LoopbackSocket {
                 bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        if bound != 0 || listen(descriptor, 16) != 0 {
+        // SOMAXCONN: a burst of connections waits in the kernel rather than being refused.
+        if bound != 0 || listen(descriptor, SOMAXCONN) != 0 {
             let number = errno
             Glibc.close(descriptor)
             return number == EADDRINUSE ? .inUse : .failed(call: bound != 0 ? "bind" : "listen", errno: number)

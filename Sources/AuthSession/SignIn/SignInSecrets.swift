@@ -2,7 +2,10 @@
 /// from 32 bytes of libsodium's CSPRNG (as Auth0.swift's WebAuth makes them).
 ///
 /// `state` and `nonce` travel in the authorization URL; they protect against forged
-/// redirects and replayed ID tokens but are not secrets. Neither is ever logged.
+/// redirects and replayed ID tokens. They are secrets of the attempt (review N1: anyone who
+/// reads them can start an authorization of their own account bound to this attempt), so the
+/// authorization URL is never put on a command line (the browser gets the listener's
+/// one-time start address) and neither value is ever logged.
 struct SignInSecrets: Sendable {
     /// The PKCE verifier and challenge.
     let pkce: PKCE

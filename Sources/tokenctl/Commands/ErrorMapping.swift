@@ -9,7 +9,7 @@ import TokenStore
 /// | 65 data | integrityCheckFailed, databaseCorrupt, schemaTampered, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput, storeRolledBack, notAStore (another program's database, left unchanged), migrationRequired (a read-only command on a store that needs `tokenctl migrate`); idTokenInvalid |
 /// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable |
 /// | 75 temporary | keyringLocked, databaseBusy; rateLimited; the browser sign-in's authorizationFailed (e.g. `access_denied`), stateMismatch, cancelled, browserUnavailable, and its wait for the browser timing out (see `browserSignInFailure`) |
-/// | 77 permission | unsafeFileLayout, wrongPassphrase |
+/// | 77 permission | unsafeFileLayout, wrongPassphrase; userChanged (a sign-in of another user, without `--allow-user-change`) |
 /// | 78 config | wrongKeyProvider (the store records another key provider: choose it with --passphrase-fd or --key-provider); minimumTTLTooLarge (the server's tokens never live as long as asked; known only after the server answered, so not a usage error) |
 /// | 1 other | ioError, diskFull, storeClosed, cancelled, and everything else |
 ///
@@ -61,6 +61,9 @@ enum ErrorMapping {
         // The server's ID token is not to be trusted: nothing was stored.
         case .idTokenInvalid:
             return .dataError
+        // Another user signed in, and replacing the account's user was not allowed: nothing was stored.
+        case .userChanged:
+            return .noPermission
         case .interactionRequired, .serverDeclinedScopes, .invalidClient, .invalidRequest, .unsupportedTokenType,
             .invalidGrant, .unexpectedResponse, .insecureConfiguration, .storage:
             return .failure
@@ -210,6 +213,9 @@ enum ErrorMapping {
                 + "(registered in the Allowed Callback URLs)"
         case .idTokenInvalid:
             return "idTokenInvalid: nothing was stored; check --domain and --client-id, and the tenant's signing keys"
+        case .userChanged:
+            return "userChanged: another user signed in than the account's; nothing was stored (see 'tokenctl profile'); "
+                + "to replace the account's user, run 'tokenctl login' again with --allow-user-change"
         default: return nil
         }
     }

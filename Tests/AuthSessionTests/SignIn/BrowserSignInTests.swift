@@ -82,11 +82,15 @@ struct BrowserSignInTests {
         let user = "000792.browser.first.0638"
         try f.server.setNextAppleUser(user, name: "Jane Appleseed", email: "jane@privaterelay.appleid.com", firstSignIn: true)
         let shown = URLBox()
+        let followed = URLBox()
         let result = try await f.session.signIn(
             account: "alice", redirectURIs: redirect, scopes: ["openid", "profile", "email", "read:items"],
-            browser: Self.scriptedBrowser(), onAuthorizationURL: { shown.set($0) })
-        // The URL handed to the app is the authorization request, with PKCE S256.
-        let url = try #require(shown.value)
+            browser: StartFollowingOpener(next: Self.scriptedBrowser(), location: followed),
+            onAuthorizationURL: { shown.set($0) })
+        // The app and the browser are given the one-time start address; its redirect is the
+        // authorization request, with PKCE S256.
+        #expect(try #require(shown.value).path.hasPrefix("/start/"))
+        let url = try #require(followed.value)
         let query = Dictionary(uniqueKeysWithValues: (URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") })
         #expect(url.path == "/authorize")
         #expect(query["code_challenge_method"] == "S256")
@@ -229,7 +233,8 @@ struct BrowserSignInTests {
         defer { close(holder) }
         let shown = URLBox()
         try await f.session.signIn(
-            account: "alice", redirectURIs: redirect, browser: Self.scriptedBrowser(), onAuthorizationURL: { shown.set($0) })
+            account: "alice", redirectURIs: redirect,
+            browser: StartFollowingOpener(next: Self.scriptedBrowser(), location: shown))
         let query = URLComponents(url: try #require(shown.value), resolvingAgainstBaseURL: false)?.queryItems ?? []
         #expect(query.first { $0.name == "redirect_uri" }?.value == redirect[1].absoluteString)
         #expect(try f.store.refreshToken(account: "alice") != nil)
@@ -387,7 +392,10 @@ final class RecordingOpener: BrowserOpener, @unchecked Sendable {  // `opened` i
 struct LoginHintOpener: BrowserOpener {
     let user: String
     func open(_ url: URL) async throws {
-        let hinted = URL(string: url.absoluteString + "&login_hint=" + user)!
-        try await BrowserSignInTests.scriptedBrowser().open(hinted)
+        // The start address redirects to the authorization URL, which gets the hint.
+        let user = user
+        try await StartFollowingOpener(next: BrowserSignInTests.scriptedBrowser(), location: URLBox()) {
+            URL(string: $0.absoluteString + "&login_hint=" + user)!
+        }.open(url)
     }
 }

@@ -1,4 +1,6 @@
+import AuthSession
 import Foundation
+import Testing
 import TokenStore
 
 #if canImport(Glibc)
@@ -140,5 +142,29 @@ enum SignInTestSupport {
         let (descriptor, port) = try occupy()
         close(descriptor)
         return port
+    }
+}
+
+/// Fetches the one-time start address itself (as the browser would), records the `Location`
+/// of its `302` (the authorization URL), lets `transform` change it, and hands it to `next`.
+/// In the background, as a browser does: the listener serves only once `open` returned.
+struct StartFollowingOpener: BrowserOpener {
+    let next: any BrowserOpener
+    let location: URLBox
+    var transform: @Sendable (URL) -> URL = { $0 }
+
+    func open(_ url: URL) async throws {
+        Task { [next, location, transform] in
+            let answer = try await SignInTestSupport.get(port: UInt16(url.port!), url.path)
+            guard answer.status == 302,
+                let line = answer.text.split(separator: "\r\n").first(where: { $0.hasPrefix("Location: ") }),
+                let target = URL(string: String(line.dropFirst("Location: ".count)))
+            else {
+                Issue.record("the start page answered \(answer.status)")
+                return
+            }
+            location.set(target)
+            try await next.open(transform(target))
+        }
     }
 }

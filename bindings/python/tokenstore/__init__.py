@@ -250,8 +250,9 @@ class Session:
         port); the redirect URIs are ``http://127.0.0.1:PORT/callback`` (``redirect_path``).
         ``connection``: the Auth0 connection, None for the tenant's login page. ``scopes``: a
         list (default openid, profile, email; openid and offline_access are always added).
-        ``open_url``: a callable taking the authorization URL (a str carrying the sign-in's
-        secrets: do not log it) that starts a browser and returns promptly; it runs on the
+        ``open_url``: a callable taking the one-time start URL (a str,
+        ``http://127.0.0.1:PORT/start/<id>``, which redirects once, for this user only, to the
+        authorization URL; do not log it) that starts a browser and returns promptly; it runs on the
         thread that called this method, and returning False or raising means no browser could
         be opened (``browserUnavailable``, the exception as ``__cause__``). None: the system
         browser ($BROWSER, GIO, xdg-open).

@@ -16,6 +16,8 @@ struct LoginCommand: TokenctlCommand {
         "timeout", "seconds", rule: .positiveInteger, "The longest wait for the browser (default: 300).")
     static let appleUserID = OptionSpec.value(
         "apple-user-id", "user-id", "The expected Apple user id (default: the ID token's).")
+    static let allowUserChange = OptionSpec.flag(
+        "allow-user-change", "Let the sign-in replace the account's user with another one (refused by default).")
     static let firstName = OptionSpec.value("first-name", "name", "The first name Apple gave on the first sign-in.")
     static let lastName = OptionSpec.value("last-name", "name", "The last name Apple gave on the first sign-in.")
 
@@ -35,7 +37,14 @@ struct LoginCommand: TokenctlCommand {
             With --browser, opens the sign-in page in $BROWSER or the desktop's browser (the URL \
             is also printed on stderr) and waits for its redirect to \
             http://127.0.0.1:PORT/callback: add that URL for each port to the Auth0 \
-            application's Allowed Callback URLs.
+            application's Allowed Callback URLs. The browser is given a one-time \
+            http://127.0.0.1:PORT/start/... address that redirects to the sign-in page, so the \
+            page's URL is never on a command line; the redirect is taken from this user's \
+            programs only.
+
+            An account that has a user keeps it: a sign-in of another user fails (exit 77) \
+            and stores nothing, unless --allow-user-change is given; then the output says the \
+            user changed.
 
             Without --browser, reads the Apple authorization code from stdin, never from an \
             argument:
@@ -44,7 +53,7 @@ struct LoginCommand: TokenctlCommand {
             """,
         options: [
             ServerOptions.domain, ServerOptions.clientID, ItemOptions.account, browser, connection, audience,
-            redirectPort, timeout, appleUserID, firstName, lastName, ServerOptions.scope,
+            redirectPort, timeout, appleUserID, allowUserChange, firstName, lastName, ServerOptions.scope,
         ],
         refusedOptions: [appleCode])
 
@@ -58,10 +67,13 @@ struct LoginCommand: TokenctlCommand {
     let account: String
     let method: Method
     let scopes: [String]
+    /// `--allow-user-change`.
+    let allowsUserChange: Bool
 
     init(parsed: ParsedCommand) throws {
         server = try ServerOptions(parsed)
         account = try parsed.requiredValue(ItemOptions.account)
+        allowsUserChange = parsed.isSet(Self.allowUserChange)
         if parsed.isSet(Self.browser) {
             for option in [Self.appleUserID, Self.firstName, Self.lastName] where parsed.value(option) != nil {
                 throw UsageError(
@@ -96,33 +108,43 @@ struct LoginCommand: TokenctlCommand {
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {
+        // The code first: an empty stdin is refused before the store is opened (or made).
+        var code: SecretBytes?
+        if case .appleCode = method { code = try readAppleCode(context) }
+        let session = try server.openSession(context, createStore: true).session
+        // The account's user before the sign-in, to say when it changed (--allow-user-change).
+        let previousUserID = try? session.store.appleUserID(account: AccountID(account))
         let result: SignInResult
         switch method {
         case .browser(let connection, let audience, let redirectURIs, let timeoutSeconds):
             result = try signInThroughBrowser(
-                context, connection: connection, audience: audience, redirectURIs: redirectURIs,
+                context, session, connection: connection, audience: audience, redirectURIs: redirectURIs,
                 timeoutSeconds: timeoutSeconds)
         case .appleCode(let appleUserID, let fullName):
-            result = try exchangeAppleCode(context, appleUserID: appleUserID, fullName: fullName)
+            // Read above for this method.
+            result = try exchangeAppleCode(session, code: code!, appleUserID: appleUserID, fullName: fullName)
         }
-        emit(result, context)
+        // The stored user id: the Apple user id, or `sub` itself for another identity.
+        let userID = result.profile.userID ?? result.profile.subject
+        emit(result, previousUserID: previousUserID.flatMap { $0 == userID ? nil : $0 }, context)
         return .ok
     }
 
     /// `session.signIn` with `SystemBrowserOpener` (so `$BROWSER` is honoured).
     private func signInThroughBrowser(
-        _ context: CommandContext, connection: String, audience: String?, redirectURIs: [URL], timeoutSeconds: Int
+        _ context: CommandContext, _ session: TokenSession, connection: String, audience: String?, redirectURIs: [URL],
+        timeoutSeconds: Int
     ) throws -> SignInResult {
-        let session = try server.openSession(context, createStore: true).session
-        let (account, scopes, console) = (AccountID(account), scopes, context.console)
+        let (account, scopes, console, allowsUserChange) = (AccountID(account), scopes, context.console, allowsUserChange)
         let waiting = context.global.quiet || context.json ? nil : "waiting up to \(timeoutSeconds) s for the browser"
         do {
             return try waitFor {
                 try await session.signIn(
                     account: account, redirectURIs: redirectURIs, connection: connection, scopes: scopes,
                     audience: audience, timeout: .seconds(timeoutSeconds), browser: SystemBrowserOpener(),
+                    allowsUserChange: allowsUserChange,
                     onAuthorizationURL: { url in
-                        // The user asked for the sign-in; the URL carries no token, only this attempt's state.
+                        // The one-time start address (no state, nonce nor challenge), for this user's browser only.
                         console.writeError("tokenctl: open this URL to sign in: \(url.absoluteString)\n")
                         if let waiting { console.writeError("tokenctl: \(waiting)\n") }
                     })
@@ -133,38 +155,44 @@ struct LoginCommand: TokenctlCommand {
     }
 
     /// `session.signInWithApple` with the code read from stdin.
-    private func exchangeAppleCode(
-        _ context: CommandContext, appleUserID: String?, fullName: PersonName?
-    ) throws -> SignInResult {
+    private func readAppleCode(_ context: CommandContext) throws -> SecretBytes {
         if context.console.standardInputIsTerminal {
             context.console.writeError("tokenctl: reading the Apple authorization code from stdin; end it with Ctrl-D\n")
         }
-        let code = try SecretInput.standardInput(
+        return try SecretInput.standardInput(
             "the Apple authorization code", emptyHint: Self.appleCode.hint + " (or sign in with --browser)")
-        let session = try server.openSession(context, createStore: true).session
-        let (account, scopes) = (AccountID(account), scopes)
+    }
+
+    private func exchangeAppleCode(
+        _ session: TokenSession, code: SecretBytes, appleUserID: String?, fullName: PersonName?
+    ) throws -> SignInResult {
+        let (account, scopes, allowsUserChange) = (AccountID(account), scopes, allowsUserChange)
         return try waitFor {
             try await session.signInWithApple(
                 authorizationCode: code, appleUserID: appleUserID, account: account, scopes: scopes,
-                fullName: fullName)
+                fullName: fullName, allowsUserChange: allowsUserChange)
         }
     }
 
-    private func emit(_ result: SignInResult, _ context: CommandContext) {
+    /// The result; `previousUserID` is the account's user before, when another one signed in.
+    private func emit(_ result: SignInResult, previousUserID: String?, _ context: CommandContext) {
         let access = result.accessToken
         let profile = result.profile
         // The user ids are printed because the user signed in and asked for the result; never logged.
-        let document: JSONValue = [
+        var fields: [String: JSONValue] = [
             "account": .string(account), "service": .string(AccountID.defaultService), "state": "authorized",
             "expiresAt": Format.date(access.expiresAt), "scopes": Format.strings(access.grantedScopes),
             "declinedScopes": Format.strings(result.declinedScopes), "userID": Format.optional(profile.userID),
             "subject": .string(profile.subject),
         ]
-        context.emit(document) {
+        // Only when another user replaced the account's (--allow-user-change): the one before.
+        if let previousUserID { fields["previousUserID"] = .string(previousUserID) }
+        context.emit(.object(fields)) {
             var table = TextTable(header: nil)
             table.append(["signed in", account])
             table.append(["state", "authorized"])
             table.append(["user id", profile.userID ?? "-"])
+            if let previousUserID { table.append(["user changed", "from \(previousUserID)"]) }
             table.append(["access token expires", access.expiresAt.map(Format.date) ?? "unknown"])
             table.append(["scopes", access.grantedScopes.joined(separator: " ")])
             if !result.declinedScopes.isEmpty { table.append(["declined scopes", result.declinedScopes.joined(separator: " ")]) }
