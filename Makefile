@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean
+.PHONY: all deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean deb test-deb
 
 all: build
 
@@ -95,19 +95,35 @@ test-cabi: deps
 
 # libtokenstore.so.1 (+ symlinks), tokenstore.h, tokenstore.pc, tokenctl, its man page and
 # bash/zsh/fish completions under $(DESTDIR)$(PREFIX). CONFIG=debug installs the debug build
-# unstripped (the tests do); the default is a stripped release build.
+# unstripped (the tests do); the default is a stripped release build. LIBDIR (default
+# lib/<multiarch> under /usr and /usr/local), PYTHON, PYTHON_SITE (default: where PYTHON looks)
+# and LDCONFIG: see scripts/install. A private PREFIX prints the environment lines it needs.
 PREFIX ?= /usr/local
 DESTDIR ?=
 CONFIG ?= release
 STRIP ?= strip --strip-unneeded
+LIBDIR ?=
+PYTHON ?=
+PYTHON_SITE ?=
+INSTALL_ENV = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" LIBDIR="$(LIBDIR)" PYTHON="$(PYTHON)" PYTHON_SITE="$(PYTHON_SITE)"
 install:
 	$(SWIFT) build -c $(CONFIG) --product tokenstore $(SWIFT_FLAGS)
 	$(SWIFT) build -c $(CONFIG) --product tokenctl $(SWIFT_FLAGS)
-	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" STRIP="$(if $(filter release,$(CONFIG)),$(STRIP))" \
+	$(INSTALL_ENV) STRIP="$(if $(filter release,$(CONFIG)),$(STRIP))" \
 		scripts/install install "$$($(SWIFT) build -c $(CONFIG) --show-bin-path $(SWIFT_FLAGS))"
 
 uninstall:
-	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" scripts/install uninstall
+	$(INSTALL_ENV) scripts/install uninstall
 
 clean:
 	rm -rf .build
+
+# Debian packages (debian/, debhelper): libtokenstore1, libtokenstore-dev, tokenctl and
+# python3-tokenstore in .build/deb/, from the release build (Swift at /opt/swift).
+deb: deps
+	scripts/deb build
+
+# The packages' contents (dpkg-deb), lintian, then installed with apt-get and used: a C
+# program through pkg-config with no LD_LIBRARY_PATH, /usr/bin/python3, man -w; purged after.
+test-deb: deps
+	scripts/deb test
