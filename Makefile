@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean deb test-deb
+.PHONY: all deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean deb test-deb examples test-gtk
 
 all: build
 
@@ -127,3 +127,15 @@ deb: deps
 # program through pkg-config with no LD_LIBRARY_PATH, /usr/bin/python3, man -w; purged after.
 test-deb: deps
 	scripts/deb test
+
+# examples/gtk-notes (GTK 4, C) against an installed TokenStore: the system's tokenstore.pc, or
+# TOKENSTORE=<a private prefix>. The program goes to $(EXAMPLES_OUT).
+TOKENSTORE ?=
+EXAMPLES_OUT ?= $(CURDIR)/.build/examples
+examples:
+	$(MAKE) -C examples/gtk-notes TOKENSTORE="$(TOKENSTORE)" OUT="$(EXAMPLES_OUT)"
+
+# gtk-notes under Xvfb, driven with xdotool through sign-in, an API call and logout against the
+# local authorization server with the scripted browser; screenshots to docs/images/ (~1 min).
+test-gtk: deps
+	SWIFT=$(SWIFT) scripts/with-keyring scripts/test-gtk $(SWIFT_FLAGS)
