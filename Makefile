@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean deb test-deb examples test-gtk
+.PHONY: all deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean deb test-deb examples test-gtk test-readme
 
 all: build
 
@@ -23,6 +23,8 @@ test: deps
 	$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-fuzz
 	# The C ABI through an installed prefix: gcc + pkg-config, env -i, ASan, nm -D, browser sign-in, Python, Vala, man, completions.
 	SWIFT=$(SWIFT) scripts/with-keyring scripts/test-cabi $(SWIFT_FLAGS)
+	# The README's Swift blocks built against the package (a throwaway SwiftPM package in .build/readme-swift).
+	SWIFT=$(SWIFT) scripts/test-readme-swift $(SWIFT_FLAGS)
 	TOKENSTORE_REQUIRE_KEYRING=1 SWIFT=$(SWIFT) scripts/with-keyring scripts/run-tests $(SWIFT_FLAGS)
 # Suites that lock the shared private keyring (or stop its daemon) have "ExclusiveKeyring" in
 # their type name: they run in a second, serialized pass so they cannot disturb the others.
@@ -139,3 +141,7 @@ examples:
 # local authorization server with the scripted browser; screenshots to docs/images/ (~1 min).
 test-gtk: deps
 	SWIFT=$(SWIFT) scripts/with-keyring scripts/test-gtk $(SWIFT_FLAGS)
+
+# The README's ```swift blocks compiled against the package (part of `make test`).
+test-readme: deps
+	SWIFT=$(SWIFT) scripts/test-readme-swift $(SWIFT_FLAGS)
