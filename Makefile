@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean
+.PHONY: all deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean deb test-deb examples test-gtk test-readme
 
 all: build
 
@@ -23,6 +23,8 @@ test: deps
 	$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-fuzz
 	# The C ABI through an installed prefix: gcc + pkg-config, env -i, ASan, nm -D, browser sign-in, Python, Vala, man, completions.
 	SWIFT=$(SWIFT) scripts/with-keyring scripts/test-cabi $(SWIFT_FLAGS)
+	# The README's Swift blocks built against the package (a throwaway SwiftPM package in .build/readme-swift).
+	SWIFT=$(SWIFT) scripts/test-readme-swift $(SWIFT_FLAGS)
 	TOKENSTORE_REQUIRE_KEYRING=1 SWIFT=$(SWIFT) scripts/with-keyring scripts/run-tests $(SWIFT_FLAGS)
 # Suites that lock the shared private keyring (or stop its daemon) have "ExclusiveKeyring" in
 # their type name: they run in a second, serialized pass so they cannot disturb the others.
@@ -98,19 +100,52 @@ test-cabi: deps
 # unstripped (the tests do); the default is a stripped release build. Both are linked without
 # SwiftPM's default RUNPATH $ORIGIN (--disable-local-rpath): neither has a library of its own
 # beside it, and $ORIGIN would let a library placed next to them be loaded instead of the
-# system's (the lazy dlopen of libcurl.so.4 and libcrypto.so.3 included; review N8).
+# system's (the lazy dlopen of libcurl.so.4 and libcrypto.so.3 included; review N8). LIBDIR
+# (default lib/<multiarch> under /usr and /usr/local), PYTHON, PYTHON_SITE (default: where
+# PYTHON looks) and LDCONFIG: see scripts/install. A private PREFIX prints the environment
+# lines it needs.
 PREFIX ?= /usr/local
 DESTDIR ?=
 CONFIG ?= release
 STRIP ?= strip --strip-unneeded
+LIBDIR ?=
+PYTHON ?=
+PYTHON_SITE ?=
+INSTALL_ENV = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" LIBDIR="$(LIBDIR)" PYTHON="$(PYTHON)" PYTHON_SITE="$(PYTHON_SITE)"
 install:
 	$(SWIFT) build -c $(CONFIG) --product tokenstore --disable-local-rpath $(SWIFT_FLAGS)
 	$(SWIFT) build -c $(CONFIG) --product tokenctl --disable-local-rpath $(SWIFT_FLAGS)
-	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" STRIP="$(if $(filter release,$(CONFIG)),$(STRIP))" \
+	$(INSTALL_ENV) STRIP="$(if $(filter release,$(CONFIG)),$(STRIP))" \
 		scripts/install install "$$($(SWIFT) build -c $(CONFIG) --show-bin-path $(SWIFT_FLAGS))"
 
 uninstall:
-	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" scripts/install uninstall
+	$(INSTALL_ENV) scripts/install uninstall
 
 clean:
 	rm -rf .build
+
+# Debian packages (debian/, debhelper): libtokenstore1, libtokenstore-dev, tokenctl and
+# python3-tokenstore in .build/deb/, from the release build (Swift at /opt/swift).
+deb: deps
+	scripts/deb build
+
+# The packages' contents (dpkg-deb), lintian, then installed with apt-get and used: a C
+# program through pkg-config with no LD_LIBRARY_PATH, /usr/bin/python3, man -w; purged after.
+test-deb: deps
+	scripts/deb test
+
+# examples/gtk-notes (GTK 4, C) against an installed TokenStore: the system's tokenstore.pc, or
+# TOKENSTORE=<a private prefix>. The program goes to $(EXAMPLES_OUT).
+TOKENSTORE ?=
+EXAMPLES_OUT ?= $(CURDIR)/.build/examples
+examples:
+	$(MAKE) -C examples/gtk-notes TOKENSTORE="$(TOKENSTORE)" OUT="$(EXAMPLES_OUT)"
+
+# gtk-notes under Xvfb, driven with xdotool through sign-in, an API call and logout against the
+# local authorization server with the scripted browser; screenshots to docs/images/ (~1 min).
+test-gtk: deps
+	SWIFT=$(SWIFT) scripts/with-keyring scripts/test-gtk $(SWIFT_FLAGS)
+
+# The README's ```swift blocks compiled against the package (part of `make test`).
+test-readme: deps
+	SWIFT=$(SWIFT) scripts/test-readme-swift $(SWIFT_FLAGS)

@@ -1061,6 +1061,27 @@ def login_callback():
         return to_app([("code", code)])
 
 
+@app.get("/userinfo")
+def userinfo():
+    """OIDC UserInfo: an API an app calls with its access token (examples/gtk-notes does).
+    The token's user, with the profile claims its scope allows; 401 invalid_token for a
+    missing, unknown, expired or revoked access token (a logged-out one included)."""
+    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+    with LOCK:
+        tok = find_token(value.strip()) if scheme.lower() == "bearer" else None
+        if tok is None or tok.kind != "access" or tok.is_revoked() or tok.is_expired():
+            bump("userinfo_refused")
+            return (jsonify({"error": "invalid_token"}), 401,
+                    {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+        bump("userinfo_requests")
+        sub = tok.rec["sub"]  # the Apple user id; the ID token's sub is "apple|" + it
+        out = {"sub": "apple|" + sub}
+        entry = STATE["apple_users"].get(sub)
+        if entry:
+            out.update(profile_claims(entry["name"], entry["email"], tok.rec["scope"]))
+        return jsonify(out)
+
+
 @app.get("/.well-known/jwks.json")
 def jwks_endpoint():
     with LOCK:

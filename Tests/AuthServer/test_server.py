@@ -262,6 +262,26 @@ def access_token_expiry():
 
 
 @check
+def userinfo_bearer():
+    """GET /userinfo: the access token's user for a live bearer access token, 401 otherwise."""
+    def get(authorization):
+        req = urllib.request.Request(BASE + "/userinfo", headers={"Authorization": authorization} if authorization else {})
+        try:
+            with OPENER.open(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("WWW-Authenticate")
+    j = sign_in("001.ursula", scope="openid profile email offline_access")
+    status, body = get("Bearer " + j["access_token"])
+    assert status == 200 and body["sub"] == "apple|001.ursula", (status, body)
+    for refused in (None, "Bearer nope", "Basic " + j["access_token"], "Bearer " + j["refresh_token"]):
+        status, challenge = get(refused)
+        assert status == 401 and 'error="invalid_token"' in (challenge or ""), (refused is None, status, challenge)
+    assert revoke(j["refresh_token"]).status == 200
+    assert get("Bearer " + j["access_token"])[0] == 401  # logged out: the family is revoked
+
+
+@check
 def revocation_rfc7009():
     before = stats()
     j = sign_in("001.frank")

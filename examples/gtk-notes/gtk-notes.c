@@ -1,0 +1,359 @@
+/*
+ * gtk-notes: a small GTK 4 app that signs in with TokenStore's C ABI (libtokenstore.so.1,
+ * through `pkg-config tokenstore gtk4`):
+ *
+ *   gtk-notes --domain URL --client-id ID [--api URL] [--store PATH]
+ *
+ * "Sign in" runs ts_session_sign_in_browser() on a worker thread (g_task_run_in_thread: it
+ * blocks until the browser comes back) with the system browser ($BROWSER, GIO, xdg-open),
+ * then calls the API (default DOMAIN/userinfo, the OIDC UserInfo endpoint) with the access
+ * token to show who is signed in. "Call the API" does that call again (the library renews the
+ * token when it is due). "Log out" revokes at the server, or queues the revocation (pending)
+ * when the server cannot be reached; the queue is sent at the next start (ts_session_resume,
+ * on a worker thread: an app also calls it when the network comes back).
+ *
+ * Every change of what the window shows is also written to stdout, one line per label, so
+ * that scripts/test-gtk can check it; the profile (a name and an email address) is written
+ * only as a SHA-256 prefix, never as text. Plain http only to loopback, as the library.
+ */
+#include <curl/curl.h>
+#include <gtk/gtk.h>
+#include <string.h>
+#include <tokenstore.h>
+
+#define APP_ID "org.example.GtkNotes"
+#define ACCOUNT "default"
+
+typedef struct {
+    GtkWidget *status, *profile, *api, *logout;
+    GtkWidget *sign_in, *call, *log_out;
+    char *domain, *client_id, *api_url, *store_path;
+    ts_store *store;
+    ts_session *session;
+    char *profile_text; /* "Name <email>" of the signed-in user, or NULL */
+    gboolean signed_in, busy;
+} Notes;
+
+/* What a worker thread did, for the main thread to show. */
+typedef struct {
+    int ok;
+    char *error_code;  /* a ts_error code or an HTTP failure, when !ok */
+    long http_status;  /* the API call's, 0 when none was made */
+    char *profile;     /* from the API's answer */
+    ts_logout_outcome outcome;
+    int still_pending;
+} Outcome;
+
+static void outcome_free(gpointer data) {
+    Outcome *o = data;
+    g_free(o->error_code);
+    g_free(o->profile);
+    g_free(o);
+}
+
+/* ---- what the window shows (and stdout) -------------------------------------------------- */
+
+static void show(Notes *n, GtkWidget *label, const char *name, const char *text, gboolean identifying) {
+    gtk_label_set_text(GTK_LABEL(label), text);
+    if (identifying && text[0] != '\0') {
+        char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA256, text, -1);
+        printf("gtk-notes: %s=sha256:%.12s\n", name, digest);
+        g_free(digest);
+    } else {
+        printf("gtk-notes: %s=%s\n", name, text);
+    }
+}
+
+static void update_buttons(Notes *n) {
+    gtk_widget_set_sensitive(n->sign_in, !n->busy && !n->signed_in);
+    gtk_widget_set_sensitive(n->call, !n->busy && n->signed_in);
+    gtk_widget_set_sensitive(n->log_out, !n->busy && n->signed_in);
+    printf("gtk-notes: ready=%s\n", n->busy ? "no" : "yes");
+}
+
+/* ---- the API call (libcurl) ---------------------------------------------------------- */
+
+static size_t collect(char *data, size_t size, size_t count, void *body) {
+    g_string_append_len(body, data, (gssize)(size * count));
+    return size * count;
+}
+
+/* The string value of "key" in a flat JSON object (enough for UserInfo; an app would use
+ * json-glib), unescaping \" and \\ only. NULL when absent. */
+static char *json_string(const char *json, const char *key) {
+    char *needle = g_strdup_printf("\"%s\"", key);
+    const char *at = strstr(json, needle);
+    g_free(needle);
+    if (at == NULL) return NULL;
+    at = strchr(at + strlen(key) + 2, ':');
+    if (at == NULL) return NULL;
+    while (*++at == ' ') {}
+    if (*at != '"') return NULL;
+    GString *out = g_string_new(NULL);
+    for (at++; *at && *at != '"'; at++) {
+        if (*at == '\\' && at[1]) at++;
+        g_string_append_c(out, *at);
+    }
+    return g_string_free(out, FALSE);
+}
+
+/* GET the API with a fresh access token; fills o->http_status and o->profile. */
+static void call_api(Notes *n, Outcome *o) {
+    uint8_t *token = NULL;
+    size_t length = 0;
+    ts_error *err = NULL;
+    if (ts_session_access_token(n->session, ACCOUNT, NULL, NULL, 30, &token, &length, NULL, &err) != TS_OK) {
+        o->error_code = g_strdup(ts_error_code(err));
+        ts_error_free(err);
+        return;
+    }
+    GString *header = g_string_new("Authorization: Bearer ");
+    g_string_append_len(header, (const char *)token, (gssize)length);
+    ts_bytes_free(token, length);
+    GString *body = g_string_new(NULL);
+    CURL *curl = curl_easy_init();
+    struct curl_slist *headers = curl_slist_append(NULL, header->str);
+    curl_easy_setopt(curl, CURLOPT_URL, n->api_url);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, body);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 30L);
+    curl_easy_setopt(curl, CURLOPT_NOPROXY, "127.0.0.1,localhost,::1");
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    CURLcode result = curl_easy_perform(curl);
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &o->http_status);
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(curl);
+    memset(header->str, 0, header->len); /* the token */
+    g_string_free(header, TRUE);
+    if (result != CURLE_OK) {
+        o->error_code = g_strdup(curl_easy_strerror(result));
+    } else if (o->http_status == 200) {
+        char *name = json_string(body->str, "name"), *email = json_string(body->str, "email");
+        o->profile = g_strdup_printf("%s <%s>", name ? name : "?", email ? email : "?");
+        o->ok = 1;
+        g_free(name);
+        g_free(email);
+    } else {
+        o->error_code = g_strdup_printf("HTTP %ld", o->http_status);
+    }
+    g_string_free(body, TRUE);
+}
+
+/* ---- worker threads --------------------------------------------------------------------- */
+
+static void sign_in_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancel) {
+    Notes *n = data;
+    Outcome *o = g_new0(Outcome, 1);
+    ts_error *err = NULL;
+    char *user_id = NULL;
+    /* Blocks until the browser's redirect (or the time-out): hence this thread. */
+    if (ts_session_sign_in_browser(n->session, ACCOUNT, NULL, &user_id, &err) != TS_OK) {
+        o->error_code = g_strdup(ts_error_code(err));
+        ts_error_free(err);
+    } else {
+        ts_string_free(user_id);
+        call_api(n, o);
+        o->ok = 1; /* signed in, whatever the API said */
+    }
+    g_task_return_pointer(task, o, outcome_free);
+}
+
+static void api_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancel) {
+    Outcome *o = g_new0(Outcome, 1);
+    call_api(data, o);
+    g_task_return_pointer(task, o, outcome_free);
+}
+
+static void logout_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancel) {
+    Notes *n = data;
+    Outcome *o = g_new0(Outcome, 1);
+    ts_error *err = NULL;
+    if (ts_session_logout(n->session, ACCOUNT, &o->outcome, &err) == TS_OK) {
+        o->ok = 1;
+    } else {
+        o->error_code = g_strdup(ts_error_code(err));
+        ts_error_free(err);
+    }
+    g_task_return_pointer(task, o, outcome_free);
+}
+
+static void resume_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancel) {
+    Notes *n = data;
+    Outcome *o = g_new0(Outcome, 1);
+    ts_error *err = NULL;
+    if (ts_session_resume(n->session, &o->still_pending, &err) == TS_OK) {
+        o->ok = 1;
+    } else {
+        o->error_code = g_strdup(ts_error_code(err));
+        ts_error_free(err);
+    }
+    g_task_return_pointer(task, o, outcome_free);
+}
+
+/* ---- back on the main thread ------------------------------------------------------------ */
+
+static void show_api(Notes *n, Outcome *o) {
+    char *text = o->http_status == 200 ? g_strdup_printf("API: GET %s answered 200", strrchr(n->api_url, '/'))
+                                       : g_strdup_printf("API: failed (%s)", o->error_code ? o->error_code : "?");
+    show(n, n->api, "api", text, FALSE);
+    g_free(text);
+    if (o->profile) {
+        g_free(n->profile_text);
+        n->profile_text = g_strdup(o->profile);
+        show(n, n->profile, "profile", n->profile_text, TRUE);
+    }
+}
+
+static void done(GObject *source, GAsyncResult *result, gpointer data) {
+    Notes *n = data;
+    const char *what = g_task_get_name(G_TASK(result));
+    Outcome *o = g_task_propagate_pointer(G_TASK(result), NULL);
+    n->busy = FALSE;
+    if (g_str_equal(what, "sign-in")) {
+        if (o->ok) {
+            n->signed_in = TRUE;
+            show(n, n->status, "status", "Signed in", FALSE);
+            show(n, n->logout, "logout", "", FALSE);
+            show_api(n, o);
+        } else {
+            char *text = g_strdup_printf("Sign-in failed (%s)", o->error_code);
+            show(n, n->status, "status", text, FALSE);
+            g_free(text);
+        }
+    } else if (g_str_equal(what, "api")) {
+        show_api(n, o);
+    } else if (g_str_equal(what, "resume")) {
+        if (!o->ok) {
+            char *text = g_strdup_printf("Queued logouts not sent (%s)", o->error_code);
+            show(n, n->logout, "logout", text, FALSE);
+            g_free(text);
+        }
+    } else if (g_str_equal(what, "logout")) {
+        if (o->ok) {
+            n->signed_in = FALSE;
+            g_clear_pointer(&n->profile_text, g_free);
+            show(n, n->status, "status", "Signed out", FALSE);
+            show(n, n->profile, "profile", "", FALSE);
+            show(n, n->api, "api", "", FALSE);
+            show(n, n->logout, "logout",
+                 o->outcome == TS_LOGOUT_REVOKED   ? "Logout: revoked at the server"
+                 : o->outcome == TS_LOGOUT_PENDING ? "Logout: pending (the server will be told later)"
+                 : o->outcome == TS_LOGOUT_FAILED  ? "Logout: the server refused the revocation"
+                                                   : "Logout: nothing was stored", FALSE);
+        } else {
+            char *text = g_strdup_printf("Logout failed (%s)", o->error_code);
+            show(n, n->logout, "logout", text, FALSE);
+            g_free(text);
+        }
+    }
+    update_buttons(n);
+    outcome_free(o);
+}
+
+static void run(Notes *n, const char *what, GTaskThreadFunc thread) {
+    n->busy = TRUE;
+    update_buttons(n);
+    GTask *task = g_task_new(NULL, NULL, done, n);
+    g_task_set_name(task, what);        /* which action, for done() */
+    g_task_set_task_data(task, n, NULL); /* the worker's `data` */
+    g_task_run_in_thread(task, thread);
+    g_object_unref(task);
+}
+
+static void on_sign_in(GtkButton *b, Notes *n) {
+    show(n, n->status, "status", "Signing in (finish in the browser)…", FALSE);
+    run(n, "sign-in", sign_in_thread);
+}
+static void on_call(GtkButton *b, Notes *n) { run(n, "api", api_thread); }
+static void on_log_out(GtkButton *b, Notes *n) { run(n, "logout", logout_thread); }
+
+static GtkWidget *label(GtkWidget *box, const char *css) {
+    GtkWidget *l = gtk_label_new("");
+    gtk_label_set_xalign(GTK_LABEL(l), 0);
+    gtk_label_set_wrap(GTK_LABEL(l), TRUE);
+    if (css) gtk_widget_add_css_class(l, css);
+    gtk_box_append(GTK_BOX(box), l);
+    return l;
+}
+
+static GtkWidget *button(GtkWidget *box, const char *mnemonic, GCallback callback, Notes *n) {
+    GtkWidget *b = gtk_button_new_with_mnemonic(mnemonic);
+    g_signal_connect(b, "clicked", callback, n);
+    gtk_box_append(GTK_BOX(box), b);
+    return b;
+}
+
+static void activate(GtkApplication *app, Notes *n) {
+    GtkWidget *window = gtk_application_window_new(app);
+    gtk_window_set_title(GTK_WINDOW(window), "gtk-notes");
+    gtk_window_set_default_size(GTK_WINDOW(window), 460, 300);
+    GtkWidget *box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 10);
+    gtk_widget_set_margin_start(box, 20);
+    gtk_widget_set_margin_end(box, 20);
+    gtk_widget_set_margin_top(box, 20);
+    gtk_widget_set_margin_bottom(box, 20);
+    GtkWidget *title = label(box, "title-2");
+    gtk_label_set_text(GTK_LABEL(title), "gtk-notes · TokenStore");
+    n->status = label(box, "heading");
+    n->profile = label(box, NULL);
+    n->api = label(box, "dim-label");
+    n->logout = label(box, NULL);
+    GtkWidget *row = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 8);
+    gtk_widget_set_margin_top(row, 12);
+    gtk_box_append(GTK_BOX(box), row);
+    n->sign_in = button(row, "_Sign in", G_CALLBACK(on_sign_in), n);
+    n->call = button(row, "_Call the API", G_CALLBACK(on_call), n);
+    n->log_out = button(row, "_Log out", G_CALLBACK(on_log_out), n);
+    gtk_window_set_child(GTK_WINDOW(window), box);
+    show(n, n->status, "status", "Not signed in", FALSE);
+    /* Logouts an earlier run could not deliver (it says nothing unless it fails). */
+    run(n, "resume", resume_thread);
+    gtk_window_present(GTK_WINDOW(window));
+    printf("gtk-notes: window=shown\n");
+}
+
+/* Plain http only to loopback; https anywhere. */
+static gboolean acceptable_url(const char *url) {
+    return g_str_has_prefix(url, "https://") || g_str_has_prefix(url, "http://127.0.0.1:")
+           || g_str_has_prefix(url, "http://[::1]:") || g_str_has_prefix(url, "http://localhost:");
+}
+
+int main(int argc, char **argv) {
+    Notes n = {0};
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (int i = 1; i + 1 < argc; i += 2) {
+        char **slot = g_str_equal(argv[i], "--domain") ? &n.domain
+                      : g_str_equal(argv[i], "--client-id") ? &n.client_id
+                      : g_str_equal(argv[i], "--api") ? &n.api_url
+                      : g_str_equal(argv[i], "--store") ? &n.store_path : NULL;
+        if (slot == NULL) break;
+        *slot = g_strdup(argv[i + 1]);
+    }
+    if (n.domain == NULL || n.client_id == NULL) {
+        fprintf(stderr, "usage: gtk-notes --domain URL --client-id ID [--api URL] [--store PATH]\n");
+        return 64;
+    }
+    if (n.api_url == NULL) n.api_url = g_strconcat(n.domain, g_str_has_suffix(n.domain, "/") ? "" : "/", "userinfo", NULL);
+    if (!acceptable_url(n.api_url)) {
+        fprintf(stderr, "gtk-notes: the API URL must be https, or http to loopback\n");
+        return 64;
+    }
+    ts_error *err = NULL;
+    if (ts_store_open(n.store_path, APP_ID, &n.store, &err) != TS_OK
+        || ts_session_new(n.store, n.domain, n.client_id, &n.session, &err) != TS_OK) {
+        fprintf(stderr, "gtk-notes: %s: %s\n", ts_error_code(err), ts_error_message(err));
+        ts_error_free(err);
+        return 1;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    GtkApplication *app = gtk_application_new(APP_ID, G_APPLICATION_NON_UNIQUE);
+    g_signal_connect(app, "activate", G_CALLBACK(activate), &n);
+    char *plain_argv[] = {argv[0], NULL};
+    int status = g_application_run(G_APPLICATION(app), 1, plain_argv);
+    g_object_unref(app);
+    ts_session_free(n.session);
+    ts_store_close(n.store);
+    curl_global_cleanup();
+    return status;
+}
