@@ -26,9 +26,9 @@ public struct AuthorizationServerClient: Sendable {
     public let logger: TokenStoreLogger
 
     /// The grant type of Auth0's native Apple sign-in token exchange.
-    public static let tokenExchangeGrantType = "urn:ietf:params:oauth:grant-type:token-exchange"
+    static let tokenExchangeGrantType = "urn:ietf:params:oauth:grant-type:token-exchange"
     /// The subject token type of an Apple authorization code at Auth0.
-    public static let appleAuthorizationCodeTokenType = "http://auth0.com/oauth/token-type/apple-authz-code"
+    static let appleAuthorizationCodeTokenType = "http://auth0.com/oauth/token-type/apple-authz-code"
 
     /// A client. The configuration was validated when it was made, so no request can go to a
     /// non-loopback `http://` host.
