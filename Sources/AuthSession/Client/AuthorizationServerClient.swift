@@ -239,7 +239,7 @@ public struct AuthorizationServerClient: Sendable {
                     "Giving up after retryable failures.",
                     metadata: [
                         "oauth.endpoint": endpoint.rawValue, "attempt": "\(attempt)", "error.code": error.code.rawValue,
-                        "retry.after_ms": retryAfter.map { "\(RetryPolicy.nanoseconds($0) / 1_000_000)" } ?? "none",
+                        "retry.after_ms": retryAfter.map { "\($0.wholeMilliseconds)" } ?? "none",
                     ])
                 return (.retryable(error, serverDelay: serverDelay), received)
             case .retry(let delay):
@@ -247,7 +247,7 @@ public struct AuthorizationServerClient: Sendable {
                     "Retrying after a retryable failure.",
                     metadata: [
                         "oauth.endpoint": endpoint.rawValue, "attempt": "\(attempt)", "error.code": error.code.rawValue,
-                        "retry.delay_ms": "\(RetryPolicy.nanoseconds(delay) / 1_000_000)",
+                        "retry.delay_ms": "\(delay.wholeMilliseconds)",
                     ])
                 do {
                     try await clock.sleep(delay)
