@@ -13,7 +13,7 @@ extension TokenStore {
     /// Recording `revoked` raises the store epoch, so a copy of the file from before it opens
     /// as `storeRolledBack` (see <doc:StoreEpoch>).
     /// - Throws: `invalidInput` (reason/detail not a short code), storage errors.
-    public func recordCredentialState(
+    package func recordCredentialState(
         _ state: CredentialState, forUserID userID: String, reason: CredentialStateReason, detail: String? = nil
     ) throws {
         try Self.validate(userID: userID)

@@ -26,9 +26,9 @@ public struct AuthorizationServerClient: Sendable {
     public let logger: TokenStoreLogger
 
     /// The grant type of Auth0's native Apple sign-in token exchange.
-    public static let tokenExchangeGrantType = "urn:ietf:params:oauth:grant-type:token-exchange"
+    static let tokenExchangeGrantType = "urn:ietf:params:oauth:grant-type:token-exchange"
     /// The subject token type of an Apple authorization code at Auth0.
-    public static let appleAuthorizationCodeTokenType = "http://auth0.com/oauth/token-type/apple-authz-code"
+    static let appleAuthorizationCodeTokenType = "http://auth0.com/oauth/token-type/apple-authz-code"
 
     /// A client. The configuration was validated when it was made, so no request can go to a
     /// non-loopback `http://` host.
@@ -239,7 +239,7 @@ public struct AuthorizationServerClient: Sendable {
                     "Giving up after retryable failures.",
                     metadata: [
                         "oauth.endpoint": endpoint.rawValue, "attempt": "\(attempt)", "error.code": error.code.rawValue,
-                        "retry.after_ms": retryAfter.map { "\(RetryPolicy.nanoseconds($0) / 1_000_000)" } ?? "none",
+                        "retry.after_ms": retryAfter.map { "\($0.wholeMilliseconds)" } ?? "none",
                     ])
                 return (.retryable(error, serverDelay: serverDelay), received)
             case .retry(let delay):
@@ -247,7 +247,7 @@ public struct AuthorizationServerClient: Sendable {
                     "Retrying after a retryable failure.",
                     metadata: [
                         "oauth.endpoint": endpoint.rawValue, "attempt": "\(attempt)", "error.code": error.code.rawValue,
-                        "retry.delay_ms": "\(RetryPolicy.nanoseconds(delay) / 1_000_000)",
+                        "retry.delay_ms": "\(delay.wholeMilliseconds)",
                     ])
                 do {
                     try await clock.sleep(delay)

@@ -185,10 +185,7 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 1 }
-        guard seconds < Int64(Int.max / 1000) - 1 else { return Int.max }
-        return max(1, Int(seconds) * 1000 + Int((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000))
+        max(1, Int(clamping: duration.roundedUpMilliseconds))
     }
 
     /// An RFC 9110 token (method or field name).

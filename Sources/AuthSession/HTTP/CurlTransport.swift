@@ -24,7 +24,8 @@ import FoundationEssentials
 ///   so a server trickling its body slowly still times out.
 /// - **Stops at task cancellation** at once (the transfer loop is woken and the progress
 ///   callback aborts), with ``TransportFailure/Kind/cancelled``.
-/// - Maps libcurl's errors into ``TransportFailure`` kinds, with a ``CurlError`` attached.
+/// - Maps libcurl's errors into ``TransportFailure`` kinds, with the libcurl code attached
+///   (its `description` reads `libcurl error 7 (Couldn't connect to server)`).
 ///
 /// The blocking transfer runs on a thread of its own, never on the cooperative pool.
 ///
@@ -137,12 +138,13 @@ public final class CurlTransport: HTTPTransport {
 }
 
 /// A libcurl result code, attached to a ``TransportFailure`` as its underlying error.
-public struct CurlError: Error, Sendable, CustomStringConvertible {
+/// An app reads it only through `description`; the type is the package's.
+package struct CurlError: Error, Sendable, CustomStringConvertible {
     /// The `CURLcode` value (stable across libcurl versions), such as 7 for `CURLE_COULDNT_CONNECT`.
-    public let code: Int
+    package let code: Int
     /// libcurl's generic text for the code (`curl_easy_strerror`: names no host and no data).
-    public let text: String
+    package let text: String
 
     /// `libcurl error 7 (Couldn't connect to server)`.
-    public var description: String { "libcurl error \(code) (\(text))" }
+    package var description: String { "libcurl error \(code) (\(text))" }
 }

@@ -16,8 +16,8 @@ public protocol HTTPTransport: Sendable {
 
 /// A request that produced no complete answer, split the way an app must react to it.
 ///
-/// The original system error (a ``CurlError`` for ``CurlTransport``) stays attached in
-/// ``underlying``.
+/// The original system error stays attached in ``underlying`` (for ``CurlTransport``, the
+/// libcurl code: its `description` reads `libcurl error 7 (Couldn't connect to server)`).
 public struct TransportFailure: Error, Sendable, CustomStringConvertible {
     /// What kind of failure.
     public enum Kind: String, Sendable, CaseIterable {

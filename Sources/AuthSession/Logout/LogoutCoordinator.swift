@@ -238,10 +238,3 @@ package actor LogoutCoordinator {
         do { return try body() } catch let error as TokenStoreError { throw AuthSessionError.storage(error) }
     }
 }
-
-extension Duration {
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

@@ -69,8 +69,8 @@ public struct RetryPolicy: Sendable {
     /// `min(maximumDelay, baseDelay·2ⁿ)`: the upper bound of the backoff before retry `n`
     /// (0 for the first retry).
     package func backoffCeiling(retry n: Int) -> Duration {
-        let cap = Self.nanoseconds(maximumDelay)
-        let base = Self.nanoseconds(baseDelay)
+        let cap = maximumDelay.wholeNanoseconds
+        let base = baseDelay.wholeNanoseconds
         guard base > 0 else { return .zero }
         let shift = max(0, n)
         guard shift < 63 else { return .nanoseconds(cap) }
@@ -80,7 +80,7 @@ public struct RetryPolicy: Sendable {
 
     /// A full-jitter backoff before retry `n`: uniform in `[0, backoffCeiling(retry: n)]`.
     package func backoffDelay(retry n: Int) -> Duration {
-        let ceiling = Self.nanoseconds(backoffCeiling(retry: n))
+        let ceiling = backoffCeiling(retry: n).wholeNanoseconds
         let unit = random.nextUnit()
         let drawn = Int64((Double(ceiling) * unit).rounded(.down))
         return .nanoseconds(min(max(0, drawn), ceiling))
@@ -109,14 +109,6 @@ public struct RetryPolicy: Sendable {
         }
         guard delay <= remaining else { return .giveUp(retryAfter: reported) }
         return .retry(after: delay)
-    }
-
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return seconds < 0 ? Int64.min : Int64.max }
-        let (sum, overflow2) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
-        return overflow2 ? Int64.max : sum
     }
 }
 

@@ -94,7 +94,7 @@ struct IDTokenValidator: Sendable {
         // Claims.
         let claims = token.claims
         let current = now().timeIntervalSince1970
-        let leewaySeconds = Self.seconds(leeway)
+        let leewaySeconds = leeway.timeInterval
         guard claims["iss"]?.string == issuer else { throw .idTokenInvalid(check: .issuer) }
         guard let subject = claims["sub"]?.string, !subject.isEmpty else { throw .idTokenInvalid(check: .subject) }
         let audiences: [String]
@@ -122,7 +122,7 @@ struct IDTokenValidator: Sendable {
         }
         let authenticatedAt = claims["auth_time"]?.number
         if let maxAge {
-            guard let authenticatedAt, authenticatedAt + Self.seconds(maxAge) + leewaySeconds >= current else {
+            guard let authenticatedAt, authenticatedAt + maxAge.timeInterval + leewaySeconds >= current else {
                 throw .idTokenInvalid(check: .authenticationTime)
             }
         }
@@ -138,10 +138,5 @@ struct IDTokenValidator: Sendable {
             subject: subject, name: claims["name"]?.string, email: claims["email"]?.string, emailVerified: emailVerified,
             issuedAt: Date(timeIntervalSince1970: issuedAt), expiresAt: Date(timeIntervalSince1970: expiresAt),
             authenticatedAt: authenticatedAt.map(Date.init(timeIntervalSince1970:)))
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

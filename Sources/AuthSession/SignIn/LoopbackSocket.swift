@@ -87,9 +87,7 @@ enum LoopbackSocket {
 
     static func milliseconds(until instant: ContinuousClock.Instant, from now: ContinuousClock.Instant) -> Int32 {
         guard instant > now else { return 0 }
-        let (seconds, attoseconds) = (instant - now).components
-        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-        return Int32(clamping: milliseconds)
+        return Int32(clamping: (instant - now).roundedUpMilliseconds)
     }
 
     enum BindResult {

@@ -1,5 +1,3 @@
-internal import CSodium
-
 /// The byte forms of column values inside a row MAC (``Envelope/mac(_:_:)``): fixed-width
 /// integers, and optionals with a presence byte so that `NULL` and an empty value differ.
 enum MACField {
@@ -19,9 +17,8 @@ enum MACField {
 
     static func name(_ table: String) -> [UInt8] { Array(table.utf8) }
 
-    /// Whether two MACs are equal, in constant time.
+    /// Whether two MACs are equal, in constant time (``ConstantTime``); an empty MAC never is.
     static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count, !a.isEmpty else { return false }
-        return sodium_memcmp(a, b, a.count) == 0
+        !a.isEmpty && ConstantTime.equal(a, b)
     }
 }

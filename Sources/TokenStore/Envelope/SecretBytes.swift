@@ -103,10 +103,6 @@ public final class SecretBytes: Sendable, Equatable, CustomStringConvertible,
 
     /// Constant-time comparison.
     public static func == (lhs: SecretBytes, rhs: SecretBytes) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        if lhs.count == 0 { return true }
-        return lhs.withUnsafeBytes { a in
-            rhs.withUnsafeBytes { b in sodium_memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
-        }
+        lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in ConstantTime.equal(a, b) } }
     }
 }

@@ -100,21 +100,3 @@ final class GLibCancellable: @unchecked Sendable {
 
     deinit { g_object_unref(pointer) }
 }
-
-extension Duration {
-    /// Whole milliseconds, saturating (a negative duration is 0).
-    var wholeMilliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0 else { return 0 }
-        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000)
-        return overflow ? .max : product.addingReportingOverflow(attoseconds / 1_000_000_000_000_000).partialValue
-    }
-
-    var dispatchInterval: DispatchTimeInterval {
-        let (seconds, attoseconds) = components
-        let nanos = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if nanos.overflow || seconds < 0 { return seconds < 0 ? .nanoseconds(0) : .never }
-        let total = nanos.partialValue.addingReportingOverflow(attoseconds / 1_000_000_000)
-        return total.overflow ? .never : .nanoseconds(Int(clamping: total.partialValue))
-    }
-}

@@ -224,7 +224,7 @@ enum WrappedKeyFile {
         }
         guard bytes.count == totalCount else { throw altered("length") }
         let body = Array(bytes[0..<(totalCount - 32)])
-        guard sodiumEqual(Blake2b.digest(body), Array(bytes[(totalCount - 32)...])) else { throw altered("checksum") }
+        guard ConstantTime.equal(Blake2b.digest(body), Array(bytes[(totalCount - 32)...])) else { throw altered("checksum") }
         let header = Array(bytes[0..<headerCount])
         guard Array(header[0..<4]) == magic else { throw altered("not a wrapped-key file") }
         guard header[4] == version else { throw altered("unknown version") }
@@ -235,7 +235,7 @@ enum WrappedKeyFile {
         else { throw altered("parameters out of bounds") }
         guard passphrase.count > 0 else { throw TokenStoreError(.wrongPassphrase, "The passphrase is empty.") }
         let derived = try derive(passphrase, header: header)
-        guard sodiumEqual(verifier(derived, header: header, reference: reference), Array(bytes[headerCount..<(headerCount + 32)])) else {
+        guard ConstantTime.equal(verifier(derived, header: header, reference: reference), Array(bytes[headerCount..<(headerCount + 32)])) else {
             throw TokenStoreError(
                 .wrongPassphrase, "The passphrase does not open the wrapped data key.",
                 hint: "Supply the passphrase the store was created with.")
@@ -296,9 +296,5 @@ enum WrappedKeyFile {
 
     private static func readLittleEndian(_ bytes: [UInt8], at offset: Int) -> UInt64 {
         (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[offset + $1]) << (8 * UInt64($1)) }
-    }
-
-    private static func sodiumEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        a.count == b.count && sodium_memcmp(a, b, a.count) == 0
     }
 }

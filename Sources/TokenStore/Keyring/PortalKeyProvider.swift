@@ -181,7 +181,7 @@ enum PortalKeyFile {
         guard bytes.count == totalCount else { throw altered("length") }
         let body = Array(bytes[0..<(totalCount - 32)])
         let checksum = Array(bytes[(totalCount - 32)...])
-        guard sodium_memcmp(Blake2b.digest(body), checksum, 32) == 0 else { throw altered("checksum") }
+        guard ConstantTime.equal(Blake2b.digest(body), checksum) else { throw altered("checksum") }
         let header = Array(bytes[0..<headerCount])
         guard Array(header[0..<4]) == magic else { throw altered("not a portal wrapped-key file") }
         guard header[4] == version else { throw altered("unknown version") }

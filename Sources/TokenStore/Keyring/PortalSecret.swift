@@ -35,7 +35,7 @@ enum PortalSecret {
     ///   portal refused: its hint names the portal), `timedOut`, `cancelled`, `ioError`.
     static func masterKey(timeout: Duration) throws(TokenStoreError) -> SecretBytes {
         try GLibWorkerThread.run("portal secret", timeout: timeout) { cancellable throws(TokenStoreError) in
-            try retrieve(cancellable, timeoutMilliseconds: Int32(clamping: timeout.components.seconds * 1_000 + 1_000))
+            try retrieve(cancellable, timeoutMilliseconds: Int32(clamping: (timeout + .seconds(1)).wholeMilliseconds))
         }
     }
 

@@ -8,8 +8,8 @@ public struct PendingRevocation: Sendable {
     public let account: AccountID
     /// The Apple user id of the account, when it was known.
     public let appleUserID: String?
-    /// The token to revoke.
-    public let refreshToken: SecretBytes
+    /// The token to revoke: for the package's logout outbox only, never handed to an app.
+    package let refreshToken: SecretBytes
     /// The reason recorded when the logout completes.
     public let reason: CredentialStateReason
     public let attempts: Int
@@ -24,21 +24,21 @@ public struct PendingRevocation: Sendable {
 /// An outbox row that does not open (tampered, damaged, or under a key the store does not
 /// use): its token cannot be revoked. It is listed so that it can be seen and, explicitly,
 /// discarded by id (``SessionLedger/discardUnreadablePendingRevocation(id:)``).
-public struct UnreadablePendingRevocation: Sendable, Equatable {
+package struct UnreadablePendingRevocation: Sendable, Equatable {
     /// The entry's random id (hex): the only thing known about it besides its creation time.
-    public let id: String
+    package let id: String
     /// Why it does not open (no secret, no identifier).
-    public let reason: String
+    package let reason: String
     /// When the entry was queued, as the row says (unauthenticated).
-    public let createdAt: Date
+    package let createdAt: Date
 }
 
 /// The outbox: the entries that open, and the rows that do not.
-public struct PendingRevocationList: Sendable {
+package struct PendingRevocationList: Sendable {
     /// The entries, oldest first.
-    public var entries: [PendingRevocation]
+    package var entries: [PendingRevocation]
     /// The rows that did not open, oldest first; one bad row never hides the others.
-    public var unreadable: [UnreadablePendingRevocation]
+    package var unreadable: [UnreadablePendingRevocation]
 }
 
 /// What ``SessionLedger/beginLogout(account:reason:)`` found and did.

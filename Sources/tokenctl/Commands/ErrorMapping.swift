@@ -222,8 +222,7 @@ enum ErrorMapping {
 
     /// `duration` rounded to whole seconds.
     private static func wholeSeconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return Int((Double(seconds) + Double(attoseconds) / 1e18).rounded())
+        Int(duration.timeInterval.rounded())
     }
 
     /// The store's hints are sentences for developers; a CLI hint starts lower-case without a final period.
