@@ -38,9 +38,9 @@ import TestSupport
         #expect(result.standardOutput == "", sourceLocation: sourceLocation)
     }
 
-    private let getUsage = "tokenctl get --account <account> --kind <kind> [--service <service>] [--reveal]"
+    private let getUsage = "tokenctl get --account <account> --kind <kind> [--service <service>] [--reveal] [--raw]"
     private let rootUsage =
-        "tokenctl [--store <path> | --app-id <id>] [--json] [--quiet] [--passphrase-fd <fd>] [--key-provider <name>] <subcommand>"
+        "tokenctl [--store <path> | --app-id <id>] [--json] [--quiet] [--verbose] [--passphrase-fd <fd>] [--key-provider <name>] <subcommand>"
 
     // MARK: Accepted forms
 

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The one error type of the `TokenStore` module.
 ///
 /// Errors are for the app's developers: each has a stable ``Code``, a message that never
@@ -112,7 +116,7 @@ public struct TokenStoreError: CodedError {
             switch self {
             case .sqlite(let code, let message): return "SQLite error \(code): \(message)"
             case .glib(let domain, let code, let message): return "\(domain) error \(code): \(message)"
-            case .posix(let errno, let operation): return "\(operation) failed: errno \(errno)"
+            case .posix(let errno, let operation): return "\(operation) failed: \(String(cString: strerror(errno))) (errno \(errno))"
             case .other(let text): return text
             }
         }

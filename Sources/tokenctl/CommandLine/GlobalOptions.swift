@@ -15,6 +15,8 @@ struct GlobalOptions: Sendable, Equatable {
     var json = false
     /// `--quiet`: no progress and no informational lines; errors still go to stderr.
     var quiet = false
+    /// `--verbose`: the library's log at debug level and the causes of errors, on stderr.
+    var verbose = false
     /// `--passphrase-fd N`: read the store passphrase from this open file descriptor.
     var passphraseFileDescriptor: Int32?
     /// `--key-provider NAME` (or `TOKENCTL_KEY_PROVIDER`): `auto` (the default), `secret-service`, `portal`.
@@ -35,6 +37,9 @@ struct GlobalOptions: Sendable, Equatable {
     static let json = OptionSpec.flag("json", "Print one JSON document with stable, sorted keys instead of text.")
     static let quiet = OptionSpec.flag(
         "quiet", "Print no progress and no informational lines; errors are still printed.")
+    static let verbose = OptionSpec.flag(
+        "verbose",
+        "Show the library's log (debug level) and the cause of an error (errno, SQLite or D-Bus text) on stderr; never a secret, an account name or a user id.")
     static let passphraseFileDescriptor = OptionSpec.value(
         "passphrase-fd", "fd", rule: .nonNegativeInteger,
         "Read the store passphrase from this open file descriptor (passphrase key provider).")
@@ -45,7 +50,7 @@ struct GlobalOptions: Sendable, Equatable {
         "Where the data key is kept: auto (Secret Service, or the Secret portal in a Flatpak sandbox), secret-service, portal.")
 
     /// The declarations of the global options, shown under GLOBAL OPTIONS in every command's help.
-    static let specs = [store, appID, json, quiet, passphraseFileDescriptor, keyProvider]
+    static let specs = [store, appID, json, quiet, verbose, passphraseFileDescriptor, keyProvider]
 
     /// The global options that may not be combined.
     static let mutuallyExclusive = [[store.name, appID.name]]
@@ -59,6 +64,7 @@ struct GlobalOptions: Sendable, Equatable {
         }
         json = root.isSet(Self.json)
         quiet = root.isSet(Self.quiet)
+        verbose = root.isSet(Self.verbose)
         passphraseFileDescriptor = root.value(Self.passphraseFileDescriptor).flatMap { Int32($0) }
         keyProvider = root.value(Self.keyProvider).flatMap(KeyProviderName.init(rawValue:)) ?? .auto
     }

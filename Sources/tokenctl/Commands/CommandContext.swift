@@ -19,6 +19,12 @@ struct CommandContext {
 
     var json: Bool { global.json }
 
+    /// The library's log: on stderr at debug level with `--verbose`, else off. The library
+    /// logs no secret, account name or user id at any level.
+    var logger: TokenStoreLogger {
+        global.verbose ? .standardError(label: "tokenstore", level: .debug) : .disabled
+    }
+
     // MARK: The store
 
     /// The database path and the app id of the store the user named.
@@ -97,7 +103,8 @@ struct CommandContext {
         let modeFiles = [(directory.isEmpty ? "." : directory, "store directory", 0o700), (location.path, "database file", 0o600)]
         let before = modeFiles.map { FileLayout.mode(of: $0.0) }
         let store = try TokenStore(
-            path: location.path, appID: location.appID, keyProvider: provider, options: .init(readOnly: readOnly))
+            path: location.path, appID: location.appID, keyProvider: provider, logger: logger,
+            options: .init(readOnly: readOnly))
         for (file, old) in zip(modeFiles, before) {
             if let old, old != file.2, FileLayout.mode(of: file.0) == file.2 {
                 note("made the \(file.1) \(Format.mode(file.2)) (it was \(Format.mode(old)))")

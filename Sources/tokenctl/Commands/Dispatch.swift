@@ -26,6 +26,10 @@ func run(_ invocation: CommandInvocation, console: Console) throws -> ExitCode {
     } catch let error as CommandFailure {
         throw error
     } catch {
+        // With --verbose, the attached cause (errno, SQLite, GLib: never a secret) goes first.
+        if context.global.verbose, let cause = ErrorMapping.cause(of: error) {
+            console.writeError("\(CommandTable.root.name): cause: \(cause)\n")
+        }
         if let failure = ErrorMapping.failure(for: error) { throw failure }
         throw error
     }

@@ -15,6 +15,20 @@ import TokenStore
 ///
 /// Messages come from the errors themselves, which never hold a secret or an identifier.
 enum ErrorMapping {
+    /// The cause attached to a store or session error (an errno, an SQLite result, a GLib
+    /// error, a transport failure), described without secrets; `nil` when there is none.
+    static func cause(of error: any Error) -> String? {
+        switch error {
+        case let error as TokenStoreError:
+            return error.cause.map { "\($0)" }
+        case let error as AuthSessionError:
+            if case .storage(let storeError)? = error.cause { return cause(of: storeError) }
+            return error.cause.map { "\($0)" }
+        default:
+            return nil
+        }
+    }
+
     /// The failure to print for `error`, or `nil` when it is not an error of the store or the session.
     static func failure(for error: any Error) -> CommandFailure? {
         switch error {

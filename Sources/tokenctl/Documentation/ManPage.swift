@@ -33,16 +33,73 @@ struct ManPage {
             }
             lines += command.options.flatMap(option)
         }
+        lines.append(".SH EXIT STATUS")
+        for (status, meaning) in Self.exitStatuses {
+            lines += [".TP", "\\fB\(status)\\fR", Self.escape(meaning)]
+        }
+        lines.append(".SH ENVIRONMENT")
+        for (variable, meaning) in Self.environment {
+            lines += [".TP", "\\fB\(variable)\\fR", Self.escape(meaning)]
+        }
+        lines.append(".SH FILES")
+        for (file, meaning) in Self.files {
+            lines += [".TP", "\\fI\(Self.escape(file))\\fR", Self.escape(meaning)]
+        }
+        lines.append(".SH EXAMPLES")
+        for (what, command) in Self.examples {
+            lines += [".PP", Self.escape(what), ".PP", ".nf", ".RS 4", Self.escape(command), ".RE", ".fi"]
+        }
         lines += [
-            ".SH EXIT STATUS",
-            "0 ok, 64 usage error, 65 data error, 66 no store at the path, 69 unavailable, 75 temporary failure, "
-                + "77 permission, 78 configuration (the server cannot give what was asked; wrongKeyProvider: the store needs another key provider), "
-                + "1 anything else.",
             ".SH SEE ALSO",
-            "The TokenStore README; \\fBtokenctl help\\fR \\fIcommand\\fR.",
+            "\\fBsecret\\-tool\\fR(1), \\fBgnome\\-keyring\\-daemon\\fR(1); the TokenStore README; "
+                + "\\fBtokenctl help\\fR \\fIcommand\\fR.",
         ]
         return lines.joined(separator: "\n") + "\n"
     }
+
+    /// Every exit status tokenctl uses (sysexits), with the error codes behind each.
+    static let exitStatuses: [(Int32, String)] = [
+        (0, "Success."),
+        (1, "Anything else: an item or account that is not there, a pending revocation that could not be finished."),
+        (64, "Usage error: an unknown command or option, a missing or malformed value, an argument that is not UTF-8, a store path that names a directory."),
+        (65, "Data error: a tampered row (integrityCheckFailed), a corrupt file (databaseCorrupt), a schema changed outside TokenStore (schemaTampered), a lost data key (dataKeyMissing), a file older than its epoch (storeRolledBack), another program's database (notAStore), a store a read-only command cannot use before it is migrated (migrationRequired)."),
+        (66, "No store at the given path."),
+        (69, "Unavailable: no Secret Service (secretServiceUnavailable), the authorization server unreachable."),
+        (75, "Temporary failure: the keyring is locked, a revocation is pending, rate limited, the database busy, a browser sign-in declined or not finished in time."),
+        (77, "Permission: an unsafe file layout (a symbolic or hard link, a directory others can write, another owner, permission denied), a wrong passphrase, a sign-in of another user without --allow-user-change."),
+        (78, "Configuration: the store needs another key provider (wrongKeyProvider), or token --min-ttl is longer than the server's tokens live."),
+    ]
+
+    /// The environment variables tokenctl reads.
+    static let environment: [(String, String)] = [
+        ("TOKENCTL_STORE", "The store database file when neither --store nor --app-id is given."),
+        ("TOKENCTL_DOMAIN, TOKENCTL_CLIENT_ID", "The authorization server and the client id for the session commands when --domain and --client-id are not given."),
+        ("TOKENCTL_KEY_PROVIDER", "The key provider when --key-provider is not given: auto, secret-service or portal."),
+        ("XDG_DATA_HOME", "Where --app-id ID finds its store: $XDG_DATA_HOME/ID/tokens.sqlite (default ~/.local/share)."),
+        ("XDG_STATE_HOME", "Where the passphrase and portal key providers keep key files and store epochs: $XDG_STATE_HOME/tokenstore/keys (default ~/.local/state)."),
+        ("DBUS_SESSION_BUS_ADDRESS", "The session bus on which the Secret Service is reached."),
+        ("BROWSER", "The browser login --browser starts (a colon-separated list); else the desktop's handler through GIO, else xdg-open."),
+        ("NO_COLOR", "Honoured trivially: tokenctl never prints colours."),
+    ]
+
+    /// The files tokenctl reads and writes.
+    static let files: [(String, String)] = [
+        ("$XDG_DATA_HOME/APP-ID/tokens.sqlite", "An app's store (mode 0600 in a 0700 directory), with its -wal and -shm side files while it is open."),
+        ("$XDG_STATE_HOME/tokenstore/keys/", "Passphrase-wrapped data keys and the store epochs of the passphrase and portal key providers."),
+        ("the Secret Service's default collection", "The data key item (label \"TokenStore data key \u{2014} APP-ID\") and the store epoch item of a Secret Service store."),
+    ]
+
+    /// Command lines a user types first.
+    static let examples: [(String, String)] = [
+        ("Store a secret read from stdin, then print it alone for a script:",
+         "printf '%s' \"$SECRET\" | tokenctl --app-id org.example.notes put --account alice\nS=$(tokenctl --app-id org.example.notes get --account alice --raw)"),
+        ("What a store holds and whether it is healthy:", "tokenctl --app-id org.example.notes status\ntokenctl --app-id org.example.notes verify"),
+        ("Sign in through the browser, then log out (offline: the revocation waits in the outbox):",
+         "tokenctl --app-id org.example.notes login --browser --account alice --domain https://TENANT.auth0.com --client-id ID\ntokenctl --app-id org.example.notes logout --account alice\ntokenctl --app-id org.example.notes resume --all"),
+        ("A passphrase store (the passphrase from a file descriptor, never from an argument):",
+         "tokenctl --store ./tokens.sqlite --passphrase-fd 3 list 3<passphrase.txt"),
+        ("See why a command failed (the library's log and the error's cause):", "tokenctl --verbose --app-id org.example.notes list"),
+    ]
 
     private func synopsis(_ command: CommandSpec) -> String {
         var words = ["\\fB\(root.name) \(command.name)\\fR"]

@@ -37,7 +37,7 @@ struct ServerOptions: Sendable {
         _ context: CommandContext, createStore: Bool = false
     ) throws -> (store: TokenStore, session: TokenSession) {
         let store = try context.openStore(create: createStore)
-        return (store, TokenSession(store: store, configuration: configuration))
+        return (store, TokenSession(store: store, configuration: configuration, logger: context.logger))
     }
 
     /// The scopes given with `--scope` (each value may hold several, space-separated), or

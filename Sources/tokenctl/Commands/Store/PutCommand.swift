@@ -37,6 +37,8 @@ struct PutCommand: TokenctlCommand {
             "kind": .string(key.kind.rawValue), "fingerprint": .string(fingerprint),
             "byteCount": .int(secret.count),
         ]
+        // The confirmation is an informational line: --quiet silences it (--json still prints its document).
+        if context.global.quiet && !context.json { return .ok }
         context.emit(document) { "Stored \(key.kind.rawValue) (\(secret.count) bytes, fingerprint \(fingerprint)).\n" }
         return .ok
     }
