@@ -88,9 +88,11 @@ const char *ts_version(void);
  * On TS_OK, `*out` holds a handle to release with ts_store_close(); otherwise it is NULL.
  * Codes: secretServiceUnavailable, keyringLocked, dataKeyMissing, dataKeyCorrupt,
  * databaseCorrupt, schemaTooNew, migrationFailed, unsafeFileLayout, invalidInput, ioError,
- * timedOut, notAStore (another program's database at the path: refused before anything is
- * written, the file left unchanged), wrongKeyProvider (the store's key was made by another key
- * provider, e.g. a passphrase; the message names it).
+ * timedOut, databaseBusy, diskFull, schemaTampered (the schema was changed outside TokenStore),
+ * storeRolledBack (the file is an older copy than its epoch in the key provider),
+ * wrongPassphrase, notAStore (another program's database at the path: refused before anything
+ * is written, the file left unchanged), wrongKeyProvider (the store's key was made by another
+ * key provider, e.g. a passphrase; the message names it).
  */
 int ts_store_open(const char *path_or_null, const char *app_id, ts_store **out, ts_error **err);
 
