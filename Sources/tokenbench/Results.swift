@@ -53,6 +53,8 @@ struct SessionFigures {
 /// The whole run.
 struct RunResults {
     var sizes: [SizeFigures] = []
+    /// Only TokenStore's cold opens were measured (`--open-only`).
+    var openOnly = false
     var session: SessionFigures?
     /// Warm, in-process single libsecret lookups at the smallest size (the unit for "cold open
     /// within 2× of a single libsecret lookup").

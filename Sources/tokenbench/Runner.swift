@@ -9,6 +9,8 @@ final class Runner {
     let directory: String
     let appID = "dev.tokenstore.bench"
     var results = RunResults()
+    /// Only TokenStore's populate and cold opens (`--open-only`): no get/put/delete/list, no other backend.
+    var openOnly = false
     var rng: SplitMix64
     private var generation = 1
 
@@ -50,6 +52,10 @@ final class Runner {
                 &store, size: size, from: populated[.tokenStore]!)
             populated[.tokenStore] = size
 
+            if openOnly {
+                results.sizes.append(figures)
+                continue
+            }
             // Plaintext SQLite.
             Self.log("plaintext SQLite at \(Format.count(size)) items")
             figures.backends[.plaintext] = try measurePlaintext(&plaintext, size: size, from: populated[.plaintext]!)
@@ -96,6 +102,16 @@ final class Runner {
             let expected = Workload.token(index)
             let current = secret.copyBytes()
             guard current.count == expected.count else { throw BenchFailure("TokenStore returned a wrong size") }
+        }
+
+        if openOnly {
+            store.close()
+            holder = nil
+            (figures.samples[.openChild], figures.samples[.openSpawn]) = try coldOpens(size: size) { index in
+                ["open-once", tokenStorePath, appID, String(index)]
+            }
+            holder = try TokenStore(path: tokenStorePath, appID: appID)
+            return figures
         }
 
         // get: random existing items.

@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 let usage = """
-    USAGE: tokenbench [--quick] [--server URL] [--output FILE] [--dir DIR] [--seed N] [--keep] [--session-only]
+    USAGE: tokenbench [--quick] [--server URL] [--output FILE] [--dir DIR] [--seed N] [--keep] [--session-only] [--open-only]
 
     Measures TokenStore, libsecret one-item-per-token and plaintext SQLite in one run and
     prints a Markdown table. Run it inside a Secret Service session (scripts/with-keyring);
@@ -22,6 +22,7 @@ let usage = """
       --seed N         the seed of the random key choice (default: 1)
       --keep           keep the stores afterwards
       --session-only   only the session-layer figures (needs --server)
+      --open-only      only TokenStore's cold opens at each size (writes nothing unless --output)
       -h, --help       show this help
 
     Internal modes (the cold-open children): open-once PATH APPID INDEX,
@@ -86,6 +87,7 @@ struct Options {
     var seed: UInt64 = 1
     var keep = false
     var sessionOnly = false
+    var openOnly = false
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -106,6 +108,7 @@ struct Options {
             case "--quick": options.quick = true
             case "--keep": options.keep = true
             case "--session-only": options.sessionOnly = true
+            case "--open-only": options.openOnly = true
             case "--server":
                 guard let url = URL(string: value(name, inline)), url.scheme != nil else { usageError("--server needs a URL") }
                 options.server = url
@@ -151,12 +154,14 @@ try? FileManager.default.createDirectory(atPath: directory, withIntermediateDire
 
 let environment = Environment.collect()
 let runner = Runner(plan: plan, directory: directory)
+runner.openOnly = options.openOnly
+runner.results.openOnly = options.openOnly
 runner.results.loadBefore = Environment.loadAverage
 Runner.log("\(plan.quick ? "quick" : "full") run in \(directory); load \(runner.results.loadBefore)")
 let started = monotonicNanos()
 do {
     if !options.sessionOnly { try runner.run() }
-    if let server = options.server {
+    if let server = options.server, !options.openOnly {
         Runner.log("session layer against \(server.absoluteString)")
         let bench = SessionBench(serverURL: server, directory: directory + "/session", iterations: plan.sessionIterations)
         do {
@@ -178,6 +183,7 @@ if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
 
 let report = Report(results: runner.results, environment: environment, plan: plan)
 print(report.markdown)
+if let metric = report.openScalingMetric { print(metric) }
 if let output = options.output {
     do {
         try report.write(to: output)

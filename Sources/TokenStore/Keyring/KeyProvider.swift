@@ -81,6 +81,7 @@ public protocol KeyProvider: Sendable {
     /// - Parameters:
     ///   - storeID: the store's random id (32 lowercase hex digits).
     ///   - appID: the app id, for a human-readable label only.
+    ///   - epoch: the value to raise it to.
     /// - Throws: ``TokenStoreError`` `keyringLocked`, `secretServiceUnavailable`, `timedOut`,
     ///   `invalidInput`, `ioError`.
     func raiseStoreEpoch(storeID: String, appID: String, to epoch: UInt64) throws

@@ -29,7 +29,9 @@ public enum KeyProviderSelection {
     }
 
     /// The provider for the store at `storePath`, chosen as described above.
-    /// - Parameter probeTimeout: the bound of the bus question asked inside a sandbox.
+    /// - Parameters:
+    ///   - storePath: the store's database file, whose recorded key provider is kept.
+    ///   - probeTimeout: the bound of the bus question asked inside a sandbox.
     public static func automatic(storePath: String, probeTimeout: Duration = .seconds(3)) -> any KeyProvider {
         automatic(storePath: storePath, probeTimeout: probeTimeout, sandboxed: isSandboxed())
     }

@@ -16,7 +16,7 @@ extension PassphraseKeyProvider {
         try StoreEpochFiles(directory: directory).epoch(storeID: storeID)
     }
 
-    /// Raises the store's epoch (see ``StoreEpochFiles/raise(storeID:to:)``).
+    /// Raises the store's epoch (see `StoreEpochFiles.raise(storeID:to:)`).
     /// - Throws: `integrityCheckFailed`, `unsafeFileLayout`, `invalidInput`, `ioError`.
     public func raiseStoreEpoch(storeID: String, appID: String, to epoch: UInt64) throws {
         try StoreEpochFiles(directory: directory).raise(storeID: storeID, to: epoch)

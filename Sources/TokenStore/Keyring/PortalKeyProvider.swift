@@ -7,7 +7,7 @@ import FoundationEssentials
 /// is libsecret's own design inside a sandbox (its file backend), so it protects the keys
 /// as the platform does, not less.
 ///
-/// Chosen automatically (``KeyProviderSelection/automatic(storePath:)``, the store's default)
+/// Chosen automatically (``KeyProviderSelection/automatic(storePath:probeTimeout:)``, the store's default)
 /// only when the process runs in a sandbox (`/.flatpak-info` exists) and no Secret Service
 /// answers; anywhere else only when the app passes it explicitly:
 ///

@@ -71,12 +71,15 @@ enum StoreEpoch {
     ) throws -> StoreEpochStatus {
         guard try hasColumns(db) else { return StoreEpochStatus(file: 0, keyProvider: 0) }
         let storeID = Hex.encode(envelope.storeID)
-        let (file, outbox, refreshTokens) = try db.readTransaction {
-            (try read(db, envelope: envelope), try db.scalarInt("SELECT count(*) FROM pending_revocations") ?? 0,
-             try db.scalarInt("SELECT count(*) FROM items WHERE kind = ?", [.int(Int64(ItemKind.refreshToken.code))]) ?? 0)
-        }
+        let file = try read(db, envelope: envelope)
         let kept = try providerEpoch ?? provider.storeEpoch(storeID: storeID)
         if file < kept {
+            // Counted only here, to word the error: a count at every open reads every page of
+            // `items` and made the open grow with the store (issue 25, item 8).
+            let (outbox, refreshTokens) = try db.readTransaction {
+                (try db.scalarInt("SELECT count(*) FROM pending_revocations") ?? 0,
+                 try db.scalarInt("SELECT count(*) FROM items WHERE kind = ?", [.int(Int64(ItemKind.refreshToken.code))]) ?? 0)
+            }
             throw rolledBack(file: file, keyProvider: kept, outbox: Int(outbox), refreshTokens: Int(refreshTokens))
         }
         if file > kept {

@@ -23,7 +23,7 @@ public struct PendingRevocation: Sendable {
 
 /// An outbox row that does not open (tampered, damaged, or under a key the store does not
 /// use): its token cannot be revoked. It is listed so that it can be seen and, explicitly,
-/// discarded by id (``SessionLedger/discardUnreadablePendingRevocation(id:)``).
+/// discarded by id (`SessionLedger.discardUnreadablePendingRevocation(id:)`, a package API).
 package struct UnreadablePendingRevocation: Sendable, Equatable {
     /// The entry's random id (hex): the only thing known about it besides its creation time.
     package let id: String
