@@ -73,7 +73,8 @@ typedef enum ts_logout_outcome {
     TS_LOGOUT_REVOKED = 0,   /**< Revoked at the server; the local entries are deleted. */
     TS_LOGOUT_NOT_FOUND = 1, /**< Nothing was stored for the account; no network call. */
     TS_LOGOUT_PENDING = 2,   /**< Logged out here; revoked later (ts_session_resume). */
-    TS_LOGOUT_FAILED = 3     /**< Logged out here; the server refused the revocation for good. */
+    TS_LOGOUT_FAILED = 3,    /**< Logged out here; the server refused the revocation for good. */
+    TS_LOGOUT_NOT_REVOCABLE = 4 /**< Deleted here; the server has no revocation endpoint (nothing queued). */
 } ts_logout_outcome;
 
 /** The library's version ("MAJOR.MINOR.PATCH"), a static string. */

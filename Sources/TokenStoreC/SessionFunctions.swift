@@ -77,6 +77,7 @@ public func ts_session_logout(
         case .notFound: out.pointee = TS_LOGOUT_NOT_FOUND
         case .revocationPending: out.pointee = TS_LOGOUT_PENDING
         case .revocationFailed: out.pointee = TS_LOGOUT_FAILED
+        case .notRevocable: out.pointee = TS_LOGOUT_NOT_REVOCABLE
         }
         return CCall.ok
     }

@@ -353,6 +353,8 @@ import TokenStore
             (.authorizationFailed, "authorizationFailed"), (.stateMismatch, "stateMismatch"),
             (.idTokenInvalid, "idTokenInvalid"), (.loopbackUnavailable, "loopbackUnavailable"),
             (.browserUnavailable, "browserUnavailable"), (.minimumTTLTooLarge, "minimumTTLTooLarge"),
+            (.notRevocable, "notRevocable"), (.authorizationMisconfigured, "authorizationMisconfigured"),
+            (.issuerMismatch, "issuerMismatch"),
         ]
         #expect(AuthSessionError.Code.allCases.map(\.rawValue) == patterns.map(\.1))
         for (pattern, rawValue) in patterns {

@@ -93,13 +93,26 @@ public struct AuthSessionError: CodedError {
         /// No way to open the user's browser worked (`$BROWSER`, GIO, `xdg-open`).
         public static let browserUnavailable = Code(rawValue: "browserUnavailable")
 
+        /// The server has no revocation endpoint (its discovery document names none): a
+        /// refresh token can only be deleted locally, never revoked (Microsoft Entra).
+        public static let notRevocable = Code(rawValue: "notRevocable")
+        /// The authorization endpoint refused the sign-in request itself (`invalid_scope`,
+        /// `unauthorized_client`, `invalid_request`, `unsupported_response_type` on the
+        /// redirect): a configuration error that retrying or another user will not fix, not a
+        /// user who declined. ``AuthSessionError/oauthError`` and
+        /// ``AuthSessionError/oauthErrorDescription`` hold the server's (untrusted) text.
+        public static let authorizationMisconfigured = Code(rawValue: "authorizationMisconfigured")
+        /// The sign-in redirect's `iss` (RFC 9207) was missing or named another issuer, while
+        /// the server says it sends one: the answer may come from another server (mix-up).
+        public static let issuerMismatch = Code(rawValue: "issuerMismatch")
+
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
             .interactionRequired, .serverDeclinedScopes, .notConnectedToInternet, .timedOut,
             .rateLimited, .serverError, .invalidClient, .invalidRequest, .unsupportedTokenType,
             .invalidGrant, .unexpectedResponse, .tlsFailure, .cancelled, .insecureConfiguration,
             .storage, .authorizationFailed, .stateMismatch, .idTokenInvalid, .loopbackUnavailable,
-            .browserUnavailable, .minimumTTLTooLarge,
+            .browserUnavailable, .minimumTTLTooLarge, .notRevocable, .authorizationMisconfigured, .issuerMismatch,
         ]
     }
 
@@ -284,6 +297,13 @@ extension AuthSessionError {
     /// Matches ``Code/minimumTTLTooLarge``.
     public static let minimumTTLTooLarge = Self(
         .minimumTTLTooLarge, "The minimum TTL is longer than the server's access tokens live.")
+    /// Matches ``Code/notRevocable``.
+    public static let notRevocable = Self(.notRevocable, "The server cannot revoke refresh tokens.")
+    /// Matches ``Code/authorizationMisconfigured``.
+    public static let authorizationMisconfigured = Self(
+        .authorizationMisconfigured, "The authorization server refused the sign-in request as misconfigured.")
+    /// Matches ``Code/issuerMismatch``.
+    public static let issuerMismatch = Self(.issuerMismatch, "The sign-in redirect named another issuer.")
 }
 
 /// Turns server-supplied text into something safe to show: printable ASCII only, runs that
