@@ -166,6 +166,7 @@ REDIRECT_FAULTS = {
     "wrong_state": "the redirect carries a state the app never sent (and a valid code)",
     "access_denied": "the user cancels at Apple: error=access_denied&error_description=...&state=...",
     "no_redirect": "/login/callback answers a page and never redirects: the app's callback is never called",
+    "wrong_iss_param": "the redirect carries iss=https://attacker.example/ (RFC 9207 mix-up), with a valid code",
     "oauth_error": "the redirect carries error=<error, default invalid_scope>&error_description=...&state=...",
 }
 # declined_scopes: scopes a refresh answer leaves out although the grant holds them (a policy
@@ -1045,7 +1046,9 @@ def login_callback():
         def to_app(params):
             if state:
                 params.append(("state", state))
-            if current_profile().get("iss_parameter"):  # RFC 9207
+            if kind == "wrong_iss_param":
+                params.append(("iss", "https://attacker.example/"))
+            elif current_profile().get("iss_parameter"):  # RFC 9207
                 params.append(("iss", profiles.document_issuer(profile_name(), issuer())))
 
             return redirect_to(tx["redirect_uri"], params)

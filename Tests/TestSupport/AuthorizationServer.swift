@@ -489,6 +489,8 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
         case noRedirect
         /// The redirect carries `error=<error>` (such as `invalid_scope`) and the app's `state`.
         case oauthError(String, description: String? = nil)
+        /// The redirect carries `iss=https://attacker.example/` (an RFC 9207 mix-up) and a valid code.
+        case wrongIssuerParameter
     }
 
     /// The provider profiles of the server (Tests/AuthServer/profiles.py).
@@ -546,6 +548,7 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
         case .oauthError(let error, let description):
             body = ["fault": "oauth_error", "error": error]
             if let description { body["error_description"] = description }
+        case .wrongIssuerParameter: body = ["fault": "wrong_iss_param"]
         }
         _ = try control("POST", "oidc/next_redirect", body)
     }

@@ -172,7 +172,11 @@ public struct AuthSessionError: CodedError {
         self.code = code
         self.message = message
         self.httpStatus = httpStatus
-        self.oauthError = oauthError.map { TextSanitizer.sanitize($0, limit: 64) }
+        // A registered OAuth error code is kept as it is, however long (`unsupported_response_type`
+        // is 25 characters: the token-like-run rule would redact it).
+        self.oauthError = oauthError.map {
+            Self.registeredOAuthErrors.contains($0) ? $0 : TextSanitizer.sanitize($0, limit: 64)
+        }
         self.oauthErrorDescription = oauthErrorDescription.map { TextSanitizer.sanitize($0) }
         self.retryAfter = retryAfter
         self.grantedScopes = grantedScopes
@@ -297,6 +301,13 @@ extension AuthSessionError {
     /// Matches ``Code/minimumTTLTooLarge``.
     public static let minimumTTLTooLarge = Self(
         .minimumTTLTooLarge, "The minimum TTL is longer than the server's access tokens live.")
+    /// OAuth error codes of RFC 6749, RFC 7009 and OpenID Connect Core that the sanitizer's
+    /// token-like-run rule (24 or more characters) would otherwise redact.
+    static let registeredOAuthErrors: Set<String> = [
+        "unsupported_response_type", "account_selection_required", "consent_required",
+        "interaction_required", "request_uri_not_supported", "registration_not_supported",
+    ]
+
     /// Matches ``Code/notRevocable``.
     public static let notRevocable = Self(.notRevocable, "The server cannot revoke refresh tokens.")
     /// Matches ``Code/authorizationMisconfigured``.

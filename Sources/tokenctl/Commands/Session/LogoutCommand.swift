@@ -11,7 +11,7 @@ struct LogoutCommand: TokenctlCommand {
             When the revocation cannot reach the server, the account is still signed out and \
             the revocation is kept in the outbox for 'tokenctl resume --all'; the exit status is then 75.
             """,
-        options: [ServerOptions.domain, ServerOptions.clientID, ItemOptions.account])
+        options: [ServerOptions.domain, ServerOptions.issuer, ServerOptions.clientID, ItemOptions.account])
 
     let server: ServerOptions
     let account: String
