@@ -73,7 +73,8 @@ typedef enum ts_logout_outcome {
     TS_LOGOUT_REVOKED = 0,   /**< Revoked at the server; the local entries are deleted. */
     TS_LOGOUT_NOT_FOUND = 1, /**< Nothing was stored for the account; no network call. */
     TS_LOGOUT_PENDING = 2,   /**< Logged out here; revoked later (ts_session_resume). */
-    TS_LOGOUT_FAILED = 3     /**< Logged out here; the server refused the revocation for good. */
+    TS_LOGOUT_FAILED = 3,    /**< Logged out here; the server refused the revocation for good. */
+    TS_LOGOUT_NOT_REVOCABLE = 4 /**< Deleted here; the server has no revocation endpoint (nothing queued). */
 } ts_logout_outcome;
 
 /** The library's version ("MAJOR.MINOR.PATCH"), a static string. */
@@ -157,6 +158,16 @@ int ts_harden_process(ts_error **err);
  */
 int ts_session_new(ts_store *store, const char *domain, const char *client_id, ts_session **out,
                    ts_error **err);
+
+/**
+ * A session over `store` talking to any OpenID Connect provider by its `issuer` (such as
+ * "https://id.example.com/realms/staff"; https, or http on loopback), as the public client
+ * `client_id`. The endpoints come from `{issuer}/.well-known/openid-configuration` (its
+ * `issuer` must equal `issuer` exactly), fetched before the first request that needs them and
+ * cached 24 h beside the store. Codes: insecureConfiguration, storeClosed, invalidInput.
+ */
+int ts_session_new_issuer(ts_store *store, const char *issuer, const char *client_id, ts_session **out,
+                          ts_error **err);
 
 /** Releases the session (NULL, or a session already freed, is ignored). A call still running
  *  on it on another thread finishes first; any later call with it fails with "storeClosed". */

@@ -24,6 +24,24 @@ public func ts_session_new(
 }
 
 @c @implementation
+public func ts_session_new_issuer(
+    _ store: OpaquePointer!, _ issuer: UnsafePointer<CChar>!, _ clientID: UnsafePointer<CChar>!,
+    _ out: UnsafeMutablePointer<OpaquePointer?>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let out = try CInput.out(out, "session")
+        out.pointee = nil
+        let storeHandle = try storeHandles.lookUp(store)
+        defer { withExtendedLifetime(storeHandle) {} }  // alive until the call ends, however it is closed meanwhile
+        let configuration = try AuthorizationServerConfiguration(
+            issuer: CInput.string(issuer, "issuer"), clientID: CInput.string(clientID, "client id"))
+        let session = TokenSession(store: storeHandle.store, configuration: configuration)
+        out.pointee = sessionHandles.insert(SessionHandle(session, storeHandle: storeHandle))
+        return CCall.ok
+    }
+}
+
+@c @implementation
 public func ts_session_free(_ session: OpaquePointer!) {
     sessionHandles.remove(session)
 }
@@ -77,6 +95,7 @@ public func ts_session_logout(
         case .notFound: out.pointee = TS_LOGOUT_NOT_FOUND
         case .revocationPending: out.pointee = TS_LOGOUT_PENDING
         case .revocationFailed: out.pointee = TS_LOGOUT_FAILED
+        case .notRevocable: out.pointee = TS_LOGOUT_NOT_REVOCABLE
         }
         return CCall.ok
     }

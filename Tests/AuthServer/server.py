@@ -109,6 +109,7 @@ import uuid
 os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")  # plain HTTP on loopback only
 
 from flask import Flask, Response, g, jsonify, request  # noqa: E402
+import profiles  # noqa: E402  (provider profiles, issue 26; beside this file)
 from werkzeug.serving import WSGIRequestHandler, make_server  # noqa: E402
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer  # noqa: E402
@@ -165,11 +166,14 @@ REDIRECT_FAULTS = {
     "wrong_state": "the redirect carries a state the app never sent (and a valid code)",
     "access_denied": "the user cancels at Apple: error=access_denied&error_description=...&state=...",
     "no_redirect": "/login/callback answers a page and never redirects: the app's callback is never called",
+    "wrong_iss_param": "the redirect carries iss=https://attacker.example/ (RFC 9207 mix-up), with a valid code",
+    "oauth_error": "the redirect carries error=<error, default invalid_scope>&error_description=...&state=...",
 }
 # declined_scopes: scopes a refresh answer leaves out although the grant holds them (a policy
 # change at the server), to exercise the client's "server declined scopes" path.
+# profile: the provider shape (profiles.py: auth0, okta, keycloak, entra, google).
 DEFAULT_CONFIG = {"rotate_refresh_tokens": True, "access_token_ttl": 3600, "refresh_token_ttl": None,
-                  "declined_scopes": []}
+                  "declined_scopes": [], "profile": "auth0"}
 STAT_NAMES = [
     "token_requests",  # every request that reached /oauth/token (faulted ones too)
     "revoke_requests",  # every request that reached /oauth/revoke (faulted ones too)
@@ -407,6 +411,20 @@ def issuer():
     return ISSUER or request.host_url
 
 
+def profile_name():
+    with LOCK:
+        return STATE["config"].get("profile") or "auth0"
+
+
+def current_profile():
+    return profiles.PROFILES[profile_name()]
+
+
+def token_iss():
+    """The `iss` of ID tokens under the current profile ({base}/ for auth0)."""
+    return profiles.token_issuer(profile_name(), issuer())
+
+
 def new_signing_key():
     key = RSAKey.generate_key(2048, parameters={"alg": "RS256", "use": "sig"}, auto_kid=True)
     _KEY_CACHE[key.kid] = key
@@ -454,7 +472,7 @@ def make_id_token(sub, client_id, *, audience=None, nonce=None, auth_time=None, 
     kind = (fault or {}).get("fault")
     value = (fault or {}).get("value")
     claims = {
-        "iss": issuer(),
+        "iss": token_iss(),
         "sub": "apple|" + sub,
         "aud": [client_id, audience] if audience else client_id,
         "iat": now,
@@ -462,6 +480,8 @@ def make_id_token(sub, client_id, *, audience=None, nonce=None, auth_time=None, 
         "auth_time": int(auth_time if auth_time is not None else now),
         "sid": secrets.token_urlsafe(16),
     }
+    if current_profile().get("tenant"):
+        claims["tid"] = current_profile()["tenant"]
     if audience:
         claims["azp"] = client_id
     if nonce:
@@ -628,7 +648,8 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         scope = " ".join(s for s in scope.split() if s not in declined)
         token = self.generate_token(
             user=user, scope=scope,
-            include_refresh_token=bool(STATE["config"]["rotate_refresh_tokens"]),
+            include_refresh_token=bool(STATE["config"]["rotate_refresh_tokens"])
+            and not current_profile().get("no_rotation"),
         )
         if "openid" in scope.split():
             fam = STATE["families"].get(refresh_token.rec["family"]) or {}
@@ -648,6 +669,8 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         bump("refresh_grants")
 
     def revoke_old_credential(self, refresh_token):
+        if current_profile().get("old_refresh_tokens_stay_valid") or current_profile().get("no_rotation"):
+            return  # Entra: a rotated-out refresh token keeps working; Google: no rotation
         if STATE["config"]["rotate_refresh_tokens"]:
             refresh_token.rec["state"] = "rotated"
 
@@ -820,7 +843,8 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         scope = rec["scope"]
         granted = scope.split()
         token = self.generate_token(user=sub, scope=scope,
-                                    include_refresh_token="offline_access" in granted)
+                                    include_refresh_token="offline_access" in granted
+                                    or bool(current_profile().get("refresh_without_offline_access")))
         family = new_family(sub, rec["auth_time"], rec.get("audience"))
         rec["family"] = family
         store_token_answer(token, client, sub, family, scope, audience=rec.get("audience"))
@@ -948,7 +972,7 @@ def authorize_endpoint():
                 return authorization.handle_response(*error())
             return error_page(error.error, error.get_error_description() or error.error)
         data = grant.request.payload.data
-        if not data.get("connection"):
+        if not data.get("connection") and profile_name() == "auth0":
             # Universal Login with one enabled connection: the user has to press the button.
             fields = [(k, v) for k, v in args.items(multi=True) if k != "connection"]
             fields.append(("connection", "apple"))
@@ -1022,6 +1046,11 @@ def login_callback():
         def to_app(params):
             if state:
                 params.append(("state", state))
+            if kind == "wrong_iss_param":
+                params.append(("iss", "https://attacker.example/"))
+            elif current_profile().get("iss_parameter"):  # RFC 9207
+                params.append(("iss", profiles.document_issuer(profile_name(), issuer())))
+
             return redirect_to(tx["redirect_uri"], params)
 
         entry = STATE["codes"].get(form.get("code") or "")
@@ -1030,6 +1059,9 @@ def login_callback():
             entry["used"] = True  # Auth0 redeemed it at Apple: single use
         if kind == "no_redirect":
             return page(200, "Signing in", "<p>Signing in with Apple did not finish.</p>")
+        if kind == "oauth_error":
+            return to_app([("error", fault.get("error") or "invalid_scope"),
+                           ("error_description", fault.get("error_description") or "The scope is not allowed.")])
         if form.get("error"):
             return to_app([("error", "access_denied"),
                            ("error_description", fault.get("error_description") or DEFAULT_DENIED_DESCRIPTION)])
@@ -1109,6 +1141,67 @@ def openid_configuration():
                              "family_name", "given_name", "iat", "iss", "name", "nonce", "sid", "sub"],
         "request_parameter_supported": False,
     })
+
+
+@app.get("/__profile/openid-configuration")
+def profile_openid_configuration():
+    """The discovery document of a provider profile (profiles.py), reached at its own path."""
+    name, base = profile_name(), issuer()
+    p = profiles.PROFILES[name]
+    doc = {
+        "issuer": profiles.document_issuer(name, base),
+        "authorization_endpoint": profiles.endpoint_url(name, base, "authorization"),
+        "token_endpoint": profiles.endpoint_url(name, base, "token"),
+        "jwks_uri": profiles.endpoint_url(name, base, "jwks"),
+        "response_types_supported": ["code"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["RS256"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": TOKEN_AUTH_METHODS,
+        "scopes_supported": p.get("scopes", ALLOWED_SCOPES),
+    }
+    revocation = profiles.endpoint_url(name, base, "revocation")
+    if revocation and not p.get("revocation_only_in_rfc8414"):
+        doc["revocation_endpoint"] = revocation
+    if p.get("iss_parameter"):
+        doc["authorization_response_iss_parameter_supported"] = True
+    return jsonify(doc)
+
+
+@app.get("/__profile/oauth-authorization-server")
+def profile_authorization_server_metadata():
+    """RFC 8414 metadata of a provider profile: the issuer and its revocation endpoint."""
+    name, base = profile_name(), issuer()
+    doc = {"issuer": profiles.configured_issuer(name, base),
+           "token_endpoint": profiles.endpoint_url(name, base, "token")}
+    revocation = profiles.endpoint_url(name, base, "revocation")
+    if revocation:
+        doc["revocation_endpoint"] = revocation
+    return jsonify(doc)
+
+
+class ProfileRouting:
+    """WSGI middleware: a profile's public paths onto the internal routes (profiles.rewrite)."""
+
+    def __init__(self, wsgi_app):
+        self.wsgi_app = wsgi_app
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO") or "/"
+        if path.startswith("/__"):  # the test control paths and internal documents
+            if path.startswith("/__profile/"):
+                start_response("404 NOT FOUND", [("Content-Type", "text/plain")])
+                return [b"not found"]
+            return self.wsgi_app(environ, start_response)
+        internal = profiles.rewrite(profile_name(), path, environ.get("HTTP_HOST"))
+        if internal is None:
+            start_response("404 NOT FOUND", [("Content-Type", "text/plain")])
+            return [b"not found at this provider"]
+        environ["PATH_INFO"] = internal
+        return self.wsgi_app(environ, start_response)
+
+
+app.wsgi_app = ProfileRouting(app.wsgi_app)
 
 
 # ---- faults ------------------------------------------------------------------------------
@@ -1355,6 +1448,8 @@ def config():
         unknown = set(body) - set(DEFAULT_CONFIG)
         if unknown:
             return bad(f"unknown config keys: {sorted(unknown)}")
+        if "profile" in body and body["profile"] not in profiles.PROFILES:
+            return bad(f"profile must be one of {sorted(profiles.PROFILES)}")
         if "access_token_ttl" in body and not (isinstance(body["access_token_ttl"], (int, float))
                                                and body["access_token_ttl"] > 0):
             return bad("access_token_ttl must be a positive number")
@@ -1462,16 +1557,19 @@ def oidc_next_id_token():
 @app.post("/__test/oidc/next_redirect")
 def oidc_next_redirect():
     body = request.get_json(force=True, silent=True) or {}
-    unknown = set(body) - {"fault", "error_description"}
+    unknown = set(body) - {"fault", "error_description", "error"}
     if unknown:
         return bad(f"unknown keys: {sorted(unknown)}")
+    error = body.get("error")
+    if error is not None and (not isinstance(error, str) or not error or invalid_error_characters(error)):
+        return bad("'error' must be a non-empty string of RFC 6749 error characters")
     if body.get("fault") not in REDIRECT_FAULTS:
         return bad(f"'fault' must be one of {sorted(REDIRECT_FAULTS)}")
     desc = body.get("error_description")
     if desc is not None and (not isinstance(desc, str) or not desc or invalid_error_characters(desc)):
         return bad("'error_description' must be a non-empty string of RFC 6749 error characters")
     with LOCK:
-        STATE["oidc"]["next_redirect"] = {"fault": body["fault"], "error_description": desc}
+        STATE["oidc"]["next_redirect"] = {"fault": body["fault"], "error_description": desc, "error": error}
         return jsonify(oidc_view())
 
 

@@ -544,7 +544,7 @@ def reset_clears_everything():
     s = stats()
     assert all(v == 0 for v in s.values()), s
     assert ctl("GET", "config") == {"rotate_refresh_tokens": True, "access_token_ttl": 3600,
-                                    "refresh_token_ttl": None, "declined_scopes": []}
+                                    "refresh_token_ttl": None, "declined_scopes": [], "profile": "auth0"}
     assert introspect(j["refresh_token"]) ["kind"] is None
     assert revoke("x").status == 200
 
@@ -993,7 +993,8 @@ def oidc_every_bad_id_token_switch():
 
 @check
 def oidc_every_bad_redirect_switch():
-    assert set(oidc("GET", "")["redirect_faults"]) == {"wrong_state", "access_denied", "no_redirect"}
+    assert set(oidc("GET", "")["redirect_faults"]) == {"wrong_state", "access_denied", "no_redirect",
+                                                       "oauth_error", "wrong_iss_param"}
     oidc("POST", "next_redirect", {"fault": "wrong_state"})
     f = Flow()
     assert f.redirect["state"] != f.params["state"] and f.redirect["code"], f.redirect
@@ -1015,6 +1016,33 @@ def oidc_every_bad_redirect_switch():
     forms.feed(f.callback.body.decode())
     assert not forms.forms and stats()["authorizations"] == before["authorizations"]
     assert Flow().redirect["state"]  # used once
+    oidc("POST", "next_redirect", {"fault": "oauth_error", "error": "unauthorized_client"})
+    f = Flow()
+    assert f.redirect["error"] == "unauthorized_client" and "code" not in f.redirect, f.redirect
+    assert f.redirect["state"] == f.params["state"], f.redirect
+    oidc("POST", "next_redirect", {"fault": "wrong_iss_param"})
+    f = Flow()
+    assert f.redirect["iss"] == "https://attacker.example/" and f.redirect["code"], f.redirect
+
+
+@check
+def provider_profiles_route_their_own_paths():
+    base = BASE + "/"
+    for name, discovery, token_path in [
+            ("okta", "/oauth2/default/.well-known/openid-configuration", "/oauth2/default/v1/token"),
+            ("keycloak", "/realms/test/.well-known/openid-configuration", "/realms/test/protocol/openid-connect/token"),
+            ("entra", "/common/v2.0/.well-known/openid-configuration", "/common/oauth2/v2.0/token"),
+            ("google", "/.well-known/openid-configuration", "/token")]:
+        ctl("POST", "config", {"profile": name})
+        doc = call("GET", discovery).json()
+        assert doc["token_endpoint"] == BASE + token_path, (name, doc)
+        assert call("POST", "/oauth/token").status == 404, name  # Auth0's path is not there
+        assert ("revocation_endpoint" in doc) == (name in ("keycloak", "google")), (name, doc)
+    ctl("POST", "config", {"profile": "entra"})
+    assert call("GET", "/common/v2.0/.well-known/openid-configuration").json()["issuer"] == base + "{tenantid}/v2.0"
+    assert call("POST", "/__test/config", js={"profile": "nope"}).status == 400
+    ctl("POST", "reset")
+    assert call("GET", "/.well-known/openid-configuration").json()["issuer"] == base
 
 
 @check

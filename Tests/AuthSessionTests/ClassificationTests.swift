@@ -354,6 +354,8 @@ import TokenStore
             (.idTokenInvalid, "idTokenInvalid"), (.loopbackUnavailable, "loopbackUnavailable"),
             (.browserUnavailable, "browserUnavailable"), (.minimumTTLTooLarge, "minimumTTLTooLarge"),
             (.userChanged, "userChanged"),
+            (.notRevocable, "notRevocable"), (.authorizationMisconfigured, "authorizationMisconfigured"),
+            (.issuerMismatch, "issuerMismatch"),
         ]
         #expect(AuthSessionError.Code.allCases.map(\.rawValue) == patterns.map(\.1))
         for (pattern, rawValue) in patterns {

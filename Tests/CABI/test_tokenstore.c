@@ -187,6 +187,22 @@ static int test_session(const char *path, const char *url, const char *user) {
     ts_session *session = NULL;
     int status = ts_session_new(store, "ftp://127.0.0.1/", "tokenstore-test", &session, &err);
     CHECK_ERROR(status, err, "insecureConfiguration");
+    /* The same server by its issuer (OIDC Discovery; the Auth0-shaped test server names "{url}/"). */
+    status = ts_session_new_issuer(store, "http://example.com/realms/x", "tokenstore-test", &session, &err);
+    CHECK_ERROR(status, err, "insecureConfiguration");
+    char issuer[512];
+    snprintf(issuer, sizeof issuer, "%s/", url);
+    ts_session *by_issuer = NULL;
+    CHECK(ts_session_new_issuer(store, issuer, "tokenstore-test", &by_issuer, &err) == TS_OK);
+    {
+        uint8_t *issued = NULL;
+        size_t issued_length = 0;
+        status = ts_session_access_token(by_issuer, "alice", NULL, "openid", 60, &issued, &issued_length, NULL, &err);
+        if (status != TS_OK) fprintf(stderr, "  access token by issuer: %s: %s\n", ts_error_code(err), ts_error_message(err));
+        CHECK(status == TS_OK && issued != NULL && issued_length > 0);
+        ts_bytes_free(issued, issued_length);
+    }
+    ts_session_free(by_issuer);
     CHECK(ts_session_new(store, url, "tokenstore-test", &session, &err) == TS_OK);
     ts_store_close(store); /* the session keeps the store open */
 

@@ -487,6 +487,18 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
         case accessDenied(description: String? = nil)
         /// `/login/callback` answers a page and never redirects: the callback never comes.
         case noRedirect
+        /// The redirect carries `error=<error>` (such as `invalid_scope`) and the app's `state`.
+        case oauthError(String, description: String? = nil)
+        /// The redirect carries `iss=https://attacker.example/` (an RFC 9207 mix-up) and a valid code.
+        case wrongIssuerParameter
+    }
+
+    /// The provider profiles of the server (Tests/AuthServer/profiles.py).
+    public static let profiles = ["auth0", "okta", "keycloak", "entra", "google"]
+
+    /// Makes the server answer as the provider `name` (one of ``profiles``) until `reset()`.
+    public func setProfile(_ name: String) throws {
+        _ = try control("POST", "config", ["profile": name])
     }
 
     /// The Apple user of the next browser sign-in (unless `/authorize` has a test-only
@@ -533,6 +545,10 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
             body = ["fault": "access_denied"]
             if let description { body["error_description"] = description }
         case .noRedirect: body = ["fault": "no_redirect"]
+        case .oauthError(let error, let description):
+            body = ["fault": "oauth_error", "error": error]
+            if let description { body["error_description"] = description }
+        case .wrongIssuerParameter: body = ["fault": "wrong_iss_param"]
         }
         _ = try control("POST", "oidc/next_redirect", body)
     }

@@ -81,7 +81,7 @@ import TestSupport
     }
 
     private static let tokenUsage =
-        "tokenctl token --domain <url> --client-id <id> --account <account> [--audience <api>] [--scope <scope> ...] "
+        "tokenctl token [--domain <url>] [--issuer <url>] --client-id <id> --account <account> [--audience <api>] [--scope <scope> ...] "
         + "[--require-scope <scope> ...] [--min-ttl <seconds> | --force] [--reveal]"
 
     @Test func tokenOptions() throws {
@@ -131,9 +131,11 @@ import TestSupport
         try expectParsed(["resume"], command: "resume", environment: environment)
         try expectParsed(["resume", "--all"], command: "resume", environment: environment)
         try expectParsed(["logout", "--account", "a"], command: "logout", environment: environment)
+        // --domain is optional in the spec now (--issuer is the other choice): with the client id
+        // given, the missing server is named as --domain.
         try expectUsageError(
-            ["resume"], message: "missing required option '--domain <url>'",
-            usage: "tokenctl resume --domain <url> --client-id <id> [--all] [--include-failed]", see: "tokenctl help resume")
+            ["resume"], environment: ["TOKENCTL_CLIENT_ID": "client"], message: "missing required option '--domain <url>'",
+            usage: "tokenctl resume [--domain <url>] [--issuer <url>] --client-id <id> [--all] [--include-failed]", see: "tokenctl help resume")
     }
 
     @Test func commandLineWinsOverEnvironment() throws {
@@ -146,14 +148,14 @@ import TestSupport
         try expectUsageError(
             ["resume", "--client-id", "c"], environment: ["TOKENCTL_DOMAIN": "ftp://auth.example"],
             message: "invalid value for '--domain <url>' (from TOKENCTL_DOMAIN): expected an http or https URL",
-            usage: "tokenctl resume --domain <url> --client-id <id> [--all] [--include-failed]", see: "tokenctl help resume")
+            usage: "tokenctl resume [--domain <url>] [--issuer <url>] --client-id <id> [--all] [--include-failed]", see: "tokenctl help resume")
     }
 
     @Test func emptyEnvironmentVariableCountsAsUnset() throws {
         try expectUsageError(
             ["resume", "--domain", "https://auth.example"], environment: ["TOKENCTL_CLIENT_ID": ""],
             message: "missing required option '--client-id <id>'",
-            usage: "tokenctl resume --domain <url> --client-id <id> [--all] [--include-failed]", see: "tokenctl help resume")
+            usage: "tokenctl resume [--domain <url>] [--issuer <url>] --client-id <id> [--all] [--include-failed]", see: "tokenctl help resume")
     }
 
     // MARK: Usage errors
@@ -256,11 +258,11 @@ import TestSupport
         try expectUsageError(
             ["resume", "--domain", "auth.example", "--client-id", "c"],
             message: "invalid value for '--domain <url>': expected an http or https URL",
-            usage: "tokenctl resume --domain <url> --client-id <id> [--all] [--include-failed]", see: "tokenctl help resume")
+            usage: "tokenctl resume [--domain <url>] [--issuer <url>] --client-id <id> [--all] [--include-failed]", see: "tokenctl help resume")
     }
 
     private static let loginUsage =
-        "tokenctl login --domain <url> --client-id <id> --account <account> [--browser] "
+        "tokenctl login [--domain <url>] [--issuer <url>] --client-id <id> --account <account> [--browser] "
         + "[--connection <connection>] [--audience <api>] [--redirect-port <port> ...] [--timeout <seconds>] "
         + "[--apple-user-id <user-id>] [--allow-user-change] [--first-name <name>] [--last-name <name>] [--scope <scope> ...]"
     private static let server = ["--domain", "http://127.0.0.1:9", "--client-id", "c", "--account", "a"]

@@ -141,6 +141,11 @@ namespace TokenStore {
         public static int create (Store store, string domain, string client_id, out Session? session,
                                   out ErrorDetails? error);
 
+        /* Any OpenID Connect provider by its issuer (endpoints by discovery). */
+        [CCode (cname = "ts_session_new_issuer")]
+        public static int create_for_issuer (Store store, string issuer, string client_id, out Session? session,
+                                             out ErrorDetails? error);
+
         /* OK: `token` to release with bytes_free(); `expires_at` in Unix seconds, 0: unknown. */
         [CCode (cname = "ts_session_access_token")]
         public int access_token (string account, string? audience, string? scopes, int min_ttl_seconds,

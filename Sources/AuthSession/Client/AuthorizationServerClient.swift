@@ -24,6 +24,8 @@ public struct AuthorizationServerClient: Sendable {
     public let retryPolicy: RetryPolicy
     /// The logger (``TokenStore/TokenStoreLogger/disabled`` by default).
     public let logger: TokenStoreLogger
+    /// The server's endpoints, resolved before the first request that needs them.
+    let discovery: DiscoveryCache
 
     /// The grant type of Auth0's native Apple sign-in token exchange.
     static let tokenExchangeGrantType = "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -36,17 +38,47 @@ public struct AuthorizationServerClient: Sendable {
         configuration: AuthorizationServerConfiguration, transport: any HTTPTransport = CurlTransport(),
         retryPolicy: RetryPolicy = .default, logger: TokenStoreLogger = .disabled
     ) {
+        self.init(
+            configuration: configuration, transport: transport, retryPolicy: retryPolicy, logger: logger,
+            discovery: DiscoveryCache(configuration: configuration, transport: transport, filePath: nil, logger: logger))
+    }
+
+    private init(
+        configuration: AuthorizationServerConfiguration, transport: any HTTPTransport, retryPolicy: RetryPolicy,
+        logger: TokenStoreLogger, discovery: DiscoveryCache
+    ) {
         self.configuration = configuration
         self.transport = transport
         self.retryPolicy = retryPolicy
         self.logger = logger
+        self.discovery = discovery
     }
 
-    /// This client with one attempt per call: the policy's caps and clock kept, no retry.
+    /// This client with one attempt per call: the policy's caps, clock and discovery cache kept, no retry.
     var withoutRetries: AuthorizationServerClient {
         var policy = retryPolicy
         policy.maximumAttempts = 1
-        return AuthorizationServerClient(configuration: configuration, transport: transport, retryPolicy: policy, logger: logger)
+        return AuthorizationServerClient(
+            configuration: configuration, transport: transport, retryPolicy: policy, logger: logger, discovery: discovery)
+    }
+
+    /// This client keeping its discovery document in `path` too (a file beside the store), so
+    /// that a new process does not fetch it again; unchanged when it already keeps one.
+    func keepingDiscovery(inFile path: String) -> AuthorizationServerClient {
+        guard configuration.usesDiscovery, discovery.filePath == nil else { return self }
+        return AuthorizationServerClient(
+            configuration: configuration, transport: transport, retryPolicy: retryPolicy, logger: logger,
+            discovery: DiscoveryCache(configuration: configuration, transport: transport, filePath: path, logger: logger))
+    }
+
+    /// The server's endpoints and capabilities: Auth0's fixed paths for a `domain:`
+    /// configuration; for an `issuer:` one, its discovery document (cached; fetched when
+    /// older than ``AuthorizationServerConfiguration/discoveryLifetime``; a stale one when offline).
+    /// - Throws: ``AuthSessionError`` — `insecureConfiguration` (the document names another
+    ///   issuer, or an endpoint is not https), `notConnectedToInternet`, `timedOut`,
+    ///   `serverError`, `unexpectedResponse`, … when nothing usable is cached.
+    public func metadata() async throws -> AuthorizationServerMetadata {
+        try await discovery.metadata()
     }
 
     /// Exchanges an Apple authorization code for Auth0 tokens (`POST /oauth/token`,
@@ -115,7 +147,10 @@ public struct AuthorizationServerClient: Sendable {
             ("refresh_token", .secret(refreshToken)),
         ]
         if !scopes.isEmpty { form.append(("scope", .text(scopes.joined(separator: " ")))) }
-        if let audience, !audience.isEmpty { form.append(("audience", .text(audience))) }
+        if let audience, !audience.isEmpty {
+            // Auth0's `audience`; RFC 8707 `resource` everywhere else.
+            form.append((configuration.usesDiscovery ? "resource" : "audience", .text(audience)))
+        }
         if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
         return try await requestTokens(form: form, endpoint: .refresh, scopes: scopes)
     }
@@ -181,7 +216,21 @@ public struct AuthorizationServerClient: Sendable {
     /// Sends the form to the endpoint under the retry policy; returns the final class and,
     /// on success, the answer.
     private func perform(form: [(String, FormValue)], endpoint: Endpoint) async -> (ResponseClass, HTTPResponse?) {
-        let url = endpoint == .revoke ? configuration.revocationEndpoint : configuration.tokenEndpoint
+        let metadata: AuthorizationServerMetadata
+        do {
+            metadata = try await discovery.metadata()
+        } catch {
+            return error.isTransient ? (.retryable(error, serverDelay: nil), nil) : (.permanent(error), nil)
+        }
+        let url: URL
+        if endpoint == .revoke {
+            guard let revocation = metadata.revocationEndpoint else {
+                return (.permanent(AuthSessionError(.notRevocable, "The server has no revocation endpoint.")), nil)
+            }
+            url = revocation
+        } else {
+            url = metadata.tokenEndpoint
+        }
         var headers = HTTPHeaders()
         headers["Content-Type"] = FormEncoding.contentType
         headers["Accept"] = "application/json"

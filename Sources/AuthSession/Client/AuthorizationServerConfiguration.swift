@@ -8,13 +8,37 @@ import TokenStore
 /// for tests and local development. Anything else
 /// throws ``AuthSessionError/Code/insecureConfiguration`` before any request is made.
 ///
+/// Two forms: `domain:` for an Auth0 tenant (issuer `{domain}/`, Auth0's paths, `audience=`),
+/// and `issuer:` for any OpenID Connect provider, whose endpoints are read from its discovery
+/// document (``AuthorizationServerMetadata``) before the first request that needs them.
+///
 /// ```swift
-/// let configuration = try AuthorizationServerConfiguration(
+/// let auth0 = try AuthorizationServerConfiguration(
 ///     domain: URL(string: "https://tenant.auth0.com")!, clientID: "abc123")
+/// let keycloak = try AuthorizationServerConfiguration(
+///     issuer: URL(string: "https://id.example.com/realms/staff")!, clientID: "desktop")
 /// ```
 public struct AuthorizationServerConfiguration: Sendable {
-    /// The tenant's base URL, such as `https://tenant.auth0.com`.
+    /// The tenant's base URL, such as `https://tenant.auth0.com`; for the `issuer:` form, the issuer URL.
     public let domain: URL
+    /// The issuer ID tokens must name, compared exactly: `{domain}/` for the `domain:` form, the
+    /// configured URL as given (no slash added or removed) for the `issuer:` form.
+    public let issuer: String
+    /// Whether endpoints come from OpenID Connect Discovery (`issuer:` form) rather than Auth0's paths.
+    public let usesDiscovery: Bool
+    /// Other spellings of the issuer an ID token may carry, accepted only because the app says so
+    /// (Google's `accounts.google.com` for `https://accounts.google.com`). Empty by default.
+    public var acceptedIssuerAliases: [String] = []
+    /// How long a fetched discovery document is used before it is fetched again (24 hours). A
+    /// stale document is still used when the server cannot be reached.
+    public var discoveryLifetime: Duration = .seconds(24 * 3600)
+    /// Whether a sign-in asks for `offline_access`: `nil` (default) asks when the server's
+    /// `scopes_supported` lists it (always for Auth0 and for a document without the list).
+    public var requestsOfflineAccess: Bool?
+    /// Whether a browser sign-in sends its `connection` (Auth0's parameter): `true` for the
+    /// `domain:` form, `false` for the `issuer:` form unless the app sets it (an Auth0 tenant
+    /// configured by its issuer).
+    public var sendsConnection: Bool
     /// The application's client id.
     public let clientID: String
     /// The client secret of a confidential client, or `nil` for a public (native) client.
@@ -45,6 +69,64 @@ public struct AuthorizationServerConfiguration: Sendable {
         self.clientSecret = clientSecret
         self.requestTimeout = requestTimeout
         self.audience = (audience?.isEmpty ?? true) ? nil : audience
+        var issuer = domain.absoluteString
+        if !issuer.hasSuffix("/") { issuer += "/" }
+        self.issuer = issuer
+        usesDiscovery = false
+        sendsConnection = true
+    }
+
+    /// A validated configuration for any OpenID Connect provider, by its issuer, such as
+    /// `https://id.example.com/realms/staff` or `https://tenant.okta.com/oauth2/default`.
+    ///
+    /// The endpoints come from `{issuer}/.well-known/openid-configuration` (fetched before the
+    /// first request, cached for ``discoveryLifetime``), whose `issuer` must equal `issuer`
+    /// exactly. `audience`, if given, is sent as RFC 8707 `resource=`.
+    /// - Throws: ``AuthSessionError/Code/insecureConfiguration`` as the `domain:` form.
+    public init(
+        issuer: URL, clientID: String, clientSecret: SecretBytes? = nil, requestTimeout: Duration = .seconds(30),
+        audience: String? = nil
+    ) throws {
+        try self.init(
+            domain: issuer, clientID: clientID, clientSecret: clientSecret, requestTimeout: requestTimeout,
+            audience: audience)
+        self = Self(copying: self, issuer: issuer.absoluteString)
+    }
+
+    /// A validated `issuer:` configuration from a URL string.
+    /// - Throws: ``AuthSessionError/Code/insecureConfiguration`` as the `URL` initializer,
+    ///   and for a string that is not a URL.
+    public init(
+        issuer: String, clientID: String, clientSecret: SecretBytes? = nil, requestTimeout: Duration = .seconds(30),
+        audience: String? = nil
+    ) throws {
+        guard let url = URL(string: issuer) else {
+            throw AuthSessionError(.insecureConfiguration, "The issuer is not a valid URL.")
+        }
+        try self.init(
+            issuer: url, clientID: clientID, clientSecret: clientSecret, requestTimeout: requestTimeout, audience: audience)
+    }
+
+    private init(copying other: Self, issuer: String) {
+        domain = other.domain
+        clientID = other.clientID
+        clientSecret = other.clientSecret
+        requestTimeout = other.requestTimeout
+        audience = other.audience
+        self.issuer = issuer
+        usesDiscovery = true
+        sendsConnection = false
+    }
+
+    /// `{issuer}/.well-known/openid-configuration` (no double slash when the issuer ends in `/`).
+    public var discoveryURL: URL { wellKnown("openid-configuration") }
+    /// `{issuer}/.well-known/oauth-authorization-server` (RFC 8414, read the way OIDC
+    /// Discovery is: appended to the issuer).
+    public var authorizationServerMetadataURL: URL { wellKnown("oauth-authorization-server") }
+
+    private func wellKnown(_ name: String) -> URL {
+        let base = issuer.hasSuffix("/") ? issuer : issuer + "/"
+        return URL(string: base + ".well-known/" + name) ?? domain.appendingPathComponent(".well-known/" + name)
     }
 
     /// A validated configuration from a URL string such as `"https://tenant.auth0.com"`.
@@ -61,7 +143,8 @@ public struct AuthorizationServerConfiguration: Sendable {
             domain: url, clientID: clientID, clientSecret: clientSecret, requestTimeout: requestTimeout, audience: audience)
     }
 
-    /// `{domain}/authorize`: where the browser sign-in starts.
+    /// `{domain}/authorize`: where the browser sign-in starts (Auth0's path; the `issuer:` form
+    /// uses ``AuthorizationServerMetadata/authorizationEndpoint``).
     public var authorizationEndpoint: URL { endpoint("authorize") }
     /// `{domain}/oauth/token`.
     public var tokenEndpoint: URL { endpoint("oauth/token") }
@@ -110,6 +193,13 @@ public struct AuthorizationServerConfiguration: Sendable {
     /// Exactly `localhost` (pinned to 127.0.0.1 and ::1 by the transport, never resolved), an
     /// IPv4 literal in `127.0.0.0/8`, or `::1` (bracketed or not). A trailing dot is not
     /// removed: `localhost.` is a name the system resolver sends to DNS (security review 2, N3).
+    /// An endpoint from a discovery document: https, or http to a loopback host.
+    static func validateEndpoint(_ url: URL) throws(AuthSessionError) {
+        do { try validate(domain: url) } catch let error as AuthSessionError { throw error } catch {
+            throw AuthSessionError(.insecureConfiguration, "The endpoint is not valid.")
+        }
+    }
+
     static func isLoopback(host rawHost: String) -> Bool {
         var host = rawHost.lowercased()
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

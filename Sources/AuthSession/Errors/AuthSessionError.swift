@@ -97,13 +97,27 @@ public struct AuthSessionError: CodedError {
         /// and the new refresh token was revoked: the account keeps its user.
         public static let userChanged = Code(rawValue: "userChanged")
 
+        /// The server has no revocation endpoint (its discovery document names none): a
+        /// refresh token can only be deleted locally, never revoked (Microsoft Entra).
+        public static let notRevocable = Code(rawValue: "notRevocable")
+        /// The authorization endpoint refused the sign-in request itself (`invalid_scope`,
+        /// `unauthorized_client`, `invalid_request`, `unsupported_response_type` on the
+        /// redirect): a configuration error that retrying or another user will not fix, not a
+        /// user who declined. ``AuthSessionError/oauthError`` and
+        /// ``AuthSessionError/oauthErrorDescription`` hold the server's (untrusted) text.
+        public static let authorizationMisconfigured = Code(rawValue: "authorizationMisconfigured")
+        /// The sign-in redirect's `iss` (RFC 9207) was missing or named another issuer, while
+        /// the server says it sends one: the answer may come from another server (mix-up).
+        public static let issuerMismatch = Code(rawValue: "issuerMismatch")
+
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
             .interactionRequired, .serverDeclinedScopes, .notConnectedToInternet, .timedOut,
             .rateLimited, .serverError, .invalidClient, .invalidRequest, .unsupportedTokenType,
             .invalidGrant, .unexpectedResponse, .tlsFailure, .cancelled, .insecureConfiguration,
             .storage, .authorizationFailed, .stateMismatch, .idTokenInvalid, .loopbackUnavailable,
-            .browserUnavailable, .minimumTTLTooLarge, .userChanged,
+            .browserUnavailable, .minimumTTLTooLarge, .userChanged, .notRevocable, .authorizationMisconfigured,
+            .issuerMismatch,
         ]
     }
 
@@ -168,7 +182,11 @@ public struct AuthSessionError: CodedError {
         self.code = code
         self.message = message
         self.httpStatus = httpStatus
-        self.oauthError = oauthError.map { TextSanitizer.sanitize($0, limit: 64) }
+        // A registered OAuth error code is kept as it is, however long (`unsupported_response_type`
+        // is 25 characters: the token-like-run rule would redact it).
+        self.oauthError = oauthError.map {
+            Self.registeredOAuthErrors.contains($0) ? $0 : TextSanitizer.sanitize($0, limit: 64)
+        }
         self.oauthErrorDescription = oauthErrorDescription.map { TextSanitizer.sanitize($0) }
         self.retryAfter = retryAfter
         self.grantedScopes = grantedScopes
@@ -294,6 +312,20 @@ extension AuthSessionError {
     /// Matches ``Code/minimumTTLTooLarge``.
     public static let minimumTTLTooLarge = Self(
         .minimumTTLTooLarge, "The minimum TTL is longer than the server's access tokens live.")
+    /// OAuth error codes of RFC 6749, RFC 7009 and OpenID Connect Core that the sanitizer's
+    /// token-like-run rule (24 or more characters) would otherwise redact.
+    static let registeredOAuthErrors: Set<String> = [
+        "unsupported_response_type", "account_selection_required", "consent_required",
+        "interaction_required", "request_uri_not_supported", "registration_not_supported",
+    ]
+
+    /// Matches ``Code/notRevocable``.
+    public static let notRevocable = Self(.notRevocable, "The server cannot revoke refresh tokens.")
+    /// Matches ``Code/authorizationMisconfigured``.
+    public static let authorizationMisconfigured = Self(
+        .authorizationMisconfigured, "The authorization server refused the sign-in request as misconfigured.")
+    /// Matches ``Code/issuerMismatch``.
+    public static let issuerMismatch = Self(.issuerMismatch, "The sign-in redirect named another issuer.")
 }
 
 /// Turns server-supplied text into something safe to show: printable ASCII only, runs that

@@ -166,6 +166,12 @@ package actor LogoutCoordinator {
     // MARK: Steps
 
     private func performLogout(account: AccountID, reason: CredentialStateReason) async throws -> LogoutOutcome {
+        // A server without a revocation endpoint: delete locally, queue nothing that can never succeed.
+        if let metadata = try? await client.metadata(), metadata.revocationEndpoint == nil {
+            let removed = try storage { try self.store.ledger.clearLocally(account: account, reason: .notRevocable) }
+            logger.info("logout: the server cannot revoke; local entries deleted", metadata: ["logout.outcome": "notRevocable"])
+            return removed ? .notRevocable : .notFound
+        }
         let preparation = try storage { try self.store.ledger.beginLogout(account: account, reason: reason) }
         switch preparation {
         case .nothingStored:
@@ -196,6 +202,11 @@ package actor LogoutCoordinator {
     private func attempt(_ entry: PendingRevocation, using client: AuthorizationServerClient) async throws -> LogoutOutcome {
         let result = await client.revoke(entry.refreshToken)
         CrashPoint.reach("logout.afterRevoke")
+        if case .failedPermanently(let error) = result, error.code == .notRevocable {
+            // No revocation endpoint: an entry that can never succeed is not kept.
+            try storage { try self.store.ledger.discardPendingRevocation(entry) }
+            return .notRevocable
+        }
         let outcome: LogoutOutcome
         let record: RevocationAttemptResult
         switch result {

@@ -83,6 +83,10 @@ public enum LogoutOutcome: Sendable, Equatable, CustomStringConvertible {
     /// Logged out here; the server refused the revocation for good (a configuration error).
     /// The token stays in the outbox, flagged, for the app to surface.
     case revocationFailed(AuthSessionError.Code)
+    /// Logged out here; the server has no revocation endpoint (its discovery document names
+    /// none, as Microsoft Entra's), so the refresh token was deleted locally, never revoked,
+    /// and nothing was queued. The history records reason `notRevocable`.
+    case notRevocable
 
     public var description: String {
         switch self {
@@ -90,6 +94,7 @@ public enum LogoutOutcome: Sendable, Equatable, CustomStringConvertible {
         case .revoked: return "revoked"
         case .revocationPending: return "revocationPending"
         case .revocationFailed(let code): return "revocationFailed(\(code.rawValue))"
+        case .notRevocable: return "notRevocable"
         }
     }
 }
@@ -114,7 +119,7 @@ public struct RevocationReport: Sendable, Equatable, CustomStringConvertible {
 
     mutating func count(_ outcome: LogoutOutcome) {
         switch outcome {
-        case .revoked, .notFound: revoked += 1
+        case .revoked, .notFound, .notRevocable: revoked += 1
         case .revocationPending: stillPending += 1
         case .revocationFailed: failed += 1
         }

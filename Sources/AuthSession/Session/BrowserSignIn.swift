@@ -29,6 +29,7 @@ extension TokenSession {
     ///   - redirectURIs: `http://127.0.0.1:PORT/path` URLs, tried in order; port 0 takes
     ///     any free port (for servers that allow any loopback port; Auth0 does not).
     ///   - connection: the Auth0 connection (`apple`); `nil` shows the tenant's login page.
+    ///     Sent only when ``AuthorizationServerConfiguration/sendsConnection`` (the `domain:` form).
     ///   - scopes: `openid` and `offline_access` are always added.
     ///   - audience: the API the access token is for (Auth0 returns a JWT access token then);
     ///     `nil` uses the configuration's ``AuthorizationServerConfiguration/audience``.
@@ -67,14 +68,16 @@ extension TokenSession {
         let audience = audience ?? client.configuration.audience
         let deadline = ContinuousClock.now + timeout
         let secrets = SignInSecrets()
-        let requested = Self.withRequiredScopes(scopes)
+        let metadata = try await client.metadata()
+        let requested = Self.withRequiredScopes(
+            scopes, offlineAccess: client.configuration.requestsOfflineAccess ?? metadata.offersOfflineAccess)
         let listener = try LoopbackRedirectListener.bind(
             redirectURIs: redirectURIs, expectedState: secrets.state, logger: logger)
         let callback: AuthorizationCallback
         do {
             let url = authorizationURL(
                 redirectURI: listener.redirectURI, secrets: secrets, scopes: requested, connection: connection,
-                audience: audience, maxAge: maxAge)
+                audience: audience, maxAge: maxAge, metadata: metadata)
             let start = listener.startURL(for: url)
             onAuthorizationURL(start)
             try await browser.open(start)
@@ -85,8 +88,9 @@ extension TokenSession {
             throw AuthSessionError(.cancelled, "The sign-in was cancelled.")
         } catch {
             listener.close()
-            throw error
+            throw Self.configurationError(error)
         }
+        try Self.checkIssuer(callback, metadata: metadata)
         let response = try await client.exchangeAuthorizationCode(
             callback.code, codeVerifier: secrets.pkce.verifier, redirectURI: callback.redirectURI, scopes: requested)
         return try await completeSignIn(
@@ -97,8 +101,9 @@ extension TokenSession {
     /// `{domain}/authorize?response_type=code&…` for one attempt.
     func authorizationURL(
         redirectURI: URL, secrets: SignInSecrets, scopes: [String], connection: String?, audience: String?,
-        maxAge: Duration?
+        maxAge: Duration?, metadata: AuthorizationServerMetadata? = nil
     ) -> URL {
+        let metadata = metadata ?? .auth0(domain: client.configuration.domain)
         var query: [(String, FormValue)] = [
             ("response_type", .text("code")),
             ("client_id", .text(client.configuration.clientID)),
@@ -109,10 +114,11 @@ extension TokenSession {
             ("code_challenge", .text(secrets.pkce.challenge)),
             ("code_challenge_method", .text(PKCE.method)),
         ]
-        if let connection, !connection.isEmpty { query.append(("connection", .text(connection))) }
-        if let audience, !audience.isEmpty { query.append(("audience", .text(audience))) }
+        if client.configuration.sendsConnection, let connection, !connection.isEmpty { query.append(("connection", .text(connection))) }
+        // Auth0's `audience`; RFC 8707 `resource` everywhere else.
+        if let audience, !audience.isEmpty { query.append((metadata.isAuth0 ? "audience" : "resource", .text(audience))) }
         if let maxAge { query.append(("max_age", .text("\(maxAge.components.seconds)"))) }
-        let endpoint = client.configuration.authorizationEndpoint.absoluteString
+        let endpoint = metadata.authorizationEndpoint.absoluteString
         // Form encoding writes a space as `+` (a `+` itself as `%2B`); a URL query says `%20`.
         let encoded = String(decoding: FormEncoding.encode(query), as: UTF8.self).replacing("+", with: "%20")
         // The endpoint was validated with the configuration, and the query is percent-encoded.

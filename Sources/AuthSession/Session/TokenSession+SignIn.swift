@@ -42,12 +42,13 @@ extension TokenSession {
             maxAge: nil, expectedAppleUserID: appleUserID, allowsUserChange: allowsUserChange)
     }
 
-    /// The scopes of a sign-in: `openid` (for the ID token) and `offline_access` (without a
-    /// refresh token there is no session to keep) always, once each.
-    static func withRequiredScopes(_ scopes: [String]) -> [String] {
+    /// The scopes of a sign-in: `openid` (for the ID token) always and `offline_access`
+    /// (without a refresh token there is no session to keep) unless `offlineAccess` is false
+    /// (a server whose `scopes_supported` does not list it), once each.
+    static func withRequiredScopes(_ scopes: [String], offlineAccess: Bool = true) -> [String] {
         var requested = ["openid"]
         for scope in scopes where !requested.contains(scope) { requested.append(scope) }
-        if !requested.contains("offline_access") { requested.append("offline_access") }
+        if offlineAccess, !requested.contains("offline_access") { requested.append("offline_access") }
         return requested
     }
 

@@ -41,10 +41,12 @@ public final class TokenSession: Sendable {
     /// A session over `store` using `client` for every network call.
     public init(store: TokenStore, client: AuthorizationServerClient, logger: TokenStoreLogger = .disabled) {
         self.store = store
+        // An issuer's discovery document is also kept beside the store, for the next process.
+        let client = client.keepingDiscovery(inFile: store.path + ".discovery.json")
         self.client = client
         self.logger = logger
         logoutCoordinator = LogoutCoordinator(store: store, client: client, logger: logger)
-        idTokenValidator = IDTokenValidator(configuration: client.configuration, transport: client.transport, logger: logger)
+        idTokenValidator = IDTokenValidator(client: client, logger: logger)
         renewalLock = RenewalLock(storePath: store.path)
     }
 

@@ -12,4 +12,6 @@ struct AuthorizationCallback: Sendable {
     /// The redirect URI the listener answered on, such as `http://127.0.0.1:53682/callback`:
     /// the token request must carry exactly this value.
     let redirectURI: URL
+    /// The redirect's `iss` parameter (RFC 9207), when it carried one.
+    var issuer: String? = nil
 }

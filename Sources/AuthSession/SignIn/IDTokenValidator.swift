@@ -32,8 +32,13 @@ struct IDTokenValidator: Sendable {
     /// The clock skew tolerated on `exp` and `auth_time`.
     static let defaultLeeway: Duration = .seconds(60)
 
-    /// The expected `iss`, ending in `/`.
+    /// The expected `iss`: ending in `/` for the Auth0 form; for a discovery configuration,
+    /// the discovery document's issuer (taken by ``validate(_:nonce:maxAge:)`` before each check).
     let issuer: String
+    /// Other spellings of the issuer the app accepts (``AuthorizationServerConfiguration/acceptedIssuerAliases``).
+    var issuerAliases: [String] = []
+    /// The discovery configuration's metadata, or `nil` for a fixed issuer.
+    private(set) var discovery: DiscoveryCache?
     /// The expected audience (the app's client id).
     let clientID: String
     /// The clock skew tolerated.
@@ -69,6 +74,30 @@ struct IDTokenValidator: Sendable {
             requestTimeout: configuration.requestTimeout, logger: logger, now: now)
     }
 
+    /// A validator for the server of `client`: for a discovery configuration, the issuer and
+    /// `jwks_uri` of its discovery document, compared exactly (OIDC Core 3.1.3.7).
+    init(client: AuthorizationServerClient, logger: TokenStoreLogger = .disabled) {
+        self.init(configuration: client.configuration, transport: client.transport, logger: logger)
+        if client.configuration.usesDiscovery {
+            issuerAliases = client.configuration.acceptedIssuerAliases
+            discovery = client.discovery
+        }
+    }
+
+    /// Whether `claimed` (the token's `iss`) is the expected issuer: exactly `expected`, one of
+    /// the app's aliases, or, for a templated issuer (Microsoft Entra's `{tenantid}`), the
+    /// template with the token's `tid` put in.
+    static func issuerMatches(_ claimed: String?, expected: String, aliases: [String], tenantID: String?) -> Bool {
+        guard let claimed else { return false }
+        if claimed == expected || aliases.contains(claimed) { return true }
+        if expected.contains("{tenantid}"), let tenantID, !tenantID.isEmpty,
+            tenantID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+        {
+            return claimed == expected.replacing("{tenantid}", with: tenantID)
+        }
+        return false
+    }
+
     /// Validates `idToken` and returns its claims.
     ///
     /// - Parameters:
@@ -84,6 +113,12 @@ struct IDTokenValidator: Sendable {
 
         // Signature.
         guard token.header["alg"]?.string == "RS256" else { throw .idTokenInvalid(check: .algorithm) }
+        var expectedIssuer = issuer
+        if let discovery {
+            let metadata = try await discovery.metadata()
+            expectedIssuer = metadata.issuer
+            await keys.use(url: metadata.jwksURI)
+        }
         guard let keyID = token.header["kid"]?.string, !keyID.isEmpty else { throw .idTokenInvalid(check: .keyID) }
         guard let jwk = try await keys.key(id: keyID) else { throw .idTokenInvalid(check: .keyID) }
         guard let key = jwk.rs256Key() else { throw .idTokenInvalid(check: .signingKey) }
@@ -95,7 +130,10 @@ struct IDTokenValidator: Sendable {
         let claims = token.claims
         let current = now().timeIntervalSince1970
         let leewaySeconds = leeway.timeInterval
-        guard claims["iss"]?.string == issuer else { throw .idTokenInvalid(check: .issuer) }
+        guard
+            Self.issuerMatches(
+                claims["iss"]?.string, expected: expectedIssuer, aliases: issuerAliases, tenantID: claims["tid"]?.string)
+        else { throw .idTokenInvalid(check: .issuer) }
         guard let subject = claims["sub"]?.string, !subject.isEmpty else { throw .idTokenInvalid(check: .subject) }
         let audiences: [String]
         switch claims["aud"] {

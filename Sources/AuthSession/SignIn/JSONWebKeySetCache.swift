@@ -18,7 +18,7 @@ actor JSONWebKeySetCache {
     /// The least time between two fetches caused by an unknown `kid`.
     static let unknownKeyRefetchInterval: TimeInterval = 60
 
-    let url: URL
+    private(set) var url: URL
     private let transport: any HTTPTransport
     private let timeout: Duration
     private let logger: TokenStoreLogger
@@ -42,6 +42,16 @@ actor JSONWebKeySetCache {
         self.timeout = timeout
         self.logger = logger
         self.now = now
+    }
+
+    /// Takes keys from `newURL` (a discovery document's `jwks_uri`) from now on; a change of
+    /// URL drops the cached set.
+    func use(url newURL: URL) {
+        guard newURL != url else { return }
+        url = newURL
+        keys = nil
+        fetchedAt = nil
+        unknownKeyFetchedAt = nil
     }
 
     /// The key with `keyID` from a set at most ``maximumAge`` old, fetching the set when none

@@ -112,7 +112,9 @@ struct LoopbackRequestRouter: Sendable {
                 .unexpectedResponse, "The sign-in redirect carried neither a code nor an error.")
             return Decision(response: Self.page(.incomplete), outcome: .finished(.failure(failure)))
         }
-        let callback = AuthorizationCallback(code: SecretBytes(code), redirectURI: redirectURI)
+        let callback = AuthorizationCallback(
+            code: SecretBytes(code), redirectURI: redirectURI,
+            issuer: parameters["iss"].map { String(decoding: $0, as: UTF8.self) })
         return Decision(response: Self.page(.signedIn), outcome: .finished(.success(callback)))
     }
 

@@ -35,6 +35,9 @@ public struct CredentialStateReason: RawRepresentable, Sendable, Hashable, Custo
     public static let keyLost = Self(rawValue: "keyLost")
     /// The app removed the account's local entries without revoking its refresh token.
     public static let clearedLocally = Self(rawValue: "clearedLocally")
+    /// A logout at a server that cannot revoke (no revocation endpoint) deleted the refresh
+    /// token locally; it stays valid at the server until it expires.
+    public static let notRevocable = Self(rawValue: "notRevocable")
 
     public var description: String { rawValue }
 

@@ -308,11 +308,12 @@ package struct SessionLedger: Sendable {
     /// Removes `account`'s local entries without revoking anything at the server (Auth0's
     /// `CredentialsManager.clear()`): its refresh token, Apple user id, cached access tokens,
     /// ID token and profile. Outbox entries already queued stay queued. The user is recorded
-    /// `revoked` with reason `clearedLocally`: the history says the token was not revoked.
+    /// `revoked` with reason `clearedLocally` (or `reason`, such as `notRevocable` for a logout
+    /// at a server that cannot revoke): the history says the token was not revoked.
     /// - Returns: whether anything was removed.
     /// - Warning: the refresh token stays valid at the server until it expires.
     @discardableResult
-    package func clearLocally(account: AccountID) throws -> Bool {
+    package func clearLocally(account: AccountID, reason: CredentialStateReason = .clearedLocally) throws -> Bool {
         let rtKey = ItemKey(account: account, kind: .refreshToken)
         try TokenStore.validate(rtKey)
         let removed: Bool = try connection.write { db, envelope in
@@ -323,7 +324,7 @@ package struct SessionLedger: Sendable {
             try Self.deleteLocalEntries(db, account, envelope: envelope)
             if let userID {
                 try CredentialRecord.record(
-                    db, userID: userID, to: .revoked, reason: .clearedLocally,
+                    db, userID: userID, to: .revoked, reason: reason,
                     detail: CredentialStateDetail.notRevokedAtServer, envelope: envelope)
             }
             try markEraseOwedIfEmpty(db)

@@ -14,6 +14,8 @@ enum CommandTable {
     /// The environment variables that supply `--domain` and `--client-id`.
     static let domainVariable = "TOKENCTL_DOMAIN"
     static let clientIDVariable = "TOKENCTL_CLIENT_ID"
+    /// The environment variable that supplies `--issuer`.
+    static let issuerVariable = "TOKENCTL_ISSUER"
 
     /// Every command, in the order the help's SUBCOMMANDS section lists them.
     static let commands: [any TokenctlCommand.Type] = [

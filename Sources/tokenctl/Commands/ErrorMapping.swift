@@ -10,7 +10,7 @@ import TokenStore
 /// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable |
 /// | 75 temporary | keyringLocked, databaseBusy; rateLimited; the browser sign-in's authorizationFailed (e.g. `access_denied`), stateMismatch, cancelled, browserUnavailable, and its wait for the browser timing out (see `browserSignInFailure`) |
 /// | 77 permission | unsafeFileLayout, wrongPassphrase; userChanged (a sign-in of another user, without `--allow-user-change`) |
-/// | 78 config | wrongKeyProvider (the store records another key provider: choose it with --passphrase-fd or --key-provider); minimumTTLTooLarge (the server's tokens never live as long as asked; known only after the server answered, so not a usage error) |
+/// | 78 config | wrongKeyProvider (the store records another key provider: choose it with --passphrase-fd or --key-provider); authorizationMisconfigured; minimumTTLTooLarge (the server's tokens never live as long as asked; known only after the server answered, so not a usage error) |
 /// | 1 other | ioError, diskFull, storeClosed, cancelled, and everything else |
 ///
 /// Messages come from the errors themselves, which never hold a secret or an identifier.
@@ -68,6 +68,9 @@ enum ErrorMapping {
         // The command line is well formed, but the server's access tokens never live as long
         // as asked: a mismatch with the server's configuration, learnt from its answer.
         case .minimumTTLTooLarge:
+            return .config
+        // The server refused the sign-in request itself (scope, client, redirect): fix the configuration.
+        case .authorizationMisconfigured:
             return .config
         // The browser sign-in ended without a session; the user can try again.
         case .authorizationFailed, .stateMismatch, .cancelled, .browserUnavailable:

@@ -73,7 +73,8 @@ struct ManPage {
     /// The environment variables tokenctl reads.
     static let environment: [(String, String)] = [
         ("TOKENCTL_STORE", "The store database file when neither --store nor --app-id is given."),
-        ("TOKENCTL_DOMAIN, TOKENCTL_CLIENT_ID", "The authorization server and the client id for the session commands when --domain and --client-id are not given."),
+        ("TOKENCTL_DOMAIN, TOKENCTL_CLIENT_ID", "The authorization server (Auth0, by domain) and the client id for the session commands when --domain and --client-id are not given."),
+        ("TOKENCTL_ISSUER", "Any OpenID Connect provider's issuer URL (found by discovery) when --issuer is not given; not combined with a domain."),
         ("TOKENCTL_KEY_PROVIDER", "The key provider when --key-provider is not given: auto, secret-service or portal."),
         ("XDG_DATA_HOME", "Where --app-id ID finds its store: $XDG_DATA_HOME/ID/tokens.sqlite (default ~/.local/share)."),
         ("XDG_STATE_HOME", "Where the passphrase and portal key providers keep key files and store epochs: $XDG_STATE_HOME/tokenstore/keys (default ~/.local/state)."),

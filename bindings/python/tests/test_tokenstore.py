@@ -26,7 +26,7 @@ import time
 import urllib.request
 
 import tokenstore
-from tokenstore import Kind, LogoutOutcome, State, Store, TokenStoreError
+from tokenstore import Kind, LogoutOutcome, Session, State, Store, TokenStoreError
 
 APP = "org.example.cabi.python"
 failures = 0
@@ -112,6 +112,11 @@ def test_session(path, url, user):
             check("bytes>" in repr(token), "repr shows no token")
             expect_error("interactionRequired", session.access_token, "nobody")
             expect_error("invalidInput", session.access_token, "alice", min_ttl=-1)
+            # The same server by its issuer (OIDC Discovery): the Auth0-shaped test server's
+            # discovery document names the issuer {url}/.
+            expect_error("invalidInput", Session, store, url, "tokenstore-test", issuer=url + "/")
+            with store.session(issuer=url + "/", client_id="tokenstore-test") as by_issuer:
+                check(len(by_issuer.access_token("alice", scopes=["openid"]).token) > 0, "access token by issuer")
             check(session.logout("alice") == LogoutOutcome.REVOKED, "logout revoked")
             check(session.logout("alice") == LogoutOutcome.NOT_FOUND, "second logout not found")
             check(session.resume() == 0, "nothing pending")

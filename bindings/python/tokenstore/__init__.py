@@ -60,6 +60,7 @@ class LogoutOutcome(enum.IntEnum):
     NOT_FOUND = 1
     PENDING = 2
     FAILED = 3
+    NOT_REVOCABLE = 4
 
 
 class AccessToken:
@@ -184,9 +185,10 @@ class Store:
         _call(lib.ts_credential_state, self._live(), _text(user_id, "user id"), ctypes.byref(state))
         return State(state.value)
 
-    def session(self, domain, client_id):
-        """A :class:`Session` over this store talking to ``domain`` as ``client_id``."""
-        return Session(self, domain, client_id)
+    def session(self, domain=None, client_id=None, issuer=None):
+        """A :class:`Session` over this store talking to ``domain`` (Auth0) or ``issuer`` (any
+        OpenID Connect provider, by discovery) as ``client_id``."""
+        return Session(self, domain, client_id, issuer=issuer)
 
     def close(self):
         """Closes the store (sessions made from it keep it open until they close). Safe while
@@ -208,11 +210,17 @@ class Store:
 class Session:
     """A session over a store; see :meth:`Store.session`."""
 
-    def __init__(self, store, domain, client_id):
+    def __init__(self, store, domain=None, client_id=None, issuer=None):
         lib = _native.library()
         handle = ctypes.c_void_p()
-        _call(lib.ts_session_new, store._live(), _text(domain, "domain"), _text(client_id, "client id"),
-              ctypes.byref(handle))
+        if (domain is None) == (issuer is None):
+            raise TokenStoreError("invalidInput", "Give either domain (Auth0) or issuer, not both.")
+        if issuer is not None:
+            _call(lib.ts_session_new_issuer, store._live(), _text(issuer, "issuer"), _text(client_id, "client id"),
+                  ctypes.byref(handle))
+        else:
+            _call(lib.ts_session_new, store._live(), _text(domain, "domain"), _text(client_id, "client id"),
+                  ctypes.byref(handle))
         self._handle = handle
 
     def _live(self):

@@ -66,6 +66,7 @@ def _declare(lib):
         "ts_credential_state": (c_int, [c_void_p, c_char_p, ctypes.POINTER(c_int), err]),
         "ts_harden_process": (c_int, [err]),
         "ts_session_new": (c_int, [c_void_p, c_char_p, c_char_p, handle_out, err]),
+        "ts_session_new_issuer": (c_int, [c_void_p, c_char_p, c_char_p, handle_out, err]),
         "ts_session_free": (None, [c_void_p]),
         "ts_session_access_token": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, c_int, bytes_out, size_out,
                                             ctypes.POINTER(ctypes.c_int64), err]),

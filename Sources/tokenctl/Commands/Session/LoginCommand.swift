@@ -52,8 +52,8 @@ struct LoginCommand: TokenctlCommand {
               printf '%s' "$CODE" | tokenctl login --account alice
             """,
         options: [
-            ServerOptions.domain, ServerOptions.clientID, ItemOptions.account, browser, connection, audience,
-            redirectPort, timeout, appleUserID, allowUserChange, firstName, lastName, ServerOptions.scope,
+            ServerOptions.domain, ServerOptions.issuer, ServerOptions.clientID, ItemOptions.account, browser, connection,
+            audience, redirectPort, timeout, appleUserID, allowUserChange, firstName, lastName, ServerOptions.scope,
         ],
         refusedOptions: [appleCode])
 
@@ -71,7 +71,10 @@ struct LoginCommand: TokenctlCommand {
     let allowsUserChange: Bool
 
     init(parsed: ParsedCommand) throws {
-        server = try ServerOptions(parsed)
+        var server = try ServerOptions(parsed)
+        // An issuer configuration sends Auth0's connection only when it is given.
+        if server.configuration.usesDiscovery { server.configuration.sendsConnection = parsed.value(Self.connection) != nil }
+        self.server = server
         account = try parsed.requiredValue(ItemOptions.account)
         allowsUserChange = parsed.isSet(Self.allowUserChange)
         if parsed.isSet(Self.browser) {
@@ -137,6 +140,12 @@ struct LoginCommand: TokenctlCommand {
     ) throws -> SignInResult {
         let (account, scopes, console, allowsUserChange) = (AccountID(account), scopes, context.console, allowsUserChange)
         let waiting = context.global.quiet || context.json ? nil : "waiting up to \(timeoutSeconds) s for the browser"
+        if server.configuration.usesDiscovery, !context.global.quiet, !context.json {
+            // Which endpoints discovery found (public URLs of the server, no identifier).
+            if let metadata = try? waitFor({ try await session.client.metadata() }) {
+                console.writeError(Self.describe(metadata))
+            }
+        }
         do {
             return try waitFor {
                 try await session.signIn(
@@ -152,6 +161,16 @@ struct LoginCommand: TokenctlCommand {
         } catch let error as AuthSessionError {
             throw ErrorMapping.browserSignInFailure(error, timeoutSeconds: timeoutSeconds)
         }
+    }
+
+    /// The endpoints of a discovery document, one line each, for stderr.
+    static func describe(_ metadata: AuthorizationServerMetadata) -> String {
+        var text = "tokenctl: issuer \(metadata.issuer)\n"
+        text += "tokenctl: authorization endpoint \(metadata.authorizationEndpoint.absoluteString)\n"
+        text += "tokenctl: token endpoint \(metadata.tokenEndpoint.absoluteString)\n"
+        text += "tokenctl: revocation endpoint "
+            + (metadata.revocationEndpoint?.absoluteString ?? "none (logout deletes the tokens here only)") + "\n"
+        return text
     }
 
     /// `session.signInWithApple` with the code read from stdin.

@@ -11,7 +11,7 @@ struct LogoutCommand: TokenctlCommand {
             When the revocation cannot reach the server, the account is still signed out and \
             the revocation is kept in the outbox for 'tokenctl resume --all'; the exit status is then 75.
             """,
-        options: [ServerOptions.domain, ServerOptions.clientID, ItemOptions.account])
+        options: [ServerOptions.domain, ServerOptions.issuer, ServerOptions.clientID, ItemOptions.account])
 
     let server: ServerOptions
     let account: String
@@ -46,6 +46,10 @@ struct LogoutCommand: TokenctlCommand {
             failureCode = code.rawValue
             explanation = "Logged out here, but the server refused the revocation for good (\(code.rawValue)): a "
                 + "configuration error. The token stays in the outbox, flagged; see 'tokenctl pending'."
+        case .notRevocable:
+            (name, status) = ("notRevocable", .ok)
+            explanation = "Logged out here: the server has no revocation endpoint, so the refresh token was deleted "
+                + "locally and stays valid at the server until it expires. Nothing was queued."
         }
         let document: JSONValue = [
             "account": .string(account), "outcome": .string(name), "failureCode": Format.optional(failureCode),

@@ -18,7 +18,7 @@ struct ResumeCommand: TokenctlCommand {
             not open (see 'tokenctl pending'), 1 while flagged entries remain, 75 while others \
             still wait (unreachable server, or not due).
             """,
-        options: [ServerOptions.domain, ServerOptions.clientID, all, includeFailed])
+        options: [ServerOptions.domain, ServerOptions.issuer, ServerOptions.clientID, all, includeFailed])
 
     let server: ServerOptions
     let includingNotDue: Bool

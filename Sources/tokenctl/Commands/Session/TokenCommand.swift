@@ -33,7 +33,7 @@ struct TokenCommand: TokenctlCommand {
             A required scope the server declines exits 1 (serverDeclinedScopes).
             """,
         options: [
-            ServerOptions.domain, ServerOptions.clientID, ItemOptions.account, audience, ServerOptions.scope,
+            ServerOptions.domain, ServerOptions.issuer, ServerOptions.clientID, ItemOptions.account, audience, ServerOptions.scope,
             requireScope, minimumTTL, force, reveal,
         ],
         mutuallyExclusive: [[minimumTTL.name, force.name]])

@@ -1,0 +1,138 @@
+import FoundationEssentials
+
+/// Where one authorization server's endpoints are and what it supports: from OpenID Connect
+/// Discovery 1.0 (`{issuer}/.well-known/openid-configuration`) for a configuration made with
+/// `issuer:`, or Auth0's fixed paths for one made with `domain:`.
+///
+/// Every endpoint is `https`, or plain `http` to a loopback host, under the same rule as the
+/// configured domain or issuer (``AuthorizationServerConfiguration``); a document breaking it
+/// is refused with ``AuthSessionError/Code/insecureConfiguration``.
+public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
+    /// The issuer, exactly as the server names itself (`iss` of its ID tokens).
+    public let issuer: String
+    /// Where the browser sign-in starts.
+    public let authorizationEndpoint: URL
+    /// Where codes and refresh tokens are exchanged.
+    public let tokenEndpoint: URL
+    /// Where refresh tokens are revoked (RFC 7009); `nil`: the server cannot revoke.
+    public let revocationEndpoint: URL?
+    /// The server's signing keys.
+    public let jwksURI: URL
+    /// The userinfo endpoint, when the server has one.
+    public let userinfoEndpoint: URL?
+    /// `scopes_supported`; `nil` when the document does not say.
+    public let scopesSupported: [String]?
+    /// `code_challenge_methods_supported`; `nil` when the document does not say.
+    public let codeChallengeMethodsSupported: [String]?
+    /// `authorization_response_iss_parameter_supported` (RFC 9207): the redirect then carries
+    /// `iss`, and a sign-in whose redirect lacks it or names another issuer is refused.
+    public let authorizationResponseIssParameterSupported: Bool
+    /// Whether this is an Auth0 tenant (the `domain:` form): the API goes as `audience=`
+    /// rather than RFC 8707 `resource=`.
+    public let isAuth0: Bool
+
+    /// Auth0's fixed endpoints under `domain` (issuer `{domain}/`), as this library always used.
+    static func auth0(domain: URL) -> AuthorizationServerMetadata {
+        var issuer = domain.absoluteString
+        if !issuer.hasSuffix("/") { issuer += "/" }
+        func endpoint(_ path: String) -> URL { URL(string: issuer + path) ?? domain.appendingPathComponent(path) }
+        return AuthorizationServerMetadata(
+            issuer: issuer, authorizationEndpoint: endpoint("authorize"), tokenEndpoint: endpoint("oauth/token"),
+            revocationEndpoint: endpoint("oauth/revoke"), jwksURI: endpoint(".well-known/jwks.json"),
+            userinfoEndpoint: endpoint("userinfo"), scopesSupported: nil, codeChallengeMethodsSupported: nil,
+            authorizationResponseIssParameterSupported: false, isAuth0: true)
+    }
+
+    /// Whether a sign-in should ask for `offline_access`: always at Auth0 and when the document
+    /// does not list scopes; otherwise only when `scopes_supported` lists it.
+    public var offersOfflineAccess: Bool {
+        guard let scopesSupported, !isAuth0 else { return true }
+        return scopesSupported.contains("offline_access")
+    }
+
+    /// The metadata in a discovery document of `expectedIssuer`, with `revocationFallback`
+    /// (from RFC 8414 metadata) used when the document has no `revocation_endpoint`.
+    ///
+    /// - Throws: ``AuthSessionError/Code/unexpectedResponse`` for a document that is not a JSON
+    ///   object or lacks a required endpoint; ``AuthSessionError/Code/insecureConfiguration``
+    ///   for an `issuer` that is not exactly `expectedIssuer` (Discovery §4.3) or an endpoint
+    ///   that is neither https nor http to loopback.
+    static func discovered(
+        _ body: [UInt8], expectedIssuer: String, revocationFallback: URL? = nil
+    ) throws(AuthSessionError) -> AuthorizationServerMetadata {
+        guard let object = Self.object(body) else {
+            throw AuthSessionError(.unexpectedResponse, "The discovery document is not a JSON object.")
+        }
+        guard let issuer = object["issuer"]?.string, Self.issuer(issuer, fits: expectedIssuer) else {
+            throw AuthSessionError(
+                .insecureConfiguration, "The discovery document names another issuer than the configured one.")
+        }
+        func url(_ name: String, required: Bool) throws(AuthSessionError) -> URL? {
+            guard let text = object[name]?.string else {
+                if required { throw AuthSessionError(.unexpectedResponse, "The discovery document has no \(name).") }
+                return nil
+            }
+            guard let url = URL(string: text) else {
+                throw AuthSessionError(.unexpectedResponse, "The discovery document's \(name) is not a URL.")
+            }
+            do {
+                try AuthorizationServerConfiguration.validate(domain: url)
+            } catch {
+                throw AuthSessionError(
+                    .insecureConfiguration,
+                    "The discovery document's \(name) is not https (or http to a loopback host).")
+            }
+            return url
+        }
+        func strings(_ name: String) -> [String]? {
+            guard case .array(let values)? = object[name] else { return nil }
+            return values.compactMap(\.string)
+        }
+        // Force-unwraps below: `required: true` either returns a URL or throws.
+        let authorization = try url("authorization_endpoint", required: true)!
+        let token = try url("token_endpoint", required: true)!
+        let jwks = try url("jwks_uri", required: true)!
+        let revocation = try url("revocation_endpoint", required: false) ?? revocationFallback
+        if let revocationFallback { try AuthorizationServerConfiguration.validateEndpoint(revocationFallback) }
+        var issParameter = false
+        if case .bool(let value)? = object["authorization_response_iss_parameter_supported"] { issParameter = value }
+        return AuthorizationServerMetadata(
+            issuer: issuer, authorizationEndpoint: authorization, tokenEndpoint: token,
+            revocationEndpoint: revocation, jwksURI: jwks, userinfoEndpoint: try url("userinfo_endpoint", required: false),
+            scopesSupported: strings("scopes_supported"), codeChallengeMethodsSupported: strings("code_challenge_methods_supported"),
+            authorizationResponseIssParameterSupported: issParameter, isAuth0: false)
+    }
+
+    /// Whether the document's `issuer` is the configured one: equal, or (Microsoft Entra) a
+    /// template whose `{tenantid}` stands for one path segment of the configured issuer
+    /// (`…/common/v2.0`, `…/organizations/v2.0` or a tenant id); tokens are then checked
+    /// against the template with their `tid` put in.
+    static func issuer(_ documented: String, fits configured: String) -> Bool {
+        if documented == configured { return true }
+        guard let range = documented.firstRange(of: "{tenantid}") else { return false }
+        let prefix = documented[..<range.lowerBound]
+        let suffix = documented[range.upperBound...]
+        guard configured.hasPrefix(prefix), configured.hasSuffix(suffix),
+            configured.count > prefix.count + suffix.count
+        else { return false }
+        let segment = configured.dropFirst(prefix.count).dropLast(suffix.count)
+        return !segment.contains("/") && !segment.contains("{")
+    }
+
+    /// The `revocation_endpoint` of an RFC 8414 document of `expectedIssuer`, or `nil` when it
+    /// has none, names another issuer or is not JSON.
+    static func revocationEndpoint(inAuthorizationServerMetadata body: [UInt8], expectedIssuer: String) -> URL? {
+        guard let object = Self.object(body), object["issuer"]?.string == expectedIssuer,
+            let text = object["revocation_endpoint"]?.string, let url = URL(string: text),
+            (try? AuthorizationServerConfiguration.validateEndpoint(url)) != nil
+        else { return nil }
+        return url
+    }
+
+    private static func object(_ body: [UInt8]) -> [String: JSONValue]? {
+        guard body.count <= DiscoveryCache.maximumBodyBytes,
+            let value = try? JSONDecoder().decode(JSONValue.self, from: Data(body))
+        else { return nil }
+        return value.object
+    }
+}
