@@ -122,4 +122,34 @@ struct ScriptingCommandTests {
         }
         #expect(page.contains("\\-\\-raw"), "EXAMPLES show the bare secret for scripts")
     }
+
+    @Test("the keyring item's label and status name the app id: the store's folder for --store …/APP-ID/tokens.sqlite")
+    func labelNamesTheAppID() throws {
+        let directory = try TemporaryDirectory(prefix: "tokenctl-appid")
+        let path = directory.appending("org.example.notes-\(UUID().uuidString.prefix(6))/tokens.sqlite").path
+        let appID = URL(fileURLWithPath: path).deletingLastPathComponent().lastPathComponent
+        let put = try TokenctlBinary.run(
+            ["--store", path, "put", "--account", "alice", "--kind", "generic"], environment: TokenctlStore.keyringEnvironment,
+            stdin: "s3cret")
+        #expect(put.exitCode == 0, "\(put.standardError)")
+        let status = try TokenctlBinary.run(["--store", path, "--json", "status"], environment: TokenctlStore.keyringEnvironment)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.standardOutput.utf8)) as? [String: Any])
+        #expect(object["appID"] as? String == appID)
+        let storeID = try #require(object["storeID"] as? String)
+        let items = try PrivateKeyring.run("secret-tool", ["search", "--all", "store-id", storeID])
+        #expect(items.standardOutput.contains("label = TokenStore data key — \(appID)\n"), "\(items.standardOutput)")
+        let text = try TokenctlBinary.run(["--store", path, "status"], environment: TokenctlStore.keyringEnvironment)
+        #expect(text.standardOutput.contains("app id               \(appID)\n"), "\(text.standardOutput)")
+
+        // A path whose folder is not an app id keeps the "tokenctl" label.
+        let other = try TokenctlStore()
+        try other.put("x")
+        #expect(try other.json(["status"]).object["appID"] as? String == "store")
+        let odd = directory.appending("has space/tokens.sqlite").path
+        _ = try TokenctlBinary.run(
+            ["--store", odd, "put", "--account", "a", "--kind", "generic"], environment: TokenctlStore.keyringEnvironment, stdin: "x")
+        let oddStatus = try TokenctlBinary.run(["--store", odd, "--json", "status"], environment: TokenctlStore.keyringEnvironment)
+        #expect(oddStatus.standardOutput.contains("\"appID\" : \"tokenctl\"") || oddStatus.standardOutput.contains("\"appID\": \"tokenctl\""),
+                "\(oddStatus.standardOutput)")
+    }
 }

@@ -87,7 +87,7 @@ struct StoreCommandTests {
         let statusJSON = try store.json(["status"])
         #expect(statusJSON.object["recordedKeyProvider"] as? String == "secret-service")
         expectKeys(statusJSON.object, [
-            "path", "schemaVersion", "supportedSchemaVersion", "pendingMigrations", "storeID", "keyID", "keyProvider",
+            "path", "appID", "schemaVersion", "supportedSchemaVersion", "pendingMigrations", "storeID", "keyID", "keyProvider",
             "recordedKeyProvider", "keyState", "keyStateExplanation", "epoch", "counts", "fileModes", "processDumpable", "provider",
         ])
         // The program serving the keys, named after the owner of org.freedesktop.secrets.

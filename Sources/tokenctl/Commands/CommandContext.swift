@@ -10,8 +10,26 @@ import TokenStore
 struct CommandContext {
     /// The variable that names the store when neither `--store` nor `--app-id` is given.
     static let storeVariable = "TOKENCTL_STORE"
-    /// The app id used for stores named by `--store PATH`: it only labels the keyring item.
+    /// The app id used for stores named by `--store PATH` whose folder is not an app id: it only
+    /// labels the keyring item.
     static let defaultAppID = "tokenctl"
+
+    /// The app id a store named by its path belongs to: the folder of `…/APP-ID/tokens.sqlite`
+    /// (the layout `TokenStore(appID:)` makes) when that is a valid app id, else "tokenctl".
+    /// It only labels a new keyring item ("TokenStore data key — APP-ID") and is shown by
+    /// `status`; the items are found by store id, so a store made under another label opens.
+    static func appID(forStorePath path: String) -> String {
+        let components = path.split(separator: "/", omittingEmptySubsequences: true)
+        guard components.count >= 2, components.last == "tokens.sqlite" else { return defaultAppID }
+        let folder = String(components[components.count - 2])
+        let plain = folder.utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".")
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+        guard plain, folder.utf8.count <= 255, folder != ".", folder != ".." else { return defaultAppID }
+        return folder
+    }
 
     let global: GlobalOptions
     let console: Console
@@ -32,7 +50,7 @@ struct CommandContext {
     func storeLocation() throws -> (path: String, appID: String) {
         switch global.storeLocation {
         case .path(let path):
-            return (path, Self.defaultAppID)
+            return (path, Self.appID(forStorePath: path))
         case .appID(let appID):
             do {
                 return (try TokenStore.defaultPath(appID: appID), appID)
@@ -45,7 +63,7 @@ struct CommandContext {
                     commandName: nil)
             }
         case .defaultLocation:
-            if let path = environment[Self.storeVariable], !path.isEmpty { return (path, Self.defaultAppID) }
+            if let path = environment[Self.storeVariable], !path.isEmpty { return (path, Self.appID(forStorePath: path)) }
             // Shown with tokenctl's usage line, which names --store and --app-id.
             throw UsageError(kind: .noStoreNamed(variable: Self.storeVariable), commandName: nil)
         }

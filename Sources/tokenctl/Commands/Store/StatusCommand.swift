@@ -77,6 +77,8 @@ struct StatusCommand: TokenctlCommand {
         let modes = inspection.fileModes
         let document: JSONValue = [
             "path": .string(location.path),
+            // The app id: given with --app-id, or the store's folder (it labels the keyring item).
+            "appID": .string(location.appID),
             "schemaVersion": .int(inspection.schemaVersion),
             "supportedSchemaVersion": .int(inspection.supportedSchemaVersion),
             "pendingMigrations": .array(inspection.pendingMigrations.map(Format.migration)),
@@ -116,6 +118,7 @@ struct StatusCommand: TokenctlCommand {
         context.emit(document) {
             var table = TextTable(header: nil)
             table.append(["store", location.path])
+            table.append(["app id", location.appID])
             let pending = inspection.pendingMigrations.map { String($0.version) }
             table.append([
                 "schema version",
