@@ -87,7 +87,7 @@ struct ScriptingCommandTests {
         for (name, hasStore) in [("org.example.notes", true), ("org.example.empty", false)] {
             let folder = data.appending(name).path
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            if hasStore { FileManager.default.createFile(atPath: folder + "/tokens.sqlite", contents: Data()) }
+            if hasStore { _ = FileManager.default.createFile(atPath: folder + "/tokens.sqlite", contents: Data()) }
         }
         let script = data.appending("completion.bash").path
         try bash.write(toFile: script, atomically: true, encoding: .utf8)
@@ -121,6 +121,8 @@ struct ScriptingCommandTests {
             #expect(page.contains("\\fB\(variable)"), "ENVIRONMENT lacks \(variable)")
         }
         #expect(page.contains("\\-\\-raw"), "EXAMPLES show the bare secret for scripts")
+        // troff reads Latin-1: every non-ASCII character must be a groff escape (\[u2014]).
+        #expect(page.unicodeScalars.allSatisfy { $0.isASCII }, "the man page has raw non-ASCII characters")
     }
 
     @Test("the keyring item's label and status name the app id: the store's folder for --store …/APP-ID/tokens.sqlite")

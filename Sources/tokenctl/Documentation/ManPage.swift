@@ -140,6 +140,20 @@ struct ManPage {
     /// Escapes roff: backslashes and dashes, and a leading dot or quote.
     static func escape(_ text: String) -> String {
         var escaped = text.replacing("\\", with: "\\e").replacing("-", with: "\\-")
+        // Non-ASCII characters as groff's Unicode escapes (\[u2014] for an em dash): troff reads
+        // its input as Latin-1 and warns on UTF-8 bytes.
+        if escaped.unicodeScalars.contains(where: { !$0.isASCII }) {
+            var ascii = ""
+            for scalar in escaped.unicodeScalars {
+                if scalar.isASCII {
+                    ascii.unicodeScalars.append(scalar)
+                } else {
+                    let hex = String(scalar.value, radix: 16, uppercase: true)
+                    ascii += "\\[u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex + "]"
+                }
+            }
+            escaped = ascii
+        }
         if escaped.hasPrefix(".") || escaped.hasPrefix("'") { escaped = "\\&" + escaped }
         return escaped
     }
