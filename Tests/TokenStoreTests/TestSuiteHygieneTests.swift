@@ -20,6 +20,38 @@ import Testing
         text.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
     }
 
+    /// A suite that serves a loopback sign-in (a `signIn(… redirectURIs: …)` or the listener
+    /// itself) needs the cooperative pool to start its listener, which the long synchronous tests
+    /// of the parallel pass can hold for minutes on a loaded 2-core machine: it must be named in
+    /// the sign-in pass of scripts/run-tests and scripts/sanitizers (four new suites were not, and
+    /// timed out under load).
+    @Test func everySignInSuiteRunsInTheSignInPass() throws {
+        var patterns: [String: Set<String>] = [:]
+        for script in ["scripts/run-tests", "scripts/sanitizers"] {
+            let text = try String(contentsOf: repositoryRoot.appendingPathComponent(script), encoding: .utf8)
+            let line = try #require(text.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix("signin='") })
+            let value = line.split(separator: "'")[1]
+            patterns[script] = Set(value.split(separator: "|").map(String.init))
+        }
+        var suites: Set<String> = []
+        for (_, text) in try Self.swiftFiles(under: "Tests/AuthSessionTests") {
+            let code = Self.codeLines(text).joined(separator: "\n")
+            guard code.contains("redirectURIs:") || code.contains("LoopbackRedirectListener.bind") else { continue }
+            for line in Self.codeLines(text) where line.contains("struct ") && line.contains("Tests") {
+                if let name = line.split(separator: "struct ").last?.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).first,
+                    name.hasSuffix("Tests")
+                {
+                    suites.insert(String(name))
+                }
+            }
+        }
+        #expect(suites.count >= 5, "the walk found the sign-in suites: \(suites.sorted())")
+        for (script, named) in patterns {
+            let missing = suites.subtracting(named)
+            #expect(missing.isEmpty, "\(script): sign-in suites not in the sign-in pass: \(missing.sorted())")
+        }
+    }
+
     @Test func everySuiteAndFreeTestHasATimeLimit() throws {
         let files = try Self.swiftFiles(under: "Tests")
         #expect(files.count > 20, "the walk found the test sources")

@@ -56,7 +56,9 @@ struct ProviderProfileTests {
         let shown = URLBox()
         let result = try await session.signIn(
             account: "alice", redirectURIs: redirect, scopes: ["openid", "read:items"], audience: "https://api.example.com/",
-            timeout: .seconds(60), browser: BrowserSignInTests.scriptedBrowser(), onAuthorizationURL: { shown.set($0) })
+            timeout: .seconds(60),
+            // The browser is given the one-time start URL; its redirect is the authorization URL.
+            browser: StartFollowingOpener(next: BrowserSignInTests.scriptedBrowser(), location: shown))
         let url = try #require(shown.value)
         let query = Dictionary(uniqueKeysWithValues: (URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map { ($0.name, $0.value ?? "") })
         #expect(url.path == Self.authorizationPaths[profile], "\(profile)")
