@@ -9,6 +9,7 @@ all: build
 deps:
 	@scripts/install-deps
 	@scripts/authserver venv
+	@scripts/dotserver venv
 
 build: deps
 	$(SWIFT) build $(SWIFT_FLAGS)

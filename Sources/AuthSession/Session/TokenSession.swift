@@ -59,8 +59,11 @@ public final class TokenSession: Sendable {
     /// Access tokens are cached per (account, audience, scope set), each sealed with its expiry:
     /// one refresh token serves every API (Auth0's Multi-Resource Refresh Tokens), and a
     /// refresh for one audience stores the rotated refresh token and its own access token in one
-    /// durable transaction, leaving the other audiences' tokens valid. Renewals of one account
-    /// are single-flight, within this process and across processes.
+    /// durable transaction, leaving the other audiences' tokens valid — with a `domain:`
+    /// (Auth0) configuration. With an `issuer:` one, a refresh that rotates the refresh token
+    /// drops the other cached tokens, which the server may have revoked with the old refresh
+    /// token (django-oauth-toolkit does). Renewals of one account are single-flight, within
+    /// this process and across processes.
     ///
     /// - Parameters:
     ///   - audience: the API; `nil` uses the configuration's ``AuthorizationServerConfiguration/audience``.
@@ -195,9 +198,12 @@ public final class TokenSession: Sendable {
         let entry = Self.cacheEntry(token)
         let replacement = try storage {
             // An access token the cache cannot hold is handed on uncached: losing the rotated
-            // refresh token over it would sign the user out.
+            // refresh token over it would sign the user out. A provider found by discovery may
+            // revoke the access tokens of a rotated-out refresh token (django-oauth-toolkit
+            // does): a rotation drops the other cached ones. Auth0 (`domain:`) keeps them.
             try self.store.ledger.replaceRefreshToken(
-                account: account, presented: presented, with: response.refreshToken, accessToken: entry, cacheKey: key)
+                account: account, presented: presented, with: response.refreshToken, accessToken: entry, cacheKey: key,
+                dropsOtherAccessTokens: self.client.configuration.usesDiscovery)
         }
         CrashPoint.reach("renewal.afterCommit")
         if replacement == .superseded {

@@ -110,9 +110,14 @@ package struct SessionLedger: Sendable {
     /// stored and a new refresh token goes to the revocation outbox (``RefreshTokenReplacement/superseded``).
     /// The access token is cached at `cacheKey` (the account's other cached tokens stay
     /// valid: one refresh token serves every audience); a `nil` one clears that entry.
+    /// With `dropsOtherAccessTokens`, a rotation (a new refresh token, not the presented one)
+    /// first deletes the account's other cached access tokens: servers such as
+    /// django-oauth-toolkit revoke the access token issued with a refresh token when they
+    /// rotate that refresh token out.
     package func replaceRefreshToken(
         account: AccountID, presented: SecretBytes,
-        with newRefreshToken: SecretBytes?, accessToken: AccessTokenEntry?, cacheKey: AccessTokenKey? = nil
+        with newRefreshToken: SecretBytes?, accessToken: AccessTokenEntry?, cacheKey: AccessTokenKey? = nil,
+        dropsOtherAccessTokens: Bool = false
     ) throws -> RefreshTokenReplacement {
         let rtKey = ItemKey(account: account, kind: .refreshToken)
         let cacheKey = cacheKey ?? AccessTokenKey(account: account, audience: nil, scopes: accessToken?.scopes ?? [])
@@ -125,7 +130,12 @@ package struct SessionLedger: Sendable {
             if let current, current.secret == presented,
                 try !AccountMarks.isLoggingOut(db, account, envelope: envelope)
             {
-                if let newRefreshToken { try ItemRecord.upsert(db, rtKey, secret: newRefreshToken, envelope: envelope) }
+                if let newRefreshToken {
+                    try ItemRecord.upsert(db, rtKey, secret: newRefreshToken, envelope: envelope)
+                    if dropsOtherAccessTokens && newRefreshToken != presented {
+                        try AccessTokenRecord.deleteAll(db, of: account, envelope: envelope)
+                    }
+                }
                 if let accessToken {
                     try AccessTokenRecord.upsert(db, cacheKey, accessToken, envelope: envelope)
                 } else {

@@ -1,0 +1,14 @@
+"""DOT at its own mount path, /o/; a login page; an API DOT protects; the test hooks under /__test/."""
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+import testhooks
+
+urlpatterns = [
+    path("o/", include("oauth2_provider.urls", namespace="oauth2_provider")),
+    path("accounts/login/", auth_views.LoginView.as_view(template_name="login.html"), name="login"),
+    path("api/read", testhooks.read_api()),
+    path("__test/health", testhooks.health),
+    path("__test/stats", testhooks.stats),
+    path("__test/access-ttl", testhooks.access_ttl),
+]
