@@ -77,7 +77,7 @@ class AccessToken:
 
 
 def version():
-    """The library's version, e.g. ``"0.2.0"`` (the VERSION file it was built from)."""
+    """The library's version, e.g. ``"0.3.0"`` (the VERSION file it was built from)."""
     return _native.library().ts_version().decode()
 
 
