@@ -15,6 +15,18 @@ extension SessionCommandTests {
             let login = try fixture.store.run(
                 ["login", "--account", "alice", "--apple-user-id", userID], stdin: code, environment: environment)
             #expect(login.exitCode == 0, "\(profile): \(login.standardError)")
+            // status shows what discovery found (the document kept beside the store).
+            let status = try fixture.store.json(["status"], environment: environment)
+            let discovery = try #require(status.object["discovery"] as? [String: Any], "\(profile)")
+            #expect(discovery["issuer"] as? String == issuer)
+            #expect((discovery["tokenEndpoint"] as? String)?.hasPrefix(fixture.server.baseURL.absoluteString) == true)
+            if profile == "entra" {
+                #expect(discovery["revocationEndpoint"] is NSNull, "entra: no revocation endpoint")
+            } else {
+                #expect(discovery["revocationEndpoint"] as? String != nil, "\(profile)")
+            }
+            let text = try fixture.store.run(["status"], environment: environment)
+            #expect(text.standardOutput.contains("issuer               \(issuer) (discovered "), "\(text.standardOutput)")
             let logout = try fixture.store.json(["logout", "--account", "alice"], environment: environment)
             #expect(logout.result.exitCode == 0, "\(profile): \(logout.result.standardError)")
             #expect(logout.object["outcome"] as? String == (profile == "entra" ? "notRevocable" : "revoked"), "\(profile)")

@@ -88,7 +88,7 @@ struct StoreCommandTests {
         #expect(statusJSON.object["recordedKeyProvider"] as? String == "secret-service")
         expectKeys(statusJSON.object, [
             "path", "appID", "schemaVersion", "supportedSchemaVersion", "pendingMigrations", "storeID", "keyID", "keyProvider",
-            "recordedKeyProvider", "keyState", "keyStateExplanation", "epoch", "counts", "fileModes", "processDumpable", "provider",
+            "recordedKeyProvider", "discovery", "keyState", "keyStateExplanation", "epoch", "counts", "fileModes", "processDumpable", "provider",
         ])
         // The program serving the keys, named after the owner of org.freedesktop.secrets.
         let expectedProvider = ["gnome-keyring": "gnome-keyring", "keepassxc": "KeePassXC", "kwallet": "KWallet"][

@@ -12,7 +12,7 @@ import Glibc
 /// and, when a file is given, in a file beside the store (mode 0600, never followed through a
 /// symlink; the document is public, so it is not sealed). When the server cannot be reached, a
 /// cached document is used however old. Concurrent callers share one fetch.
-actor DiscoveryCache {
+package actor DiscoveryCache {
     /// The largest document accepted.
     static let maximumBodyBytes = 256 * 1024
 
@@ -143,13 +143,26 @@ actor DiscoveryCache {
     // MARK: File
 
     private func readFile() -> Stored? {
-        guard let filePath else { return nil }
+        guard let filePath, let stored = Self.readStored(atPath: filePath), stored.configuredIssuer == configuration.issuer
+        else { return nil }
+        return stored
+    }
+
+    /// The discovery document kept beside a store (`STORE.discovery.json`), for `tokenctl
+    /// status`: the issuer it was fetched for, when, and the endpoints; `nil` when there is none
+    /// (or it is not a regular file of this user's, or not one this code wrote).
+    package static func document(atPath path: String) -> (issuer: String, fetchedAt: Date, metadata: AuthorizationServerMetadata)? {
+        guard let stored = readStored(atPath: path) else { return nil }
+        return (stored.configuredIssuer, Date(timeIntervalSince1970: stored.fetchedAt), stored.metadata)
+    }
+
+    private static func readStored(atPath filePath: String) -> Stored? {
         let fd = open(filePath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == getuid(),
-            info.st_size <= Self.maximumBodyBytes
+            info.st_size <= maximumBodyBytes
         else { return nil }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var total = 0
@@ -158,10 +171,7 @@ actor DiscoveryCache {
             guard count > 0 else { return nil }
             total += count
         }
-        guard let stored = try? JSONDecoder().decode(Stored.self, from: Data(bytes)),
-            stored.configuredIssuer == configuration.issuer
-        else { return nil }
-        return stored
+        return try? JSONDecoder().decode(Stored.self, from: Data(bytes))
     }
 
     private func writeFile(_ stored: Stored) {
