@@ -88,9 +88,15 @@ stress-tests: deps
 docs: deps
 	SWIFT=$(SWIFT) scripts/docs
 
-# Release build with warnings as errors (CI runs this too).
+# The release link's flags for this build machine (lld, DT_RELR, the symbol ordering; nothing
+# where glibc is older than 2.36 or there is no lld): scripts/release-link PRODUCT.
+release_link = $(shell SWIFT="$(SWIFT)" scripts/release-link $(1))
+
+# Release build with warnings as errors (CI runs this too), linked as `make install` links, and
+# the check that scripts/linker/symbol-order.txt still names the code it orders.
 release: deps
-	$(SWIFT) build -c release -Xswiftc -warnings-as-errors $(SWIFT_FLAGS)
+	$(SWIFT) build -c release -Xswiftc -warnings-as-errors $(SWIFT_FLAGS) $(call release_link,all)
+	scripts/check-symbol-order "$$($(SWIFT) build -c release --show-bin-path -Xswiftc -warnings-as-errors $(SWIFT_FLAGS))"
 
 # The C ABI alone (debug build, a temporary prefix; about 30 s once built).
 test-cabi: deps
@@ -98,7 +104,8 @@ test-cabi: deps
 
 # libtokenstore.so.1 (+ symlinks), tokenstore.h, tokenstore.pc, tokenctl, its man page and
 # bash/zsh/fish completions under $(DESTDIR)$(PREFIX). CONFIG=debug installs the debug build
-# unstripped (the tests do); the default is a stripped release build. Both are linked without
+# unstripped (the tests do); the default is a stripped release build, linked with the flags of
+# scripts/release-link (the debug build with the toolchain's default linker). Both are linked without
 # SwiftPM's default RUNPATH $ORIGIN (--disable-local-rpath): neither has a library of its own
 # beside it, and $ORIGIN would let a library placed next to them be loaded instead of the
 # system's (the lazy dlopen of libcurl.so.4 and libcrypto.so.3 included; review N8). LIBDIR
@@ -114,8 +121,8 @@ PYTHON ?=
 PYTHON_SITE ?=
 INSTALL_ENV = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" LIBDIR="$(LIBDIR)" PYTHON="$(PYTHON)" PYTHON_SITE="$(PYTHON_SITE)"
 install:
-	$(SWIFT) build -c $(CONFIG) --product tokenstore --disable-local-rpath $(SWIFT_FLAGS)
-	$(SWIFT) build -c $(CONFIG) --product tokenctl --disable-local-rpath $(SWIFT_FLAGS)
+	$(SWIFT) build -c $(CONFIG) --product tokenstore --disable-local-rpath $(SWIFT_FLAGS) $(if $(filter release,$(CONFIG)),$(call release_link,tokenstore))
+	$(SWIFT) build -c $(CONFIG) --product tokenctl --disable-local-rpath $(SWIFT_FLAGS) $(if $(filter release,$(CONFIG)),$(call release_link,tokenctl))
 	$(INSTALL_ENV) STRIP="$(if $(filter release,$(CONFIG)),$(STRIP))" \
 		scripts/install install "$$($(SWIFT) build -c $(CONFIG) --show-bin-path $(SWIFT_FLAGS))"
 

@@ -1,8 +1,5 @@
 // swift-tools-version:6.0
 import PackageDescription
-#if canImport(Glibc)
-import Glibc
-#endif
 
 // libtokenstore.so.1, the C ABI (include/tokenstore.h): the Swift runtime linked in
 // (-static-stdlib), only ts_* exported (version script), a soname, no build-machine rpath.
@@ -16,34 +13,10 @@ let cABIStaticFoundation = (["--start-group"] + [
     "swiftSynchronization", "swiftDispatch",
 ].map { "-l\($0)" } + ["--end-group"]).flatMap { ["-Xlinker", $0] }
 
-// Linked with lld and packed relative relocations (DT_RELR: the ~37,000 relative relocations
-// of the static Swift runtime in a few kilobytes instead of 900 kB of .rela.dyn, applied faster at
-// load): issue 16's library size (15.2 → 14.3 MB stripped). DT_RELR needs glibc 2.36 at run time
-// (GLIBC_ABI_DT_RELR), so only where the build machine's glibc is that new (the library links
-// against the build machine's libraries anyway); older ones link as before (gold).
-let packedRelocations: [String] = {
-    #if canImport(Glibc)
-    var buffer = [CChar](repeating: 0, count: 64)  // "glibc 2.36"
-    guard confstr(Int32(_CS_GNU_LIBC_VERSION), &buffer, buffer.count) > 0 else { return [] }
-    let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    let parts = text.split(separator: " ").last?.split(separator: ".").compactMap { Int($0) } ?? []
-    guard parts.count >= 2, (parts[0], parts[1]) >= (2, 36) else { return [] }
-    return ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"]
-    #else
-    return []
-    #endif
-}()
-
-// With lld, the functions tokenctl and the C ABI run on their everyday paths come first in .text
-// (scripts/linker/symbol-order.txt, written by scripts/symbol-order): a command then touches a few
-// 64 KiB windows of code instead of ~74 spread over 9.8 MB (the kernel maps file pages by such
-// windows), which is most of issue 16's peak RSS difference to `secret-tool`. Names the file lists
-// that a change removed are skipped (no warning). Release builds already give every function a
-// section of its own, in our modules and in the static runtime, so each can be placed.
-let symbolOrdering: [String] = packedRelocations.isEmpty ? [] : [
-    "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/scripts/linker/symbol-order.txt",
-    "-Xlinker", "--no-warn-symbol-ordering",
-]
+// The release link's machine-dependent part (lld, DT_RELR where glibc is 2.36 or newer, the symbol
+// ordering, tokenctl's static libstdc++) is not decided here: scripts/release-link prints those
+// flags and `make install`, `make release` and debian/rules pass them on the command line.
+// This manifest probes nothing; a plain `swift build` links with the toolchain's defaults.
 
 // Under a sanitizer (scripts/sanitizers sets TOKENSTORE_SANITIZE) the library is linked plainly:
 // a sanitized shared library leaves the sanitizer runtime's symbols to the executable, which
@@ -51,7 +24,7 @@ let symbolOrdering: [String] = packedRelocations.isEmpty ? [] : [
 // C test under ASan against the normal build).
 let cABILinkerSettings: [LinkerSetting] = Context.environment["TOKENSTORE_SANITIZE"] != nil ? [] : [
     .unsafeFlags(
-        ["-static-stdlib", "-no-toolchain-stdlib-rpath"] + cABIStaticFoundation + packedRelocations + symbolOrdering + [
+        ["-static-stdlib", "-no-toolchain-stdlib-rpath"] + cABIStaticFoundation + [
             "-Xlinker", "-zdefs",  // fail the link on any undefined symbol
             "-Xlinker", "-soname=libtokenstore.so.1",
             "-Xlinker", "--version-script=\(Context.packageDirectory)/include/tokenstore.map",
@@ -62,17 +35,10 @@ let cABILinkerSettings: [LinkerSetting] = Context.environment["TOKENSTORE_SANITI
 // (-static-stdlib and the same static archives): a command then loads ~13 fewer shared
 // libraries and their relocations, about a third of the start-up time of `tokenctl get`.
 // Plain under a sanitizer, as the C ABI library.
-// With lld, also libstdc++ (which the Swift runtime uses for a few dozen functions) from its static
-// archive (scripts/linker/static/libstdc++.so is a linker script lld finds before the shared library),
-// and no dynamic symbol table of our own (-static-stdlib exports the executable's symbols for
-// nobody: nothing loads tokenctl as a library): one shared library fewer to map, relocate and
-// initialize, and 2,000 symbols fewer for every other library's symbol lookups to pass through.
-let tokenctlLean: [String] = packedRelocations.isEmpty ? [] : [
-    "-L", "\(Context.packageDirectory)/scripts/linker/static", "-Xlinker", "--no-export-dynamic",
-]
+// (scripts/release-link adds, with lld, libstdc++ from its static archive and no dynamic symbol table.)
 let tokenctlLinkerSettings: [LinkerSetting] = Context.environment["TOKENSTORE_SANITIZE"] != nil ? [] : [
     .unsafeFlags(
-        ["-static-stdlib"] + cABIStaticFoundation + packedRelocations + symbolOrdering + tokenctlLean,
+        ["-static-stdlib"] + cABIStaticFoundation,
         .when(configuration: .release))
 ]
 
