@@ -65,12 +65,15 @@ enum SecretServiceEpochItems {
         }
     }
 
+    /// The text of the error for an epoch item whose secret is not a number.
+    static let notANumberMessage = "A store-epoch item of the keyring does not hold a number"
+
     /// The epoch an item's secret holds.
     /// - Throws: `integrityCheckFailed` when it is not a number.
     private static func value(of secret: SecretBytes, _ operation: String) throws(TokenStoreError) -> UInt64 {
         guard let value = parse(secret.copyBytes()) else {
             throw TokenStoreError(
-                .integrityCheckFailed, "A store-epoch item of the keyring does not hold a number (\(operation)).",
+                .integrityCheckFailed, "\(notANumberMessage) (\(operation)).",
                 hint: "Delete the store's epoch items (secret-tool search --all xdg:schema \(schemaName)); "
                     + "the next open writes the epoch again.")
         }

@@ -16,6 +16,9 @@ internal import CLibSecret
 ///   KeePassXC run a per-item prompt that never completes. A key of an existing reference
 ///   is written as a new item (`Replace` off), then the old items are deleted by path.
 extension SecretServiceItems {
+    /// The text of the error for a key write whose read-back found no single item.
+    static let notStoredMessage = "key items after storing one"
+
     /// Stores `key` as a new item of `reference` in the default collection, then deletes any
     /// older item of the same reference. Storing the key an item already holds changes nothing.
     static func store(
@@ -50,7 +53,7 @@ extension SecretServiceItems {
             // Read it back: a transfer session that went wrong (KWallet) stores other bytes.
             let after = try search(reference, loadSecret: true, cancellable, operation: operation)
             guard after.count == 1 else {
-                throw TokenStoreError(.ioError, "\(after.count) key items after storing one (\(operation)).")
+                throw TokenStoreError(.ioError, "\(after.count) \(notStoredMessage) (\(operation)).")
             }
             guard let stored = after.secret, stored == key else {
                 throw TokenStoreError(.ioError, "\(unreadableSecretMessage): the stored key did not read back (\(operation)).")
