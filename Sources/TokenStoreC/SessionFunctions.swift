@@ -10,16 +10,9 @@ public func ts_session_new(
     _ store: OpaquePointer!, _ domain: UnsafePointer<CChar>!, _ clientID: UnsafePointer<CChar>!,
     _ out: UnsafeMutablePointer<OpaquePointer?>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
 ) -> CInt {
-    CCall.run(err) {
-        let out = try CInput.out(out, "session")
-        out.pointee = nil
-        let storeHandle = try storeHandles.lookUp(store)
-        defer { withExtendedLifetime(storeHandle) {} }  // alive until the call ends, however it is closed meanwhile
-        let configuration = try AuthorizationServerConfiguration(
+    newSession(store, out, err) {
+        try AuthorizationServerConfiguration(
             domain: CInput.string(domain, "domain"), clientID: CInput.string(clientID, "client id"))
-        let session = TokenSession(store: storeHandle.store, configuration: configuration)
-        out.pointee = sessionHandles.insert(SessionHandle(session, storeHandle: storeHandle))
-        return CCall.ok
     }
 }
 
@@ -28,14 +21,24 @@ public func ts_session_new_issuer(
     _ store: OpaquePointer!, _ issuer: UnsafePointer<CChar>!, _ clientID: UnsafePointer<CChar>!,
     _ out: UnsafeMutablePointer<OpaquePointer?>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
 ) -> CInt {
+    newSession(store, out, err) {
+        try AuthorizationServerConfiguration(
+            issuer: CInput.string(issuer, "issuer"), clientID: CInput.string(clientID, "client id"))
+    }
+}
+
+/// The body of both session constructors: a session over the store's handle with the
+/// configuration `configure` makes, handed out as a new session handle.
+private func newSession(
+    _ store: OpaquePointer!, _ out: UnsafeMutablePointer<OpaquePointer?>!, _ err: UnsafeMutablePointer<OpaquePointer?>!,
+    _ configure: () throws -> AuthorizationServerConfiguration
+) -> CInt {
     CCall.run(err) {
         let out = try CInput.out(out, "session")
         out.pointee = nil
         let storeHandle = try storeHandles.lookUp(store)
         defer { withExtendedLifetime(storeHandle) {} }  // alive until the call ends, however it is closed meanwhile
-        let configuration = try AuthorizationServerConfiguration(
-            issuer: CInput.string(issuer, "issuer"), clientID: CInput.string(clientID, "client id"))
-        let session = TokenSession(store: storeHandle.store, configuration: configuration)
+        let session = TokenSession(store: storeHandle.store, configuration: try configure())
         out.pointee = sessionHandles.insert(SessionHandle(session, storeHandle: storeHandle))
         return CCall.ok
     }
