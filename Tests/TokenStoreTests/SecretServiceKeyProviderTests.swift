@@ -23,15 +23,15 @@ import Testing
 private let enabledInKeyring = ConditionTrait.enabled(
     if: PrivateKeyring.isAvailable, Comment(rawValue: PrivateKeyring.skipReason))
 
-private func randomHex(_ bytes: Int = 16) -> String {
+func randomHex(_ bytes: Int = 16) -> String {
     (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
 }
 
-private func newReference() -> DataKeyReference {
+func newReference() -> DataKeyReference {
     DataKeyReference(storeID: randomHex(), keyID: randomHex(), appID: "dev.tokenstore.tests")
 }
 
-private func randomKey(_ count: Int = 32) -> SecretBytes {
+func randomKey(_ count: Int = 32) -> SecretBytes {
     SecretBytes((0..<count).map { _ in UInt8.random(in: 0...255) })
 }
 
@@ -181,9 +181,16 @@ struct SecretServiceKeyProviderTests {
             ? ["Title", "UserName", "URL", "Notes", "Uuid", "Path", "FDO_SECRETS_CONTENT_TYPE"] : []
         #expect(attributeNames.subtracting(providerOwn) == ["store-id", "key-id"], "\(text)")
         #expect(text.contains("\nschema = dev.tokenstore.DataKey\n"), "\(text)")
-        // KWallet keeps labels in clear text: there the label names no app.
-        let label = PrivateKeyring.provider == "kwallet" ? reference.neutralLabel : reference.label
-        #expect(text.contains("label = \(label)\n"), "\(text)")
+        // KWallet keeps labels in clear text: there the label names no app, and each write has a
+        // label of its own (the neutral label and a random write id: SecretServiceItems.itemLabel).
+        if PrivateKeyring.provider == "kwallet" {
+            let line = text.split(separator: "\n").first { $0.hasPrefix("label = ") }.map(String.init) ?? ""
+            let suffix = line.dropFirst("label = \(reference.neutralLabel) ".count)
+            #expect(line.hasPrefix("label = \(reference.neutralLabel) "), "\(text)")
+            #expect(suffix.count == 8 && suffix.allSatisfy(\.isHexDigit), "\(text)")
+        } else {
+            #expect(text.contains("label = \(reference.label)\n"), "\(text)")
+        }
         #expect(text.contains(reference.keyID))
     }
 

@@ -24,6 +24,11 @@ enum SecretServiceEpochItems {
         var locked = 0
         /// The values of the unlocked items.
         var values: [UInt64] = []
+        /// The object paths of unlocked items the service gave no secret, or an empty one, for (path-level search
+        /// only): a garbled transfer session, or, when a search on a new connection finds them
+        /// again, items KWallet kept from a failed create, which hold nothing
+        /// (``SecretServiceKeyProvider`` reads again, then passes over them).
+        var unreadable: [String] = []
     }
 
     /// Every epoch item of `storeID`, secrets loaded, without unlocking anything.
@@ -33,8 +38,14 @@ enum SecretServiceEpochItems {
                 if SecretServicePaths.isUsable {
                     let paths = try SecretServicePaths.search(schema, attributes, cancellable, operation: operation)
                     var found = Found(count: paths.count, locked: paths.locked.count)
-                    for secret in try SecretServicePaths.secrets(of: paths.unlocked, cancellable, operation: operation) {
-                        found.values.append(try value(of: secret, operation))
+                    let secrets = try SecretServicePaths.readableSecrets(of: paths.unlocked, cancellable, operation: operation)
+                    for (path, secret) in zip(paths.unlocked, secrets) {
+                        // KWallet answers with an empty secret for an item it kept from a failed create.
+                        if let secret, secret.count > 0 {
+                            found.values.append(try value(of: secret, operation))
+                        } else {
+                            found.unreadable.append(path)
+                        }
                     }
                     return found
                 }
@@ -80,7 +91,10 @@ enum SecretServiceEpochItems {
         return value
     }
 
-    /// Stores a new item holding `epoch` in the default collection (never matching an existing item).
+    /// Stores a new item holding `epoch` in the default collection (never matching an existing
+    /// item). Its label is `label` and the write id: KWallet files items under their labels and
+    /// reuses the place of one it kept without a secret for the next of the same label (see
+    /// ``SecretServiceItems/itemLabel(_:onKWallet:)``).
     static func store(
         _ epoch: UInt64, storeID: String, label: String, _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) {
@@ -101,7 +115,8 @@ enum SecretServiceEpochItems {
                 defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
                 var error: UnsafeMutablePointer<GError>?
                 let stored = secret_password_storev_binary_sync(
-                    schema, attributes, SecretServiceItems.defaultCollectionAlias, label, value, cancellable.pointer, &error)
+                    schema, attributes, SecretServiceItems.defaultCollectionAlias, "\(label) \(writeID)", value,
+                    cancellable.pointer, &error)
                 if let error { throw GLibError.classify(error, operation: operation) }
                 if stored == 0 {
                     throw TokenStoreError(.ioError, "The Secret Service did not store the store epoch (\(operation)).")

@@ -37,7 +37,7 @@ extension SecretServiceItems {
                         hint: TokenStoreError.unlockHint)
                 }
             }
-            let before = try search(reference, loadSecret: true, cancellable, operation: operation)
+            let before = try itemsBeforeWrite(reference, cancellable, operation: operation)
             if before.locked > 0 {
                 throw TokenStoreError(
                     .keyringLocked, "The keyring holding the data key is locked (\(operation)).",
@@ -59,6 +59,31 @@ extension SecretServiceItems {
                 throw TokenStoreError(.ioError, "\(unreadableSecretMessage): the stored key did not read back (\(operation)).")
             }
         }
+    }
+
+    /// The items of `reference` before a write, with the secret of a single one. An item whose
+    /// secret cannot be read is one to replace, not an error: KWallet registers an item (its
+    /// attributes) before it decrypts the secret sent with it, and when that decryption fails (a
+    /// garbled transfer session, see ``SecretServiceKeyProvider``) it answers the create with an
+    /// error but keeps the item, with no secret. The retry on a new connection then finds it.
+    private static func itemsBeforeWrite(
+        _ reference: DataKeyReference, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> Found {
+        do {
+            return try search(reference, loadSecret: true, cancellable, operation: operation)
+        } catch where error.code == .ioError && error.message.contains(unreadableSecretMessage) {
+            return try search(reference, loadSecret: false, cancellable, operation: operation)
+        }
+    }
+
+    /// The label of a new key item. KWallet files an item under its label and reuses the place of
+    /// an item that has no secret (see ``itemsBeforeWrite(_:_:operation:)``) for the next item of
+    /// that label, so that deleting the secret-less one deletes the new one's secret with it (seen
+    /// as "0 key items after storing one" in the provider matrix): there every write has a label
+    /// of its own, with no app id (KWallet keeps labels in clear text).
+    static func itemLabel(_ reference: DataKeyReference, onKWallet: Bool) -> String {
+        guard onKWallet else { return reference.label }
+        return "\(reference.neutralLabel) \(Hex.encode(SecretBytes.random(count: 4).copyBytes()))"
     }
 
     /// Checks that the default collection exists and is unlocked (unlocking it when that needs
@@ -159,9 +184,8 @@ extension SecretServiceItems {
                     throw TokenStoreError(.ioError, "libsecret could not hold the key (\(operation)).")
                 }
                 defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-                // KWallet writes labels, like attributes, in clear text beside the wallet.
                 let provider = try KeyProviderIdentity.secretServiceNow(cancellable, operation: operation)
-                let label = provider?.name == KeyProviderIdentity.kWallet ? reference.neutralLabel : reference.label
+                let label = itemLabel(reference, onKWallet: provider?.name == KeyProviderIdentity.kWallet)
                 var error: UnsafeMutablePointer<GError>?
                 let item = secret_item_create_sync(
                     collection, schema, attributes, label, value, SECRET_ITEM_CREATE_NONE,

@@ -29,6 +29,8 @@ extension SecretServiceKeyProvider: KeyAndEpochReading {
             try GLibWorkerThread.run("load key", timeout: timeout) { cancellable throws(TokenStoreError) in
                 var epochFound: SecretServiceEpochItems.Found?
                 if valid { epochFound = try? SecretServiceEpochItems.search(storeID, cancellable, operation: "read store epoch") }
+                // An unreadable item: the caller reads the epoch again on its own (searchEpoch).
+                if epochFound?.unreadable.isEmpty == false { epochFound = nil }
                 let (key, itemPath) = try Self.loadKeyOnce(reference, cancellable, operation: "load key")
                 guard key != nil, let found = epochFound else { return (key, nil) }
                 let epoch = try? Self.epoch(of: found, storeID, unlockedItem: itemPath, cancellable, operation: "read store epoch")
@@ -50,13 +52,17 @@ extension SecretServiceKeyProvider: KeyAndEpochReading {
         try withInteraction { () throws(TokenStoreError) in
             try GLibWorkerThread.run("raise store epoch", timeout: timeout) { cancellable throws(TokenStoreError) in
                 let operation = "raise store epoch"
-                let current = try Self.currentEpoch(storeID, cancellable, operation: operation)
+                let found = try Self.searchEpoch(storeID, cancellable, operation: operation)
+                let current = try Self.epoch(of: found, storeID, unlockedItem: nil, cancellable, operation: operation)
                 if current.value < epoch {
                     try SecretServiceEpochItems.store(epoch, storeID: storeID, label: label, cancellable, operation: operation)
                 }
                 let target = max(current.value, epoch)
                 for older in Set(current.values) where older < target {
                     try SecretServiceEpochItems.clear(storeID, epoch: older, cancellable, operation: operation)
+                }
+                for path in found.unreadable {
+                    try SecretServicePaths.delete(path, cancellable, operation: operation)
                 }
             }
         }
@@ -89,8 +95,21 @@ extension SecretServiceKeyProvider: KeyAndEpochReading {
     private static func currentEpoch(
         _ storeID: String, _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) -> (value: UInt64, values: [UInt64]) {
-        let found = try SecretServiceEpochItems.search(storeID, cancellable, operation: operation)
+        let found = try searchEpoch(storeID, cancellable, operation: operation)
         return try epoch(of: found, storeID, unlockedItem: nil, cancellable, operation: operation)
+    }
+
+    /// The store's epoch items. When the service gave no secret for some, they are read once more
+    /// on a new connection (a new transfer session); items still without a secret then are ones
+    /// KWallet kept from a create that failed (it registers an item before it decrypts the secret
+    /// sent with it): they hold no value, so the epoch is that of the others, and a raise deletes them.
+    private static func searchEpoch(
+        _ storeID: String, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> SecretServiceEpochItems.Found {
+        let found = try SecretServiceEpochItems.search(storeID, cancellable, operation: operation)
+        guard !found.unreadable.isEmpty else { return found }
+        SecretServiceItems.forgetCachedService()
+        return try SecretServiceEpochItems.search(storeID, cancellable, operation: operation)
     }
 
     /// The epoch a search found; when it found nothing, only if the default collection is not

@@ -63,6 +63,22 @@ enum SecretServicePaths {
     static func secrets(
         of paths: [String], _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) -> [SecretBytes] {
+        var secrets: [SecretBytes] = []
+        for secret in try readableSecrets(of: paths, cancellable, operation: operation) {
+            guard let secret else {
+                throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage): an item without a secret (\(operation)).")
+            }
+            secrets.append(secret)
+        }
+        return secrets
+    }
+
+    /// The secrets of the unlocked items at `paths`, in the order of `paths` (one `GetSecrets`);
+    /// nil for an item the service returned no secret for.
+    /// - Throws: `ioError` when the service returns no secrets at all.
+    static func readableSecrets(
+        of paths: [String], _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> [SecretBytes?] {
         guard !paths.isEmpty else { return [] }
         return try withService(cancellable, operation: operation) { service throws(TokenStoreError) in
             let copies = paths.map { strdup($0) }
@@ -82,14 +98,19 @@ enum SecretServicePaths {
                 throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage): no secrets returned (\(operation)).")
             }
             defer { g_hash_table_unref(table) }
-            var secrets: [SecretBytes] = []
-            for path in paths {
-                guard let value = path.withCString({ g_hash_table_lookup(table, $0) }) else {
-                    throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage): an item without a secret (\(operation)).")
-                }
-                secrets.append(SecretServiceItems.bytes(of: OpaquePointer(value)))
+            return paths.map { path -> SecretBytes? in
+                guard let value = path.withCString({ g_hash_table_lookup(table, $0) }) else { return nil }
+                return SecretServiceItems.bytes(of: OpaquePointer(value))
             }
-            return secrets
+        }
+    }
+
+    /// Deletes the item at `path` (no prompt is expected: only items found unlocked are passed).
+    static func delete(_ path: String, _ cancellable: GLibCancellable, operation: String) throws(TokenStoreError) {
+        try withService(cancellable, operation: operation, needsSession: false) { service throws(TokenStoreError) in
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_service_delete_item_dbus_path_sync(service, path, cancellable.pointer, &error)
+            if let error { throw GLibError.classify(error, operation: operation) }
         }
     }
 
