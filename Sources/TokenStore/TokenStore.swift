@@ -103,7 +103,7 @@ public final class TokenStore: Sendable {
         // Judged before anything is made or changed: a file that is not a store stays untouched.
         let state = try FileLayout.judge(databasePath: path)
         if state == .nonEmpty { try StoreIdentity.check(path: path, vfs: vfs) }
-        (keyProvider as? any EarlyConnecting)?.beginConnecting()  // while the database is read below
+        keyProvider.beginConnecting()  // while the database is read below
         let opened: (db: Database, setup: KeySetup.Result)
         if options.readOnly {
             opened = try Self.openReadOnly(

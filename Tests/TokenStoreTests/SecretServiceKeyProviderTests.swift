@@ -500,7 +500,7 @@ final class ChildReportWriter {
         }
         report.step("load-hint") { loadError?.hint?.contains("Unlock") == true ? "ok" : "missing hint" }
         report.step("load-missing-reference") { try provider.loadKey(missing) == nil ? "nil" : "returned a key" }
-        // The open's combined read (KeyAndEpochReading): never a key-less "missing" or an epoch 0.
+        // The open's combined read (KeyProvider.loadKeyAndStoreEpoch): never a key-less "missing" or an epoch 0.
         report.step("load-and-epoch") { "\(try provider.loadKeyAndStoreEpoch(reference))" }
         report.step("load-and-epoch-missing-reference") { "\(try provider.loadKeyAndStoreEpoch(missing))" }
         report.step("epoch") { String(try provider.storeEpoch(storeID: reference.storeID)) }

@@ -89,21 +89,26 @@ public protocol KeyProvider: Sendable {
     /// Deletes a store's epoch (when the store itself is destroyed). Succeeds when there is none.
     /// - Throws: ``TokenStoreError`` `keyringLocked`, `secretServiceUnavailable`, `timedOut`, `ioError`.
     func deleteStoreEpoch(storeID: String) throws
-}
 
-/// A key provider that reads a store's data key and epoch together at open, cheaper than
-/// ``KeyProvider/loadKey(_:)`` then ``KeyProvider/storeEpoch(storeID:)`` (``KeySetup``).
-protocol KeyAndEpochReading: KeyProvider {
-    /// The key as ``KeyProvider/loadKey(_:)`` answers it (same errors), and the epoch of
-    /// `reference.storeID` as ``KeyProvider/storeEpoch(storeID:)`` would answer it, or nil when
-    /// the key is missing or the epoch could not be read this way (ask `storeEpoch` then).
+    /// Starts connecting to where the provider keeps keys, in the background, and returns at once:
+    /// a store's open calls it first, then reads its database meanwhile. Best effort (a failure
+    /// shows in the call that follows). The default does nothing.
+    func beginConnecting()
+
+    /// The data key as ``loadKey(_:)`` answers it (same errors), and the epoch of
+    /// `reference.storeID` as ``storeEpoch(storeID:)`` would answer it, in one operation where the
+    /// provider can do that cheaper (a store's open); the epoch is nil when the key is missing or
+    /// the epoch was not read this way (the store then asks ``storeEpoch(storeID:)``).
+    /// The default: ``loadKey(_:)``, and nil.
     func loadKeyAndStoreEpoch(_ reference: DataKeyReference) throws -> (key: SecretBytes?, epoch: UInt64?)
 }
 
-/// A key provider that can start connecting to where it keeps keys before its first call:
-/// ``TokenStore``'s open starts it, then reads the database meanwhile (``SecretServiceWarmUp``).
-protocol EarlyConnecting: KeyProvider {
-    /// Starts connecting in the background and returns at once; best effort (a failure shows
-    /// in the call that follows, not here).
-    func beginConnecting()
+extension KeyProvider {
+    /// Does nothing: a provider that can connect early implements it.
+    public func beginConnecting() {}
+
+    /// ``loadKey(_:)``, and no epoch (the store asks ``storeEpoch(storeID:)``).
+    public func loadKeyAndStoreEpoch(_ reference: DataKeyReference) throws -> (key: SecretBytes?, epoch: UInt64?) {
+        (try loadKey(reference), nil)
+    }
 }

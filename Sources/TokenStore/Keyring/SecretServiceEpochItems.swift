@@ -24,52 +24,30 @@ enum SecretServiceEpochItems {
         var locked = 0
         /// The values of the unlocked items.
         var values: [UInt64] = []
-        /// The object paths of unlocked items the service gave no secret, or an empty one, for (path-level search
-        /// only): a garbled transfer session, or, when a search on a new connection finds them
+        /// The object paths of unlocked items the service gave no secret, or an empty one, for: a
+        /// garbled transfer session, or, when a search on a new connection finds them
         /// again, items KWallet kept from a failed create, which hold nothing
         /// (``SecretServiceKeyProvider`` reads again, then passes over them).
         var unreadable: [String] = []
     }
 
     /// Every epoch item of `storeID`, secrets loaded, without unlocking anything.
-    static func search(_ storeID: String, _ cancellable: GLibCancellable, operation: String) throws(TokenStoreError) -> Found {
+    static func search(
+        _ storeID: String, in backend: any SecretServiceBackend, _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> Found {
         try withSchema { schema throws(TokenStoreError) in
             try withAttributes([storeIDAttribute: storeID]) { attributes throws(TokenStoreError) in
-                if SecretServicePaths.isUsable {
-                    let paths = try SecretServicePaths.search(schema, attributes, cancellable, operation: operation)
-                    var found = Found(count: paths.count, locked: paths.locked.count)
-                    let secrets = try SecretServicePaths.readableSecrets(of: paths.unlocked, cancellable, operation: operation)
-                    for (path, secret) in zip(paths.unlocked, secrets) {
-                        // KWallet answers with an empty secret for an item it kept from a failed create.
-                        if let secret, secret.count > 0 {
-                            found.values.append(try value(of: secret, operation))
-                        } else {
-                            found.unreadable.append(path)
-                        }
+                let result = try backend.search(schema, attributes, secrets: .all, cancellable, operation: operation)
+                var found = Found(count: result.count, locked: result.lockedCount)
+                for item in result.unlocked {
+                    // KWallet answers with an empty secret for an item it kept from a failed create.
+                    if let secret = item.secret, secret.count > 0 {
+                        found.values.append(try value(of: secret, operation))
+                    } else if let path = item.path {
+                        found.unreadable.append(path)
+                    } else {
+                        throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage) (\(operation)).")
                     }
-                    return found
-                }
-                var error: UnsafeMutablePointer<GError>?
-                let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue | SECRET_SEARCH_LOAD_SECRETS.rawValue)
-                let list = secret_password_searchv_sync(schema, attributes, flags, cancellable.pointer, &error)
-                if let error {
-                    if let list { g_list_free_full(list, g_object_unref) }
-                    throw GLibError.classify(error, operation: operation)
-                }
-                guard let list else { return Found() }
-                defer { g_list_free_full(list, g_object_unref) }
-                var found = Found()
-                var node: UnsafeMutablePointer<GList>? = list
-                while let current = node {
-                    node = current.pointee.next
-                    guard let object = current.pointee.data else { continue }
-                    found.count += 1
-                    if SecretServiceItems.isLocked(object) {
-                        found.locked += 1
-                        continue
-                    }
-                    let secret = try SecretServiceItems.secret(of: object, cancellable, operation: operation)
-                    found.values.append(try value(of: secret, operation))
                 }
                 return found
             }

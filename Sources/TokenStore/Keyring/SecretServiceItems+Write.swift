@@ -22,8 +22,8 @@ extension SecretServiceItems {
     /// Stores `key` as a new item of `reference` in the default collection, then deletes any
     /// older item of the same reference. Storing the key an item already holds changes nothing.
     static func store(
-        _ key: SecretBytes, for reference: DataKeyReference, _ cancellable: GLibCancellable,
-        operation: String
+        _ key: SecretBytes, for reference: DataKeyReference, in backend: any SecretServiceBackend,
+        _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) {
         try withService(cancellable, operation: operation) { service throws(TokenStoreError) in
             guard let collection = try defaultCollection(service, cancellable, operation: operation) else {
@@ -37,7 +37,7 @@ extension SecretServiceItems {
                         hint: TokenStoreError.unlockHint)
                 }
             }
-            let before = try itemsBeforeWrite(reference, cancellable, operation: operation)
+            let before = try itemsBeforeWrite(reference, in: backend, cancellable, operation: operation)
             if before.locked > 0 {
                 throw TokenStoreError(
                     .keyringLocked, "The keyring holding the data key is locked (\(operation)).",
@@ -51,7 +51,7 @@ extension SecretServiceItems {
                 try deleteItem(item, cancellable, operation: operation)
             }
             // Read it back: a transfer session that went wrong (KWallet) stores other bytes.
-            let after = try search(reference, loadSecret: true, cancellable, operation: operation)
+            let after = try search(reference, loadSecret: true, in: backend, cancellable, operation: operation)
             guard after.count == 1 else {
                 throw TokenStoreError(.ioError, "\(after.count) \(notStoredMessage) (\(operation)).")
             }
@@ -67,17 +67,17 @@ extension SecretServiceItems {
     /// garbled transfer session, see ``SecretServiceKeyProvider``) it answers the create with an
     /// error but keeps the item, with no secret. The retry on a new connection then finds it.
     private static func itemsBeforeWrite(
-        _ reference: DataKeyReference, _ cancellable: GLibCancellable, operation: String
+        _ reference: DataKeyReference, in backend: any SecretServiceBackend, _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) -> Found {
         do {
-            return try search(reference, loadSecret: true, cancellable, operation: operation)
+            return try search(reference, loadSecret: true, in: backend, cancellable, operation: operation)
         } catch where error.code == .ioError && error.message.contains(unreadableSecretMessage) {
-            return try search(reference, loadSecret: false, cancellable, operation: operation)
+            return try search(reference, loadSecret: false, in: backend, cancellable, operation: operation)
         }
     }
 
     /// The label of a new key item. KWallet files an item under its label and reuses the place of
-    /// an item that has no secret (see ``itemsBeforeWrite(_:_:operation:)``) for the next item of
+    /// an item that has no secret (see ``itemsBeforeWrite(_:in:_:operation:)``) for the next item of
     /// that label, so that deleting the secret-less one deletes the new one's secret with it (seen
     /// as "0 key items after storing one" in the provider matrix): there every write has a label
     /// of its own, with no app id (KWallet keeps labels in clear text).

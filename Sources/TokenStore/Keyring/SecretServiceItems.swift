@@ -44,43 +44,25 @@ enum SecretServiceItems {
 
     /// Searches every collection for items of `reference` without unlocking anything
     /// (no `SECRET_SEARCH_UNLOCK`, so no prompt), optionally loading the secret.
+    /// - Throws: `ioError` (``unreadableSecretMessage``) when one unlocked item matched, its
+    ///   secret was asked for and the service returned none.
     static func search(
-        _ reference: DataKeyReference, loadSecret: Bool, _ cancellable: GLibCancellable, operation: String
+        _ reference: DataKeyReference, loadSecret: Bool, in backend: any SecretServiceBackend, _ cancellable: GLibCancellable,
+        operation: String
     ) throws(TokenStoreError) -> Found {
         try withSchema { schema throws(TokenStoreError) in
             try withAttributes(reference) { attributes throws(TokenStoreError) in
-                if SecretServicePaths.isUsable {
-                    let paths = try SecretServicePaths.search(schema, attributes, cancellable, operation: operation)
-                    var found = Found(count: paths.count, locked: paths.locked.count)
-                    if paths.count == 1, let path = paths.unlocked.first {
-                        found.unlockedPath = path
-                        if loadSecret { found.secret = try SecretServicePaths.secrets(of: [path], cancellable, operation: operation).first }
+                let result = try backend.search(
+                    schema, attributes, secrets: loadSecret ? .ifSingle : .none, cancellable, operation: operation)
+                var found = Found(count: result.count, locked: result.lockedCount)
+                if result.count == 1, let single = result.unlocked.first {
+                    found.unlockedPath = single.path
+                    if loadSecret {
+                        guard let secret = single.secret else {
+                            throw TokenStoreError(.ioError, "\(unreadableSecretMessage): an item without a secret (\(operation)).")
+                        }
+                        found.secret = secret
                     }
-                    return found
-                }
-                var flags = SECRET_SEARCH_ALL.rawValue
-                if loadSecret { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }
-                var error: UnsafeMutablePointer<GError>?
-                let list = secret_password_searchv_sync(
-                    schema, attributes, SecretSearchFlags(rawValue: flags), cancellable.pointer, &error)
-                if let error {
-                    if let list { g_list_free_full(list, g_object_unref) }
-                    throw GLibError.classify(error, operation: operation)
-                }
-                guard let list else { return Found() }
-                defer { g_list_free_full(list, g_object_unref) }
-
-                var found = Found()
-                var single: UnsafeMutableRawPointer?
-                var node: UnsafeMutablePointer<GList>? = list
-                while let current = node {
-                    node = current.pointee.next
-                    guard let object = current.pointee.data else { continue }
-                    found.count += 1
-                    if isLocked(object) { found.locked += 1 } else { single = object }
-                }
-                if loadSecret, found.count == 1, found.locked == 0, let single {
-                    found.secret = try secret(of: single, cancellable, operation: operation)
                 }
                 return found
             }
@@ -92,18 +74,9 @@ enum SecretServiceItems {
     /// cached proxy property. `unlockedItem`: the path of an item the same operation just found
     /// unlocked (``Found/unlockedPath``); when it lies in the default collection, that answers.
     static func defaultCollectionLocked(
-        unlockedItem: String? = nil, _ cancellable: GLibCancellable, operation: String
+        unlockedItem: String? = nil, in backend: any SecretServiceBackend, _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) -> Bool? {
-        if SecretServicePaths.isUsable {
-            return try SecretServicePaths.defaultCollectionLocked(unlockedItem: unlockedItem, cancellable, operation: operation)
-        }
-        return try withService(cancellable, operation: operation) { service throws(TokenStoreError) -> Bool? in
-            guard let collection = try defaultCollection(service, cancellable, operation: operation) else {
-                return nil
-            }
-            defer { g_object_unref(collection) }
-            return try isLocked(collection, of: service, cancellable, operation: operation)
-        }
+        try backend.lockState(unlockedItem: unlockedItem, cancellable, operation: operation)
     }
 
     /// Whether `collection` is locked, as the service says now (`Properties.Get`).
@@ -202,7 +175,7 @@ enum SecretServiceItems {
         _ body: (UnsafeMutablePointer<SecretService>) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
         // The warm-up's proxy (and session), not a second one beside it.
-        SecretServiceWarmUp.waitWhileRunning(cancellable, needsSession: needsSession)
+        SecretServicePathBackend.shared.warmUp.waitWhileRunning(cancellable, needsSession: needsSession)
         var error: UnsafeMutablePointer<GError>?
         let service = secret_service_get_sync(SECRET_SERVICE_NONE, cancellable.pointer, &error)
         if let error {
@@ -283,11 +256,20 @@ enum SecretServiceItems {
         return secret_item_get_locked(object.assumingMemoryBound(to: SecretItem.self)) != 0
     }
 
+    /// The object path of a search result; nil for results of other backends (the file backend).
+    static func path(of object: UnsafeMutableRawPointer) -> String? {
+        let instance = object.assumingMemoryBound(to: GTypeInstance.self)
+        guard g_type_check_instance_is_a(instance, g_dbus_proxy_get_type()) != 0,
+            let path = g_dbus_proxy_get_object_path(object.assumingMemoryBound(to: GDBusProxy.self))
+        else { return nil }
+        return String(cString: path)
+    }
+
     /// The secret of one unlocked search result, copied straight from libsecret's buffer
-    /// into guarded memory.
-    static func secret(
+    /// into guarded memory; nil when libsecret has none for it.
+    static func readableSecret(
         of object: UnsafeMutableRawPointer, _ cancellable: GLibCancellable, operation: String
-    ) throws(TokenStoreError) -> SecretBytes {
+    ) throws(TokenStoreError) -> SecretBytes? {
         var value: OpaquePointer?
         let instance = object.assumingMemoryBound(to: GTypeInstance.self)
         if g_type_check_instance_is_a(instance, secret_item_get_type()) != 0 {
@@ -301,9 +283,7 @@ enum SecretServiceItems {
                 throw GLibError.classify(error, operation: operation)
             }
         }
-        guard let value else {
-            throw TokenStoreError(.ioError, "\(unreadableSecretMessage) (\(operation)).")
-        }
+        guard let value else { return nil }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         return bytes(of: value)
     }

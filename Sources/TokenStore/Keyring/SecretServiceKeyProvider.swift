@@ -30,6 +30,8 @@ public struct SecretServiceKeyProvider: KeyProvider {
     public let allowsUserInteraction: Bool
     /// The time bound of an unlock prompt when ``allowsUserInteraction`` is on.
     public let interactionTimeout: Duration
+    /// How this provider reads the service, chosen when it is made (``SecretServiceBackends``).
+    let backend: any SecretServiceBackend
 
     /// A provider for the session's Secret Service.
     /// - Parameters:
@@ -44,6 +46,7 @@ public struct SecretServiceKeyProvider: KeyProvider {
         self.timeout = timeout
         self.allowsUserInteraction = allowsUserInteraction
         self.interactionTimeout = interactionTimeout
+        self.backend = SecretServiceBackends.current
     }
 
     /// Reads a data key without unlocking anything.
@@ -57,33 +60,33 @@ public struct SecretServiceKeyProvider: KeyProvider {
     public func loadKey(_ reference: DataKeyReference) throws -> SecretBytes? {
         try withInteraction { () throws(TokenStoreError) -> SecretBytes? in
             try GLibWorkerThread.run("load key", timeout: timeout) { cancellable throws(TokenStoreError) in
-                try Self.loadKeyOnce(reference, cancellable, operation: "load key").key
+                try loadKeyOnce(reference, cancellable, operation: "load key").key
             }
         }
     }
 
     /// ``loadKey(_:)``'s work on the worker thread; also the object path of the key's item
     /// (path-level searches only, ``SecretServicePaths``).
-    static func loadKeyOnce(
+    func loadKeyOnce(
         _ reference: DataKeyReference, _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) -> (key: SecretBytes?, itemPath: String?) {
-        let found = try SecretServiceItems.search(reference, loadSecret: true, cancellable, operation: operation)
-        if found.count > 1 { throw duplicateItems(found.count, operation) }
+        let found = try SecretServiceItems.search(reference, loadSecret: true, in: backend, cancellable, operation: operation)
+        if found.count > 1 { throw Self.duplicateItems(found.count, operation) }
         if found.count == 1 {
-            if found.locked > 0 { throw locked(operation) }
+            if found.locked > 0 { throw Self.locked(operation) }
             guard let key = found.secret else {
                 throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage) (\(GLibError.inWords(operation))).")
             }
-            guard key.count == keyLength else {
+            guard key.count == Self.keyLength else {
                 throw TokenStoreError(
-                    .dataKeyCorrupt, "The key item holds \(key.count) bytes, not \(keyLength) (\(GLibError.inWords(operation))).")
+                    .dataKeyCorrupt, "The key item holds \(key.count) bytes, not \(Self.keyLength) (\(GLibError.inWords(operation))).")
             }
             return (key, found.unlockedPath)
         }
         // Nothing visible. A locked collection may hide its items (not every
         // provider lists locked items), so "missing" only when it is unlocked.
-        if try SecretServiceItems.defaultCollectionLocked(cancellable, operation: operation) == true {
-            throw locked(operation)
+        if try SecretServiceItems.defaultCollectionLocked(in: backend, cancellable, operation: operation) == true {
+            throw Self.locked(operation)
         }
         return (nil, nil)
     }
@@ -105,7 +108,7 @@ public struct SecretServiceKeyProvider: KeyProvider {
         }
         try withInteraction { () throws(TokenStoreError) in
             try GLibWorkerThread.run("store key", timeout: timeout) { cancellable throws(TokenStoreError) in
-                try SecretServiceItems.store(key, for: reference, cancellable, operation: "store key")
+                try SecretServiceItems.store(key, for: reference, in: backend, cancellable, operation: "store key")
             }
         }
     }
@@ -121,19 +124,17 @@ public struct SecretServiceKeyProvider: KeyProvider {
         try withInteraction { () throws(TokenStoreError) in
             try GLibWorkerThread.run("delete key", timeout: timeout) { cancellable throws(TokenStoreError) in
                 let operation = "delete key"
-                let before = try SecretServiceItems.search(
-                    reference, loadSecret: false, cancellable, operation: operation)
+                let before = try SecretServiceItems.search(reference, loadSecret: false, in: backend, cancellable, operation: operation)
                 if before.locked > 0 { throw Self.locked(operation) }
                 if before.count == 0 {
-                    if try SecretServiceItems.defaultCollectionLocked(cancellable, operation: operation) == true {
+                    if try SecretServiceItems.defaultCollectionLocked(in: backend, cancellable, operation: operation) == true {
                         throw Self.locked(operation)
                     }
                     return
                 }
                 _ = try SecretServiceItems.clear(reference, cancellable, operation: operation)
                 // Whatever clear answered, believe only a search that finds nothing.
-                let after = try SecretServiceItems.search(
-                    reference, loadSecret: false, cancellable, operation: operation)
+                let after = try SecretServiceItems.search(reference, loadSecret: false, in: backend, cancellable, operation: operation)
                 if after.locked > 0 { throw Self.locked(operation) }
                 if after.count > 0 {
                     throw TokenStoreError(
@@ -159,11 +160,10 @@ public struct SecretServiceKeyProvider: KeyProvider {
     private func availabilityOnce(of reference: DataKeyReference) throws(TokenStoreError) -> DataKeyAvailability {
         try GLibWorkerThread.run("key availability", timeout: timeout) { cancellable throws(TokenStoreError) in
             let operation = "key availability"
-            let found = try SecretServiceItems.search(
-                reference, loadSecret: false, cancellable, operation: operation)
+            let found = try SecretServiceItems.search(reference, loadSecret: false, in: backend, cancellable, operation: operation)
             if found.count > 1 { throw Self.duplicateItems(found.count, operation) }
             if found.count == 1 { return found.locked > 0 ? .locked : .present }
-            if try SecretServiceItems.defaultCollectionLocked(cancellable, operation: operation) == true {
+            if try SecretServiceItems.defaultCollectionLocked(in: backend, cancellable, operation: operation) == true {
                 return .locked
             }
             return .missing

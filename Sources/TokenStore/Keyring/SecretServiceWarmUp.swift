@@ -4,7 +4,8 @@ import Glibc
 #endif
 
 /// Connects to the Secret Service and opens its transfer session on a thread of its own while
-/// a store reads its database file (``TokenStore`` calls ``begin(timeout:)`` first thing in its
+/// a store reads its database file (``TokenStore``'s open starts it first thing, through
+/// ``KeyProvider/beginConnecting()``, in its
 /// open), so the open waits for the slower of the two instead of both in turn.
 ///
 /// The connection (`Hello`, the service's `GetAll`) and the session (`OpenSession`: a
@@ -18,31 +19,36 @@ import Glibc
 /// libsecret caches the first proxy that finishes, and a second would open its own session.
 ///
 /// Best effort: a warm-up that fails (no service, no bus) leaves nothing behind, and the call
-/// after it meets and reports the same failure. Only where the path-level calls are used
-/// (``SecretServicePaths/isUsable``): in a sandbox libsecret may pick its file backend.
-enum SecretServiceWarmUp {
-    private static let gate = Gate()
+/// after it meets and reports the same failure. State of the path-level backend
+/// (``SecretServicePathBackend/warmUp``): in a sandbox libsecret may pick its file backend, and
+/// the other backend has no warm-up.
+final class SecretServiceWarmUp: Sendable {
+    private let gate = Gate()
 
     /// Starts a warm-up unless one runs. Returns at once.
     /// - Parameter timeout: how long calls wait for it at most (the provider's operation bound).
-    static func begin(timeout: Duration) {
-        guard SecretServicePaths.isUsable, !SecretServiceItems.registeredTypes.contains(0) else { return }
+    func begin(timeout: Duration) {
+        guard !SecretServiceItems.registeredTypes.contains(0) else { return }
         guard gate.enter(forMilliseconds: timeout.wholeMilliseconds) else { return }
         var spawnError: UnsafeMutablePointer<GError>?
-        let thread = g_thread_try_new("tokenstore-warmup", { _ in
+        // The thread holds the gate (retained) until it leaves it.
+        let context = Unmanaged.passRetained(gate).toOpaque()
+        let thread = g_thread_try_new("tokenstore-warmup", { context in
+            let gate = Unmanaged<Gate>.fromOpaque(context!).takeRetainedValue()
             var error: UnsafeMutablePointer<GError>?
             let service = secret_service_get_sync(SECRET_SERVICE_NONE, nil, &error)
-            SecretServiceWarmUp.gate.connected()
+            gate.connected()
             if let service {
                 _ = secret_service_ensure_session_sync(service, nil, &error)
                 g_object_unref(service)  // libsecret's cache keeps its own reference
             }
             if let error { g_error_free(error) }  // the next call meets the same failure and reports it
-            SecretServiceWarmUp.gate.leave()
+            gate.leave()
             return nil
-        }, nil, &spawnError)
+        }, context, &spawnError)
         guard let thread else {
             if let spawnError { g_error_free(spawnError) }
+            Unmanaged<Gate>.fromOpaque(context).release()
             gate.leave()
             return
         }
@@ -52,7 +58,7 @@ enum SecretServiceWarmUp {
     /// Waits while a warm-up runs: until it ends (`needsSession`) or has its connection (not
     /// `needsSession`), `cancellable` is cancelled (the caller's own time limit), or the warm-up's
     /// time is up. Returns at once when none runs.
-    static func waitWhileRunning(_ cancellable: GLibCancellable, needsSession: Bool = true) {
+    func waitWhileRunning(_ cancellable: GLibCancellable, needsSession: Bool = true) {
         gate.wait(forSession: needsSession, until: { cancellable.isCancelled })
     }
 

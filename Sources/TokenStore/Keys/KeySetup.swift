@@ -13,7 +13,7 @@ struct KeySetup {
         let storeID: [UInt8]
         let key: DataKey
         let created: Bool
-        /// The store's epoch in the provider, when it was read with the key (``KeyAndEpochReading``);
+        /// The store's epoch in the provider, when it was read with the key (``KeyProvider/loadKeyAndStoreEpoch(_:)``);
         /// nil: ``StoreEpoch/checkAtOpen`` asks the provider.
         var providerEpoch: UInt64? = nil
     }
@@ -74,13 +74,7 @@ struct KeySetup {
 
     private func load(storeID: [UInt8], keyID: [UInt8], created: Bool) throws -> Result {
         let reference = reference(storeID: storeID, keyID: keyID)
-        var providerEpoch: UInt64?
-        let material: SecretBytes?
-        if let reader = provider as? any KeyAndEpochReading {
-            (material, providerEpoch) = try reader.loadKeyAndStoreEpoch(reference)
-        } else {
-            material = try provider.loadKey(reference)
-        }
+        let (material, providerEpoch) = try provider.loadKeyAndStoreEpoch(reference)
         guard let material else {
             throw try KeyCheck.missingKeyError(database: database, provider: provider, storeID: storeID, appID: appID)
         }

@@ -1,0 +1,144 @@
+internal import CLibSecret
+
+/// How ``SecretServiceKeyProvider`` reads the Secret Service: one read path, chosen once when the
+/// provider is made (``SecretServiceBackends/current``), never by a flag tested at each call.
+///
+/// - ``SecretServicePathBackend``: libsecret's path-level calls (`secret-paths.h`) on its one cached
+///   service proxy: one `SearchItems`, one `GetSecrets`, and a warm-up of the connection that a
+///   store's open starts while it reads its database (``SecretServiceWarmUp``).
+/// - ``SecretServiceLibsecretBackend``: `secret_password_searchv_sync`, for where libsecret's own
+///   backend may not be that D-Bus service (its file backend in a Flatpak or Snap sandbox, or
+///   `SECRET_BACKEND` naming another).
+///
+/// Writes and deletes (``SecretServiceItems``) use libsecret's item calls on every backend.
+protocol SecretServiceBackend: Sendable {
+    /// The items matching `attributes` under `schema` (its name matched as `xdg:schema`) in every
+    /// collection, without unlocking anything (no prompt).
+    /// - Parameter secrets: whose secrets to read: none, the single unlocked item's when exactly
+    ///   one item matched, or every unlocked item's.
+    func search(
+        _ schema: UnsafeMutablePointer<SecretSchema>, _ attributes: OpaquePointer, secrets: SecretServiceSearch.Secrets,
+        _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> SecretServiceSearch
+
+    /// Whether the collection behind the `default` alias is locked; nil when there is none.
+    /// `unlockedItem`: the path of an item the same operation just found unlocked; when it lies
+    /// in the default collection, that collection is unlocked without asking again.
+    func lockState(unlockedItem: String?, _ cancellable: GLibCancellable, operation: String) throws(TokenStoreError) -> Bool?
+
+    /// Deletes the unlocked item at `path` (one this backend's search found).
+    func delete(_ path: String, _ cancellable: GLibCancellable, operation: String) throws(TokenStoreError)
+
+    /// Starts connecting in the background (best effort), where this backend can.
+    func beginWarmUp(timeout: Duration)
+}
+
+/// What a ``SecretServiceBackend`` search found.
+struct SecretServiceSearch: Sendable {
+    /// Whose secrets a search reads.
+    enum Secrets: Sendable { case none, ifSingle, all }
+
+    /// One unlocked item.
+    struct Item: Sendable {
+        /// Its object path; nil where the backend has none (libsecret's file backend).
+        var path: String?
+        /// Its secret, when asked for; nil when not asked for or the service returned none.
+        var secret: SecretBytes?
+    }
+
+    var unlocked: [Item] = []
+    var lockedCount = 0
+    var count: Int { unlocked.count + lockedCount }
+}
+
+/// The backend of this process, chosen once.
+enum SecretServiceBackends {
+    /// The path-level backend where libsecret's own backend is the D-Bus Secret Service (outside a
+    /// Flatpak or Snap sandbox, `SECRET_BACKEND` unset, empty or `service`; `secret-backend.c`),
+    /// libsecret's search calls elsewhere.
+    static let current: any SecretServiceBackend =
+        SecretServicePaths.isUsable ? SecretServicePathBackend.shared : SecretServiceLibsecretBackend()
+}
+
+/// The path-level backend (``SecretServicePaths``). One instance per process: libsecret's
+/// cached service proxy, which its calls and its warm-up share, is one per process.
+struct SecretServicePathBackend: SecretServiceBackend {
+    static let shared = SecretServicePathBackend()
+
+    /// The background connection a store's open starts (state of this backend).
+    let warmUp = SecretServiceWarmUp()
+
+    private init() {}
+
+    func search(
+        _ schema: UnsafeMutablePointer<SecretSchema>, _ attributes: OpaquePointer, secrets: SecretServiceSearch.Secrets,
+        _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> SecretServiceSearch {
+        let paths = try SecretServicePaths.search(schema, attributes, cancellable, operation: operation)
+        var found = SecretServiceSearch(unlocked: paths.unlocked.map { .init(path: $0) }, lockedCount: paths.locked.count)
+        let read = secrets == .all || (secrets == .ifSingle && paths.count == 1)
+        guard read, !paths.unlocked.isEmpty else { return found }
+        let values = try SecretServicePaths.readableSecrets(of: paths.unlocked, cancellable, operation: operation)
+        for index in found.unlocked.indices { found.unlocked[index].secret = values[index] }
+        return found
+    }
+
+    func lockState(unlockedItem: String?, _ cancellable: GLibCancellable, operation: String) throws(TokenStoreError) -> Bool? {
+        try SecretServicePaths.defaultCollectionLocked(unlockedItem: unlockedItem, cancellable, operation: operation)
+    }
+
+    func delete(_ path: String, _ cancellable: GLibCancellable, operation: String) throws(TokenStoreError) {
+        try SecretServicePaths.delete(path, cancellable, operation: operation)
+    }
+
+    func beginWarmUp(timeout: Duration) { warmUp.begin(timeout: timeout) }
+}
+
+/// libsecret's own search (`secret_password_searchv_sync`), whatever its backend.
+struct SecretServiceLibsecretBackend: SecretServiceBackend {
+    func search(
+        _ schema: UnsafeMutablePointer<SecretSchema>, _ attributes: OpaquePointer, secrets: SecretServiceSearch.Secrets,
+        _ cancellable: GLibCancellable, operation: String
+    ) throws(TokenStoreError) -> SecretServiceSearch {
+        var flags = SECRET_SEARCH_ALL.rawValue
+        if secrets != .none { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }
+        var error: UnsafeMutablePointer<GError>?
+        let list = secret_password_searchv_sync(schema, attributes, SecretSearchFlags(rawValue: flags), cancellable.pointer, &error)
+        if let error {
+            if let list { g_list_free_full(list, g_object_unref) }
+            throw GLibError.classify(error, operation: operation)
+        }
+        guard let list else { return SecretServiceSearch() }
+        defer { g_list_free_full(list, g_object_unref) }
+        var objects: [UnsafeMutableRawPointer] = []
+        var found = SecretServiceSearch()
+        var node: UnsafeMutablePointer<GList>? = list
+        while let current = node {
+            node = current.pointee.next
+            guard let object = current.pointee.data else { continue }
+            if SecretServiceItems.isLocked(object) { found.lockedCount += 1 } else { objects.append(object) }
+        }
+        let read = secrets == .all || (secrets == .ifSingle && found.lockedCount + objects.count == 1)
+        for object in objects {
+            let secret = read ? try SecretServiceItems.readableSecret(of: object, cancellable, operation: operation) : nil
+            found.unlocked.append(.init(path: SecretServiceItems.path(of: object), secret: secret))
+        }
+        return found
+    }
+
+    func lockState(unlockedItem: String?, _ cancellable: GLibCancellable, operation: String) throws(TokenStoreError) -> Bool? {
+        try SecretServiceItems.withService(cancellable, operation: operation) { service throws(TokenStoreError) -> Bool? in
+            guard let collection = try SecretServiceItems.defaultCollection(service, cancellable, operation: operation) else {
+                return nil
+            }
+            defer { g_object_unref(collection) }
+            return try SecretServiceItems.isLocked(collection, of: service, cancellable, operation: operation)
+        }
+    }
+
+    func delete(_ path: String, _ cancellable: GLibCancellable, operation: String) throws(TokenStoreError) {
+        try SecretServicePaths.delete(path, cancellable, operation: operation)
+    }
+
+    func beginWarmUp(timeout: Duration) {}
+}
