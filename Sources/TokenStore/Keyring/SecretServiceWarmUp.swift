@@ -20,6 +20,9 @@ import Glibc
 /// Best effort: a warm-up that fails (no service, no bus) leaves nothing behind, and the call
 /// after it meets and reports the same failure. Only where the path-level calls are used
 /// (``SecretServicePaths/isUsable``): in a sandbox libsecret may pick its file backend.
+///
+/// Its own thread, not ``BlockingExecutor``: the store calls running there wait for the
+/// warm-up, so queued behind them it could only make them wait out its time limit.
 enum SecretServiceWarmUp {
     private static let gate = Gate()
 
