@@ -40,7 +40,7 @@ package final class BlockingExecutor: @unchecked Sendable {  // every `var` is g
         pthread_cond_init(condition, nil)
     }
 
-    deinit {  // only an executor of a test ends; its idle threads keep their own reference
+    deinit {  // only an executor that never started a thread ends: each thread holds a reference
         pthread_cond_destroy(condition)
         pthread_mutex_destroy(mutex)
         mutex.deallocate()
