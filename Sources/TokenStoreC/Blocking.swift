@@ -5,6 +5,9 @@ import TokenStore
 /// C thread until it ends. The session's own time-outs (per request, per keyring call) bound
 /// the wait. The caller's thread is not a pool thread, so blocking it cannot starve the pool;
 /// calling in from a Swift task's thread is not supported (no C caller does).
+///
+/// It must block: a C function returns its result to its caller (the ABI's contract); the
+/// blocking store work inside the call runs on the package's `BlockingExecutor`.
 enum Blocking {
     static func wait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
         try wait(serving: nil, open: { _ in false }, body)

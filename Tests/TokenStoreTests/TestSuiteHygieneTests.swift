@@ -20,19 +20,12 @@ import Testing
         text.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
     }
 
-    /// A suite that serves a loopback sign-in (a `signIn(… redirectURIs: …)` or the listener
-    /// itself) needs the cooperative pool to start its listener, which the long synchronous tests
-    /// of the parallel pass can hold for minutes on a loaded 2-core machine: it must be named in
-    /// the sign-in pass of scripts/run-tests and scripts/sanitizers (four new suites were not, and
-    /// timed out under load).
-    @Test func everySignInSuiteRunsInTheSignInPass() throws {
-        var patterns: [String: Set<String>] = [:]
-        for script in ["scripts/run-tests", "scripts/sanitizers"] {
-            let text = try String(contentsOf: repositoryRoot.appendingPathComponent(script), encoding: .utf8)
-            let line = try #require(text.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix("signin='") })
-            let value = line.split(separator: "'")[1]
-            patterns[script] = Set(value.split(separator: "|").map(String.init))
-        }
+    /// The sign-in suites (a `signIn(… redirectURIs: …)` or the listener itself) run in the main
+    /// pass of scripts/run-tests and scripts/sanitizers: no suite needs a pass of its own. They
+    /// once did (their listener waited for a cooperative thread that blocking store work held);
+    /// the session now awaits the store on the package's `BlockingExecutor`
+    /// (``theSessionsAsyncCodeAwaitsTheStore()``). Only the *ExclusiveKeyring* suites are apart.
+    @Test func noSuiteNeedsAPassOfItsOwn() throws {
         var suites: Set<String> = []
         for (_, text) in try Self.swiftFiles(under: "Tests/AuthSessionTests") {
             let code = Self.codeLines(text).joined(separator: "\n")
@@ -46,11 +39,59 @@ import Testing
             }
         }
         #expect(suites.count >= 5, "the walk found the sign-in suites: \(suites.sorted())")
-        for (script, named) in patterns {
-            // `swift test --filter` matches the pattern's alternatives anywhere in a test's name.
-            let missing = suites.filter { suite in !named.contains { suite.contains($0) } }
-            #expect(missing.isEmpty, "\(script): sign-in suites not in the sign-in pass: \(missing.sorted())")
+        #expect(suites.allSatisfy { !$0.contains("ExclusiveKeyring") }, "the sign-in suites are in the main pass")
+        for script in ["scripts/run-tests", "scripts/sanitizers"] {
+            let text = try String(contentsOf: repositoryRoot.appendingPathComponent(script), encoding: .utf8)
+            let code = Self.codeLines(text).filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("#") }
+            let selections = code.filter { $0.contains("--filter") || $0.contains("--skip ") }
+            for line in selections {
+                #expect(
+                    line.contains("ExclusiveKeyring"),
+                    "\(script): a pass selects suites other than the ExclusiveKeyring ones: \(line.trimmingCharacters(in: .whitespaces))")
+            }
+            #expect(!code.contains { $0.contains("signin=") }, "\(script): a separate sign-in pass is back")
+            for suite in suites {
+                #expect(!code.contains { $0.contains(suite) }, "\(script) names \(suite) for a pass of its own")
+            }
         }
+    }
+
+    /// In the session's `async` functions (Sources/AuthSession/Session), the store is reached
+    /// only through its async forms (`store.async`, `store.ledger.async`) or `blocking { }`, which
+    /// run on the package's `BlockingExecutor`: a synchronous store call there would block a
+    /// cooperative thread for as long as a transaction waits on a lock or the keyring.
+    @Test func theSessionsAsyncCodeAwaitsTheStore() throws {
+        let files = try Self.swiftFiles(under: "Sources/AuthSession/Session")
+        #expect(files.contains { $0.path.hasSuffix("/TokenSession.swift") }, "the walk found the session")
+        let storeCall = try Regex(#"(^|[^A-Za-z0-9_])store\.(ledger\.)?[a-zA-Z]+\("#)
+        var asyncLines = 0
+        var blocking: [String] = []
+        for (path, text) in files {
+            var depth = 0
+            var asyncBodyDepth: Int?  // the brace depth at which an async function's body began
+            var inSignature = false, signatureIsAsync = false
+            for line in Self.codeLines(text) {
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                if asyncBodyDepth == nil {
+                    if trimmed.contains("func ") { (inSignature, signatureIsAsync) = (true, false) }
+                    if inSignature && trimmed.contains(") async") { signatureIsAsync = true }
+                }
+                let wasInside = asyncBodyDepth != nil
+                let opened = depth
+                depth += line.filter { $0 == "{" }.count - line.filter { $0 == "}" }.count
+                if asyncBodyDepth == nil && inSignature && depth > opened {
+                    inSignature = false
+                    if signatureIsAsync { asyncBodyDepth = opened }
+                } else if let start = asyncBodyDepth, depth <= start {
+                    asyncBodyDepth = nil
+                }
+                guard wasInside || asyncBodyDepth != nil else { continue }
+                asyncLines += 1
+                if line.contains(storeCall) && !line.contains("blocking") { blocking.append("\(path): \(trimmed)") }
+            }
+        }
+        #expect(asyncLines > 50, "the walk found the session's async functions (\(asyncLines) lines)")
+        #expect(blocking.isEmpty, "synchronous store calls in async session code:\n\(blocking.joined(separator: "\n"))")
     }
 
     @Test func everySuiteAndFreeTestHasATimeLimit() throws {

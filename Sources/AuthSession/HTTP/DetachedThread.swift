@@ -7,6 +7,10 @@ import Glibc
 /// A detached POSIX thread running one closure: the blocking work of the transport, the
 /// loopback listener and the browser opener stays off the cooperative pool. (Foundation's
 /// `Thread` is not in FoundationEssentials.)
+///
+/// Not the package's `BlockingExecutor`: its jobs wait on other parties for as long as they take
+/// (a redirect the user gives after minutes, a browser's exit, a transfer up to its time limit),
+/// and on a bounded executor they would hold its threads from the store's work.
 enum DetachedThread {
     /// Starts `body` on a new detached thread named `name` (the first 15 bytes).
     /// - Returns: false when no thread could be made (`body` then never runs).

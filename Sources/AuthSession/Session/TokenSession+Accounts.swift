@@ -114,7 +114,7 @@ extension TokenSession {
     /// - Returns: whether anything was removed.
     @discardableResult
     public func clearLocally(account: AccountID) async throws -> Bool {
-        let removed = try storage { try store.ledger.clearLocally(account: account) }
+        let removed = try await asyncStorage { try await store.ledger.async.clearLocally(account: account) }
         await logoutCoordinator.performOwedMaintenance()
         return removed
     }

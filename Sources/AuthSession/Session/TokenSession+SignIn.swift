@@ -90,7 +90,7 @@ extension TokenSession {
             // Review N1: a sign-in must not silently put another user's session under an
             // account the app already uses for one user (another local user may have steered
             // the browser). The stored user id is `sub`'s Apple id, or `sub` itself.
-            if !allowsUserChange, let previous = try storage({ try store.appleUserID(account: account) }),
+            if !allowsUserChange, let previous = try await asyncStorage({ try await store.async.appleUserID(account: account) }),
                 previous != appleUserID
             {
                 throw AuthSessionError(
@@ -116,8 +116,8 @@ extension TokenSession {
         let access = Self.token(from: response, requested: requested, audience: audience, source: .signIn)
         let replacedSession: Bool
         do {
-            replacedSession = try storage {
-                try self.store.ledger.saveSignIn(
+            replacedSession = try await asyncStorage {
+                try await self.store.ledger.async.saveSignIn(
                     account: account, refreshToken: refreshToken, appleUserID: appleUserID,
                     accessToken: Self.cacheEntry(access),
                     cacheKey: AccessTokenKey(account: account, audience: audience, scopes: requested), identity: identity)
@@ -137,7 +137,7 @@ extension TokenSession {
             }
         }
         logger.info("signed in", metadata: ["token.fp": refreshToken.fingerprint])
-        let profile = (try? store.userProfile(account: account)) ?? identity.profile
+        let profile = (try? await store.async.userProfile(account: account)) ?? identity.profile
         return SignInResult(
             accessToken: access,
             idToken: identity.idToken,

@@ -122,16 +122,24 @@ public final class TokenSession: Sendable {
     // MARK: Internals
 
     private func accessToken(_ key: AccessTokenKey, minimumTTL: Duration, forceRefresh: Bool) async throws -> AccessToken {
-        if !forceRefresh, let cached = try cachedToken(key, minimumTTL: minimumTTL) { return cached }
+        if !forceRefresh, let cached = try await blocking({ try self.cachedToken(key, minimumTTL: minimumTTL) }) {
+            return cached
+        }
         return try await renewals.run(key.account) {
             if !forceRefresh {
                 // Another caller in this process may have refreshed while we queued.
-                if let cached = try self.cachedToken(key, minimumTTL: minimumTTL) { return cached }
-                try self.refuseHopelessMinimumTTL(key, minimumTTL: minimumTTL)
+                let cached = try await self.blocking { () throws -> AccessToken? in
+                    if let cached = try self.cachedToken(key, minimumTTL: minimumTTL) { return cached }
+                    try self.refuseHopelessMinimumTTL(key, minimumTTL: minimumTTL)
+                    return nil
+                }
+                if let cached { return cached }
             }
             return try await self.renewalLock.withLock {
                 // ...or another process, while we waited for the lock.
-                if !forceRefresh, let cached = try self.cachedToken(key, minimumTTL: minimumTTL) { return cached }
+                if !forceRefresh, let cached = try await self.blocking({ try self.cachedToken(key, minimumTTL: minimumTTL) }) {
+                    return cached
+                }
                 let token = try await self.refresh(key)
                 guard forceRefresh || token.isValid(minimumTTL: minimumTTL) || token.expiresAt == nil else {
                     throw Self.minimumTTLTooLarge(minimumTTL, lifetime: token.expiresAt!.timeIntervalSinceNow)
@@ -180,7 +188,7 @@ public final class TokenSession: Sendable {
 
     private func refresh(_ key: AccessTokenKey) async throws -> AccessToken {
         let account = key.account
-        guard let presented = try storage({ try self.store.refreshToken(account: account) }) else {
+        guard let presented = try await asyncStorage({ try await self.store.async.refreshToken(account: account) }) else {
             throw AuthSessionError(.interactionRequired, "No refresh token is stored for the account; the user must sign in.")
         }
         let response: TokenResponse
@@ -189,19 +197,19 @@ public final class TokenSession: Sendable {
         } catch let error as AuthSessionError where error.code == .interactionRequired && error.oauthError == "invalid_grant" {
             // Refused for good (expired, revoked, reused). An OIDC "user must act" answer
             // (mfa_required, consent_required...) is also interactionRequired, but the token stays.
-            try storage { try self.store.ledger.rejectRefreshToken(account: account, presented: presented) }
+            try await asyncStorage { try await self.store.ledger.async.rejectRefreshToken(account: account, presented: presented) }
             logger.info("refresh refused; token no longer offered", metadata: ["oauth.error": error.oauthError ?? "-"])
             throw error
         }
         CrashPoint.reach("renewal.afterServerAnswer")
         let token = Self.token(from: response, requested: key.scopes, audience: key.audience, source: .network)
         let entry = Self.cacheEntry(token)
-        let replacement = try storage {
+        let replacement = try await asyncStorage {
             // An access token the cache cannot hold is handed on uncached: losing the rotated
             // refresh token over it would sign the user out. A provider found by discovery may
             // revoke the access tokens of a rotated-out refresh token (django-oauth-toolkit
             // does): a rotation drops the other cached ones. Auth0 (`domain:`) keeps them.
-            try self.store.ledger.replaceRefreshToken(
+            try await self.store.ledger.async.replaceRefreshToken(
                 account: account, presented: presented, with: response.refreshToken, accessToken: entry, cacheKey: key,
                 dropsOtherAccessTokens: self.client.configuration.usesDiscovery)
         }
@@ -244,5 +252,17 @@ public final class TokenSession: Sendable {
     @discardableResult
     func storage<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as TokenStoreError { throw AuthSessionError.storage(error) }
+    }
+
+    /// As ``storage(_:)``, for an `async` store call (``TokenStore/async``, ``SessionLedger/async``).
+    @discardableResult
+    func asyncStorage<T>(_ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch let error as TokenStoreError { throw AuthSessionError.storage(error) }
+    }
+
+    /// Runs synchronous store work (`body`, which may make several store calls) on the
+    /// package's ``BlockingExecutor``: the calling task is suspended, no cooperative thread waits.
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await BlockingExecutor.shared.run { () throws(any Error) -> T in try self.storage(body) }
     }
 }

@@ -8,6 +8,10 @@ import Dispatch
 /// the time limit passes, the cancellable is cancelled and the caller gets `timedOut` at
 /// once. The worker finishes on its own: it owns every GLib object it creates and frees
 /// them, and a late result is dropped (a late ``SecretBytes`` wipes itself).
+///
+/// A fresh thread per call, not ``BlockingExecutor``: a call past its time limit is abandoned
+/// and keeps its thread until libsecret returns, so a hung Secret Service would take a bounded
+/// executor's threads one by one (the async store calls wait here from the executor's threads).
 enum GLibWorkerThread {
     /// Runs `body` on a new thread and waits at most `timeout` for it.
     ///

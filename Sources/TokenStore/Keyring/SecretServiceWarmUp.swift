@@ -22,6 +22,9 @@ import Glibc
 /// after it meets and reports the same failure. State of the path-level backend
 /// (``SecretServicePathBackend/warmUp``): in a sandbox libsecret may pick its file backend, and
 /// the other backend has no warm-up.
+///
+/// Its own thread, not ``BlockingExecutor``: the store calls running there wait for the
+/// warm-up, so queued behind them it could only make them wait out its time limit.
 final class SecretServiceWarmUp: Sendable {
     private let gate = Gate()
 

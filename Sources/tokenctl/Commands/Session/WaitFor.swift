@@ -4,6 +4,7 @@ import TokenStore
 
 /// Runs `body` on the concurrency pool and blocks the calling (main) thread until it ends.
 /// The main thread is not part of the cooperative pool, so waiting here cannot starve it.
+/// It must block: tokenctl's commands are synchronous functions of its main thread.
 func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
     let box = ResultBox<T>()
     let done = DispatchSemaphore(value: 0)
