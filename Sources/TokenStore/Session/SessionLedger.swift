@@ -226,10 +226,10 @@ package struct SessionLedger: Sendable {
             }
             if try ItemRecord.count(db) < before {
                 try markEraseOwedIfEmpty(db)
-                db.requireEpochRaise()  // a copy from before would bring the deleted entries back
+                db.requireEpochRaise(.localEntriesDeleted)  // a copy from before would bring the deleted entries back
             }
+            connection.checkpointAfterCommit(db)
         }
-        connection.checkpointQuietly()
     }
 
     /// Records the result of a revocation attempt, in one transaction.
@@ -254,7 +254,8 @@ package struct SessionLedger: Sendable {
         case .retryLater(_, let next), .failedPermanently(_, _, let next): try TokenStore.validate(date: next, what: "next attempt")
         case .revoked: break
         }
-        let state: CredentialState? = try connection.write { db, envelope in
+        return try connection.write { db, envelope in
+            connection.checkpointAfterCommit(db)
             let exists = try OutboxRecord.exists(db, entryID: entryID)
             let detail: String?
             switch result {
@@ -293,8 +294,6 @@ package struct SessionLedger: Sendable {
             if exists { try markEraseOwedIfEmpty(db) }
             return try entry.appleUserID.map { try CredentialRecord.state(db, userID: $0, envelope: envelope) }
         }
-        connection.checkpointQuietly()
-        return state
     }
 
     /// Gives up on a pending revocation explicitly: the entry is deleted without the token
@@ -326,7 +325,8 @@ package struct SessionLedger: Sendable {
     package func clearLocally(account: AccountID, reason: CredentialStateReason = .clearedLocally) throws -> Bool {
         let rtKey = ItemKey(account: account, kind: .refreshToken)
         try TokenStore.validate(rtKey)
-        let removed: Bool = try connection.write { db, envelope in
+        return try connection.write { db, envelope in
+            connection.checkpointAfterCommit(db)
             let hadItems = try ItemRecord.accountHasItems(db, account, envelope: envelope)
                 || !(try AccessTokenRecord.all(db, of: account, envelope: envelope).isEmpty)
             guard hadItems else { return false }
@@ -338,11 +338,9 @@ package struct SessionLedger: Sendable {
                     detail: CredentialStateDetail.notRevokedAtServer, envelope: envelope)
             }
             try markEraseOwedIfEmpty(db)
-            db.requireEpochRaise()  // a copy from before would bring the cleared entries back
+            db.requireEpochRaise(.localEntriesDeleted)  // a copy from before would bring the cleared entries back
             return true
         }
-        connection.checkpointQuietly()
-        return removed
     }
 
     // MARK: Internals
