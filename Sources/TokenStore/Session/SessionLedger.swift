@@ -232,7 +232,7 @@ package struct SessionLedger: Sendable {
         }
     }
 
-    /// Records the result of a revocation attempt, in one transaction.
+    /// Records the result of a revocation attempt, in one transaction (the moves are ``Outbox``'s).
     ///
     /// - `revoked`: the entry is deleted.
     /// - `retryLater`: attempts, next attempt time and last error are updated.
@@ -257,27 +257,12 @@ package struct SessionLedger: Sendable {
         return try connection.write { db, envelope in
             connection.checkpointAfterCommit(db)
             let exists = try OutboxRecord.exists(db, entryID: entryID)
-            let detail: String?
-            switch result {
-            case .revoked:
+            if case .revoked = result {
                 try OutboxRecord.delete(db, entryID: entryID)
-                detail = nil
-            case .retryLater(let error, let next):
-                try OutboxRecord.updateSchedule(db, entryID: entryID, envelope: envelope) { schedule in
-                    schedule.attempts += 1
-                    schedule.nextAttemptAt = Timestamp.millis(from: next)
-                    schedule.lastError = Self.clip(error)
-                }
-                detail = CredentialStateDetail.remoteRevocationPending
-            case .failedPermanently(let code, let error, let next):
-                try OutboxRecord.updateSchedule(db, entryID: entryID, envelope: envelope) { schedule in
-                    schedule.attempts += 1
-                    schedule.nextAttemptAt = Timestamp.millis(from: next)
-                    schedule.failedCode = Self.clip(code)
-                    schedule.lastError = Self.clip(error)
-                }
-                detail = CredentialStateDetail.remoteRevocationFailed
+            } else {
+                try OutboxRecord.updateSchedule(db, entryID: entryID, envelope: envelope) { Outbox.apply(result, to: &$0) }
             }
+            let detail = Outbox.detail(after: result)
             if exists, try AccountMarks.settlesLogout(
                 db, entryID: entryID, entry.account, envelope: envelope)
             {
@@ -383,10 +368,14 @@ package struct SessionLedger: Sendable {
 
     /// In the transaction that may have removed the store's last secret: when nothing secret
     /// is left, records that a crypto-erase is owed (unless turned off in the options).
-    func markEraseOwedIfEmpty(_ db: Database) throws {
-        guard connection.options.rotatesKeyAfterLastLogout, try SealedTables.holdNoSecrets(db) else { return }
+    @discardableResult
+    func markEraseOwedIfEmpty(_ db: Database) throws -> Outbox.MaintenanceOwed {
+        guard connection.options.rotatesKeyAfterLastLogout else { return .none }
+        let owed = Outbox.maintenanceOwed(holdsSecrets: !(try SealedTables.holdNoSecrets(db)), rotatesKeyAfterLastLogout: true)
+        guard owed == .cryptoErase else { return owed }
         try db.run(
             "UPDATE store_info SET erase_owed_since = coalesce(erase_owed_since, ?) WHERE id = 1", [.int(Timestamp.nowMillis())])
+        return owed
     }
 
     static func clip(_ text: String) -> String {
