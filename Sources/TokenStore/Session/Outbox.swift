@@ -32,7 +32,7 @@ package struct Outbox: Sendable {
     }
 
     /// What a logout-like transaction leaves for ``TokenStore/performOwedMaintenance()``.
-    package enum MaintenanceOwed: Equatable, Sendable {
+    enum MaintenanceOwed: Equatable, Sendable {
         /// Nothing new (a rotation interrupted earlier may still be owed).
         case none
         /// The store holds no secret any more: a crypto-erase (a rotation to a new key) is owed.
@@ -40,7 +40,7 @@ package struct Outbox: Sendable {
     }
 
     /// The instant the rules are read at.
-    package let now: Date
+    let now: Date
 
     /// The rules at `now`.
     package init(now: Date = Date()) {
@@ -56,7 +56,7 @@ package struct Outbox: Sendable {
     }
 
     /// The state an entry is in after `result` is recorded.
-    package static func state(after result: RevocationAttemptResult) -> State {
+    static func state(after result: RevocationAttemptResult) -> State {
         switch result {
         case .revoked: .revoked
         case .retryLater(_, let next): .pending(next: next)
@@ -102,7 +102,7 @@ package struct Outbox: Sendable {
     }
 
     /// The highest retry number a transient backoff is computed for.
-    package static let maxBackoffRetry = 16
+    static let maxBackoffRetry = 16
 
     /// How long an entry the server refused for good waits before it is tried again: 1 hour,
     /// doubling with each attempt already made, at most 24 hours.
