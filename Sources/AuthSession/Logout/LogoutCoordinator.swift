@@ -41,31 +41,36 @@ package actor LogoutCoordinator {
     package func logout(
         account: AccountID, reason: CredentialStateReason = .userLogout
     ) async throws -> LogoutOutcome {
-        let outcome = try await serializer.run(account) {
-            try await self.performLogout(account: account, reason: reason)
+        try await withOwedMaintenance {
+            try await self.serializer.run(account) { try await self.performLogout(account: account, reason: reason) }
         }
-        await performOwedMaintenance()
-        return outcome
     }
 
     /// Retries the due outbox entries and reports what happened. Call at start-up and when the
     /// network returns.
     ///
-    /// An entry is due when its next attempt time has come: a transient failure backs off with
-    /// jitter, an entry the server refused for good (flagged) waits ``failedRetryDelay(attempts:)``
-    /// — hours, since a captive portal or a proxy's block page looks like a permanent refusal.
-    /// `includingNotDue` tries every unflagged entry now, `includingFailed` every flagged one.
+    /// An entry is due when its next attempt time has come (the rules: `Outbox`): a transient
+    /// failure backs off with jitter, an entry the server refused for good (flagged) waits
+    /// ``failedRetryDelay(attempts:)`` — hours, since a captive portal or a proxy's block page
+    /// looks like a permanent refusal. `includingNotDue` tries every unflagged entry now,
+    /// `includingFailed` every flagged one.
     /// A row that does not open is skipped and counted in ``RevocationReport/unreadable``: the
     /// others are still revoked.
     package func resumePendingRevocations(
         now: Date = Date(), includingNotDue: Bool = false, includingFailed: Bool = false
     ) async throws -> RevocationReport {
+        try await withOwedMaintenance {
+            try await self.resume(now: now, includingNotDue: includingNotDue, includingFailed: includingFailed)
+        }
+    }
+
+    private func resume(now: Date, includingNotDue: Bool, includingFailed: Bool) async throws -> RevocationReport {
         var report = RevocationReport()
-        let list = try storage { try self.store.ledger.pendingRevocationList() }
+        let list = try await blocking { try self.store.ledger.pendingRevocationList() }
         report.unreadable = list.unreadable.count
+        let outbox = Outbox(now: now)
         for entry in list.entries {
-            let due = entry.nextAttemptAt <= now
-            guard due || (entry.failureCode == nil ? includingNotDue : includingFailed) else {
+            guard outbox.triesOnResume(entry, includingNotDue: includingNotDue, includingFailed: includingFailed) else {
                 report.notDue += 1
                 continue
             }
@@ -80,7 +85,6 @@ package actor LogoutCoordinator {
             }
         }
         logger.info("resumed pending revocations", metadata: ["revoke.report": report.description])
-        await performOwedMaintenance()
         return report
     }
 
@@ -93,11 +97,12 @@ package actor LogoutCoordinator {
         try await serializer.run(account) {
             var report = RevocationReport()
             // Read inside the account's turn: a logout that ran meanwhile may have settled some.
-            let list = try self.storage { try self.store.ledger.pendingRevocationList() }
+            let list = try await self.blocking { try self.store.ledger.pendingRevocationList() }
             let entries = list.entries.filter { $0.account == account }
             let client = self.client.withoutRetries
+            let outbox = Outbox(now: now)
             for entry in entries {
-                guard entry.nextAttemptAt <= now else {
+                guard outbox.isDue(entry) else {
                     report.notDue += 1
                     continue
                 }
@@ -108,9 +113,9 @@ package actor LogoutCoordinator {
     }
 
     /// How long an entry the server refused for good waits before it is tried again: 1 hour,
-    /// doubling with each attempt already made, at most 24 hours.
+    /// doubling with each attempt already made, at most 24 hours (`Outbox`'s rule).
     package static func failedRetryDelay(attempts: Int) -> TimeInterval {
-        min(24 * 3600, 3600 * Double(1 << min(max(attempts, 0), 5)))
+        Outbox.failedRetryDelay(attempts: attempts)
     }
 
     static func isIntegrityFailure(_ error: AuthSessionError) -> Bool {
@@ -121,12 +126,12 @@ package actor LogoutCoordinator {
     /// that the user withdrew: every account with this Apple user id is logged out with reason
     /// `appleRevoked`, and the user is recorded `revoked` even if no account is stored.
     package func handleAppleCredentialRevoked(userID: String) async throws -> [LogoutOutcome] {
-        let accounts = try storage { try self.store.accounts(forAppleUserID: userID) }
+        let accounts = try await blocking { try self.store.accounts(forAppleUserID: userID) }
         var outcomes: [LogoutOutcome] = []
         for account in accounts {
             outcomes.append(try await logout(account: account, reason: .appleRevoked))
         }
-        try storage {
+        try await blocking {
             if try self.store.credentialState(forUserID: userID) != .revoked {
                 try self.store.recordCredentialState(.revoked, forUserID: userID, reason: .appleRevoked)
             }
@@ -139,26 +144,38 @@ package actor LogoutCoordinator {
     /// - Returns: how many entries were discarded.
     @discardableResult
     package func discardPendingRevocations(account: AccountID) async throws -> Int {
-        let discarded = try await serializer.run(account) {
-            try self.storage {
-                // A damaged row of another account must not keep this one's from being discarded.
-                let entries = try self.store.ledger.pendingRevocationList().entries.filter { $0.account == account }
-                for entry in entries { try self.store.ledger.discardPendingRevocation(entry) }
-                return entries.count
+        try await withOwedMaintenance {
+            try await self.serializer.run(account) {
+                try await self.blocking {
+                    // A damaged row of another account must not keep this one's from being discarded.
+                    let entries = try self.store.ledger.pendingRevocationList().entries.filter { $0.account == account }
+                    for entry in entries { try self.store.ledger.discardPendingRevocation(entry) }
+                    return entries.count
+                }
             }
         }
-        await performOwedMaintenance()
-        return discarded
     }
 
-    /// Runs what the store owes after the logout transactions — the crypto-erase once the last
-    /// account is gone, a key rotation that may talk to the Secret Service for seconds — off
-    /// this actor, so logouts of other accounts are not held up. A failure is logged; the
-    /// maintenance stays owed and runs at the next open.
-    nonisolated func performOwedMaintenance() async {
-        do {
-            try store.performOwedMaintenance()
-        } catch {
+    /// Removes the account's local entries without revoking anything (see
+    /// `TokenSession.clearLocally(account:)`), then runs the owed maintenance.
+    /// - Returns: whether anything was removed.
+    package func clearLocally(account: AccountID) async throws -> Bool {
+        try await withOwedMaintenance { try await self.blocking { try self.store.ledger.clearLocally(account: account) } }
+    }
+
+    /// "Transaction, then maintenance" for the session (the store's synchronous form is
+    /// `TokenStore.withOwedMaintenance(when:_:)`): runs `transaction`, then what the store owes
+    /// after it — the crypto-erase once the last account is gone, a key rotation that may talk
+    /// to the Secret Service for seconds — off this actor, so logouts of other accounts are not
+    /// held up. A failure of the maintenance is logged; it stays owed and runs at the next open.
+    private func withOwedMaintenance<T: Sendable>(_ transaction: () async throws -> T) async throws -> T {
+        let value = try await transaction()
+        await performOwedMaintenance()
+        return value
+    }
+
+    nonisolated private func performOwedMaintenance() async {
+        if let error = (try? await store.onBlockingExecutor { $0.owedMaintenanceError() }) ?? nil {
             logger.info("owed maintenance could not run now", metadata: ["error": (error as? TokenStoreError)?.code.rawValue ?? "unexpected"])
         }
     }
@@ -168,28 +185,29 @@ package actor LogoutCoordinator {
     private func performLogout(account: AccountID, reason: CredentialStateReason) async throws -> LogoutOutcome {
         // A server without a revocation endpoint: delete locally, queue nothing that can never succeed.
         if let metadata = try? await client.metadata(), metadata.revocationEndpoint == nil {
-            let removed = try storage { try self.store.ledger.clearLocally(account: account, reason: .notRevocable) }
+            let removed = try await blocking { try self.store.ledger.clearLocally(account: account, reason: .notRevocable) }
             logger.info("logout: the server cannot revoke; local entries deleted", metadata: ["logout.outcome": "notRevocable"])
             return removed ? .notRevocable : .notFound
         }
-        let preparation = try storage { try self.store.ledger.beginLogout(account: account, reason: reason) }
+        let preparation = try await blocking { try self.store.ledger.beginLogout(account: account, reason: reason) }
         switch preparation {
         case .nothingStored:
             logger.info("logout: nothing stored", metadata: ["logout.outcome": "notFound"])
             return .notFound
         case .localOnly:
-            try storage { try self.store.ledger.finishLocalLogout(account: account, reason: reason) }
+            try await blocking { try self.store.ledger.finishLocalLogout(account: account, reason: reason) }
             logger.info("logout: no refresh token, local entries deleted", metadata: ["logout.outcome": "revoked"])
             return .revoked
         case .queued(let entries):
             var outcomes: [LogoutOutcome] = []
             for entry in entries {
-                if let code = entry.failureCode, entry.nextAttemptAt > Date() {
-                    outcomes.append(.revocationFailed(AuthSessionError.Code(known: code) ?? .invalidRequest))
-                } else if entry.attempts > 0 && entry.nextAttemptAt > Date() {
-                    outcomes.append(.revocationPending)
-                } else {
+                // A pending or flagged entry not yet due is reported as it is.
+                if Outbox().triesOnLogout(entry) {
                     outcomes.append(try await attempt(entry, using: client))
+                } else if case .failed(let code, _) = Outbox.state(of: entry) {
+                    outcomes.append(.revocationFailed(AuthSessionError.Code(known: code) ?? .invalidRequest))
+                } else {
+                    outcomes.append(.revocationPending)
                 }
             }
             let outcome = Self.combine(outcomes)
@@ -204,7 +222,7 @@ package actor LogoutCoordinator {
         CrashPoint.reach("logout.afterRevoke")
         if case .failedPermanently(let error) = result, error.code == .notRevocable {
             // No revocation endpoint: an entry that can never succeed is not kept.
-            try storage { try self.store.ledger.discardPendingRevocation(entry) }
+            try await blocking { try self.store.ledger.discardPendingRevocation(entry) }
             return .notRevocable
         }
         let outcome: LogoutOutcome
@@ -215,16 +233,13 @@ package actor LogoutCoordinator {
             record = .revoked
         case .retryLater(let error):
             outcome = .revocationPending
-            let backoff = client.retryPolicy.backoffDelay(retry: min(entry.attempts, 16)) + .seconds(1)
-            let delay = max(backoff, error.retryAfter ?? .zero)
-            record = .retryLater(error: Self.summary(error), nextAttemptAt: Date() + delay.timeInterval)
+            record = Outbox().retryLater(
+                entry, error: Self.summary(error), retryAfter: error.retryAfter, backoff: client.retryPolicy.backoffDelay(retry:))
         case .failedPermanently(let error):
             outcome = .revocationFailed(error.code)
-            record = .failedPermanently(
-                code: error.code.rawValue, error: Self.summary(error),
-                nextAttemptAt: Date() + Self.failedRetryDelay(attempts: entry.attempts))
+            record = Outbox().failedPermanently(entry, code: error.code.rawValue, error: Self.summary(error))
         }
-        try storage { try self.store.ledger.recordRevocationAttempt(entry, result: record) }
+        try await blocking { try self.store.ledger.recordRevocationAttempt(entry, result: record) }
         CrashPoint.reach("logout.afterRecord")
         return outcome
     }
@@ -247,5 +262,12 @@ package actor LogoutCoordinator {
     @discardableResult
     nonisolated func storage<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as TokenStoreError { throw AuthSessionError.storage(error) }
+    }
+
+    /// Store work (`body`, which may make several store calls) on the package's
+    /// ``BlockingExecutor``: the coordinator's task is suspended, no cooperative thread waits.
+    @discardableResult
+    nonisolated func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await BlockingExecutor.shared.run { () throws(any Error) -> T in try self.storage(body) }
     }
 }

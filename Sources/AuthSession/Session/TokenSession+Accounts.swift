@@ -114,8 +114,6 @@ extension TokenSession {
     /// - Returns: whether anything was removed.
     @discardableResult
     public func clearLocally(account: AccountID) async throws -> Bool {
-        let removed = try await asyncStorage { try await store.ledger.async.clearLocally(account: account) }
-        await logoutCoordinator.performOwedMaintenance()
-        return removed
+        try await logoutCoordinator.clearLocally(account: account)
     }
 }

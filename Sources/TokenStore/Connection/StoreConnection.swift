@@ -25,9 +25,6 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     private let currentKey: Locked<Envelope>
     private var current: Envelope { currentKey.withLock { $0 } }
     private var database: Database?
-    /// The epoch the transaction running now raised in the file (``raiseEpoch(_:from:to:)``),
-    /// for the key provider once it has committed; with `lock` held.
-    private var epochToPublish: UInt64?
     /// An epoch the key provider could not be raised to after its commit, tried again after
     /// the next write (and at the next open, which heals it); with `lock` held.
     private var epochOwed: UInt64?
@@ -70,17 +67,12 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     }
 
     /// A write transaction (`BEGIN IMMEDIATE`), serialized, under the active key.
-    /// After the commit, a checkpoint still owed (see ``checkpointQuietly()``) is tried again.
-    /// A transaction that raised the epoch (``raiseEpoch(_:from:to:)``) raises the key
-    /// provider's after the commit.
+    /// What it owes after its commit runs as work it registered (``Database/afterCommit(_:)``):
+    /// the key provider's epoch raise when it raised the file's, an owed epoch or checkpoint
+    /// retried, a checkpoint it asked for (``checkpointAfterCommit(_:)``).
     func write<T>(_ body: (Database, Envelope) throws -> T) throws -> T {
         try refuseIfReadOnly()
-        return try withDatabase { db in
-            let value = try transaction(db) { try body(db, current) }
-            publishEpoch()
-            if owedCheckpoints > 0 { checkpoint(db) }
-            return value
-        }
+        return try withDatabase { db in try transaction(db, switchingTo: nil) { try body(db, current) } }
     }
 
     /// A store opened read-only (``TokenStore/Options/readOnly``) refuses every write, typed.
@@ -89,49 +81,45 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
         throw TokenStoreError(.invalidInput, "The store was opened read-only; nothing was written.")
     }
 
-    /// With `lock` held: one write transaction, forgetting an epoch raise it rolled back.
-    /// A transaction whose record changes require an epoch raise (``Database/requireEpochRaise()``:
-    /// an outbox entry queued, a user recorded `revoked`) raises it once here, before the commit,
-    /// unless the body raised it already (a key switch, under the next key).
-    private func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
-        epochToPublish = nil
-        do {
-            return try db.writeTransaction {
-                try followKeyRotation(db)
-                let value = try body()
-                if db.epochRaiseRequired {
-                    if epochToPublish == nil { try raiseEpoch(db, from: current) }
-                    db.epochRaiseDone()
-                }
-                return value
+    /// With `lock` held: one write transaction. A transaction whose record changes require an
+    /// epoch raise (``EpochRaisingChange``: an outbox entry queued, a user recorded `revoked`,
+    /// local entries cleared, a key switch) raises it once here, before the commit, under
+    /// `next` when the transaction switches to that key. Every write retries, after its
+    /// commit, an epoch or a checkpoint still owed.
+    private func transaction<T>(_ db: Database, switchingTo next: Envelope?, _ body: () throws -> T) throws -> T {
+        try db.writeTransaction {
+            try followKeyRotation(db)
+            if let next {
+                let key = next.key
+                db.afterCommit { [self] _ in activate(key) }
             }
-        } catch {
-            epochToPublish = nil
-            throw error
+            let value = try body()
+            if db.epochRaiseRequired { try raiseEpoch(db, from: current, to: next) }
+            if !db.publishesEpoch, let owed = epochOwed { db.afterCommit { [self] _ in publishEpoch(owed) } }
+            if owedCheckpoints > 0 { checkpointAfterCommit(db) }
+            return value
         }
     }
 
-    /// Inside a write transaction of this connection: raises the file's epoch by one now
-    /// (a change that only needs it raised calls ``Database/requireEpochRaise()`` instead),
+    /// Inside a write transaction of this connection: raises the file's epoch by one now,
     /// authenticated under `next` (the active key unless a key switch makes `next` active in
-    /// this transaction). Once the transaction has committed, the key provider's epoch is raised
-    /// to the same value. A store below schema version 9 has no epoch: nothing happens.
-    /// - Returns: the new epoch, or nil without epoch columns.
-    @discardableResult
-    func raiseEpoch(_ db: Database, from active: Envelope, to next: Envelope? = nil) throws -> UInt64? {
-        guard try StoreEpoch.hasColumns(db) else { return nil }
+    /// this transaction), and registers the key provider's raise to the same value for after
+    /// the commit. A store below schema version 9 has no epoch: nothing happens.
+    private func raiseEpoch(_ db: Database, from active: Envelope, to next: Envelope?) throws {
+        guard try StoreEpoch.hasColumns(db) else {
+            db.afterCommit(publishingEpoch: nil)
+            return
+        }
         let epoch = try StoreEpoch.read(db, envelope: active) + 1
         try StoreEpoch.write(db, epoch, envelope: next ?? active)
-        epochToPublish = epoch
-        return epoch
+        db.afterCommit(publishingEpoch: { [self] _ in publishEpoch(epoch) })
     }
 
-    /// With `lock` held, after a commit: raises the key provider's epoch to the one the
-    /// transaction wrote (or one still owed). A failure is logged, not thrown (the change has
-    /// committed): the epoch stays owed, retried after the next write and healed at the next open.
-    private func publishEpoch() {
-        guard let epoch = [epochToPublish, epochOwed].compactMap({ $0 }).max() else { return }
-        epochToPublish = nil
+    /// With `lock` held, after a commit: raises the key provider's epoch to `epoch` (or to one
+    /// still owed, if higher). A failure is logged, not thrown (the change has committed): the
+    /// epoch stays owed, retried after the next write and healed at the next open.
+    private func publishEpoch(_ epoch: UInt64) {
+        let epoch = max(epoch, epochOwed ?? 0)
         CrashPoint.reach("epoch.afterFileRaise")
         do {
             try keyProvider.raiseStoreEpoch(storeID: Hex.encode(current.storeID), appID: appID, to: epoch)
@@ -155,16 +143,20 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     }
 
     /// A write transaction that switches the store to `key`: once it has committed, `key` is
-    /// the active key of this connection too.
+    /// the active key of this connection too. Its body reports ``EpochRaisingChange/keySwitched``;
+    /// the epoch is raised under `key`.
     func write<T>(switchingTo key: DataKey, _ body: (Database, Envelope) throws -> T) throws -> T {
         try refuseIfReadOnly()
         return try withDatabase { db in
-            let value = try transaction(db) { try body(db, current) }
-            activate(key)
-            publishEpoch()
-            if owedCheckpoints > 0 { checkpoint(db) }
-            return value
+            try transaction(db, switchingTo: Envelope(storeID: current.storeID, key: key)) { try body(db, current) }
         }
+    }
+
+    /// Inside a write transaction of this connection: a WAL checkpoint runs once it has
+    /// committed (a transaction that deleted ciphertext asks for one, so it does not linger in
+    /// the -wal file); asked twice, it runs once.
+    func checkpointAfterCommit(_ db: Database) {
+        db.afterCommit(once: "checkpoint") { [self] db in checkpoint(db) }
     }
 
     /// Moves WAL content into the main file so deleted ciphertext does not linger in -wal.

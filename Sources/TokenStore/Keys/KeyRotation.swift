@@ -151,8 +151,8 @@ struct KeyRotation {
                 throw TokenStoreError(.ioError, "The new data key's record disappeared during the switch; nothing was switched.")
             }
             for table in SealedTables.rotationTables { try db.run("DELETE FROM \(table)") }
-            // A copy of the file from before the switch is an older copy now.
-            try connection.raiseEpoch(db, from: current, to: next)
+            // A copy of the file from before the switch is an older copy now (raised under `next`).
+            db.requireEpochRaise(.keySwitched)
             try KeyProviderRecord.rewrite(db, from: current, to: next)
             // The key that sealed whatever was logged out is retired: no erase is owed.
             try db.run("UPDATE store_info SET erase_owed_since = NULL WHERE id = 1")

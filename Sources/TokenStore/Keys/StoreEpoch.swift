@@ -1,8 +1,8 @@
 import FoundationEssentials
 
-/// The store epoch: a counter raised by every transaction that queues an outbox entry or records
-/// a user `revoked` (``Database/requireEpochRaise()``, from the record layer), by local clears and
-/// key rotations (a reset keeps it), kept in the
+/// The store epoch: a counter raised by every transaction that makes one of the changes
+/// ``EpochRaisingChange`` lists (an outbox entry queued, a user recorded `revoked`, local entries
+/// cleared, a key switch; reported by the record layer, a reset keeps it), kept in the
 /// database file (`store_info.epoch`, authenticated by `epoch_mac` under the data key's MAC
 /// subkey) and in the key provider (``KeyProvider/storeEpoch(storeID:)``).
 ///

@@ -90,7 +90,7 @@ enum CredentialHistory {
         try db.run(
             "INSERT INTO credential_history(id, user_ref, at, from_state, to_state, reason, detail, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [.int(id), .blob(ref), .int(at), .text(from), .text(to), .text(reason), detail.map(SQLValue.text) ?? .null, .blob(mac)])
-        if to == CredentialState.revoked.rawValue { db.requireEpochRaise() }
+        if to == CredentialState.revoked.rawValue { db.requireEpochRaise(.userRecordedRevoked) }
         return mac
     }
 

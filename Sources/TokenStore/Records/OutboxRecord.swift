@@ -102,7 +102,7 @@ enum OutboxRecord: SealedTable {
             [.blob(entryID), .blob(envelope.accountRef(account)), .blob(envelope.keyID),
              .blob(envelope.seal(fields, kind: .pendingRevocation, rowKey: entryID)), .int(now), .int(now),
              .blob(schedule.mac(entryID: entryID, envelope: envelope))])
-        db.requireEpochRaise()
+        db.requireEpochRaise(.outboxEntryQueued)
         return entryID
     }
 

@@ -30,7 +30,7 @@ extension SessionLedger {
     @discardableResult
     package func discardUnreadablePendingRevocation(id: String) throws -> Bool {
         let entryID = try OutboxRecord.entryID(hex: id)
-        let discarded: Bool = try connection.write { db, envelope in
+        return try connection.write { db, envelope in
             guard let ref = try db.firstRow(
                 "SELECT account_ref FROM pending_revocations WHERE entry_id = ?", [.blob(entryID)], { $0.blob(0) })
             else { return false }
@@ -39,6 +39,7 @@ extension SessionLedger {
                     .invalidInput, "This pending revocation opens: discard it as an entry, which records its user.")
             }
             try OutboxRecord.delete(db, entryID: entryID)
+            connection.checkpointAfterCommit(db)
             let now = Timestamp.nowMillis()
             var recordedForUser = false
             if try AccountMarks.settlesLogout(db, entryID: entryID, ref: ref, envelope: envelope) {
@@ -67,7 +68,5 @@ extension SessionLedger {
             try markEraseOwedIfEmpty(db)
             return true
         }
-        if discarded { connection.checkpointQuietly() }
-        return discarded
     }
 }

@@ -226,13 +226,13 @@ package struct SessionLedger: Sendable {
             }
             if try ItemRecord.count(db) < before {
                 try markEraseOwedIfEmpty(db)
-                db.requireEpochRaise()  // a copy from before would bring the deleted entries back
+                db.requireEpochRaise(.localEntriesDeleted)  // a copy from before would bring the deleted entries back
             }
+            connection.checkpointAfterCommit(db)
         }
-        connection.checkpointQuietly()
     }
 
-    /// Records the result of a revocation attempt, in one transaction.
+    /// Records the result of a revocation attempt, in one transaction (the moves are ``Outbox``'s).
     ///
     /// - `revoked`: the entry is deleted.
     /// - `retryLater`: attempts, next attempt time and last error are updated.
@@ -254,29 +254,15 @@ package struct SessionLedger: Sendable {
         case .retryLater(_, let next), .failedPermanently(_, _, let next): try TokenStore.validate(date: next, what: "next attempt")
         case .revoked: break
         }
-        let state: CredentialState? = try connection.write { db, envelope in
+        return try connection.write { db, envelope in
+            connection.checkpointAfterCommit(db)
             let exists = try OutboxRecord.exists(db, entryID: entryID)
-            let detail: String?
-            switch result {
-            case .revoked:
+            if case .revoked = result {
                 try OutboxRecord.delete(db, entryID: entryID)
-                detail = nil
-            case .retryLater(let error, let next):
-                try OutboxRecord.updateSchedule(db, entryID: entryID, envelope: envelope) { schedule in
-                    schedule.attempts += 1
-                    schedule.nextAttemptAt = Timestamp.millis(from: next)
-                    schedule.lastError = Self.clip(error)
-                }
-                detail = CredentialStateDetail.remoteRevocationPending
-            case .failedPermanently(let code, let error, let next):
-                try OutboxRecord.updateSchedule(db, entryID: entryID, envelope: envelope) { schedule in
-                    schedule.attempts += 1
-                    schedule.nextAttemptAt = Timestamp.millis(from: next)
-                    schedule.failedCode = Self.clip(code)
-                    schedule.lastError = Self.clip(error)
-                }
-                detail = CredentialStateDetail.remoteRevocationFailed
+            } else {
+                try OutboxRecord.updateSchedule(db, entryID: entryID, envelope: envelope) { Outbox.apply(result, to: &$0) }
             }
+            let detail = Outbox.detail(after: result)
             if exists, try AccountMarks.settlesLogout(
                 db, entryID: entryID, entry.account, envelope: envelope)
             {
@@ -293,8 +279,6 @@ package struct SessionLedger: Sendable {
             if exists { try markEraseOwedIfEmpty(db) }
             return try entry.appleUserID.map { try CredentialRecord.state(db, userID: $0, envelope: envelope) }
         }
-        connection.checkpointQuietly()
-        return state
     }
 
     /// Gives up on a pending revocation explicitly: the entry is deleted without the token
@@ -326,7 +310,8 @@ package struct SessionLedger: Sendable {
     package func clearLocally(account: AccountID, reason: CredentialStateReason = .clearedLocally) throws -> Bool {
         let rtKey = ItemKey(account: account, kind: .refreshToken)
         try TokenStore.validate(rtKey)
-        let removed: Bool = try connection.write { db, envelope in
+        return try connection.write { db, envelope in
+            connection.checkpointAfterCommit(db)
             let hadItems = try ItemRecord.accountHasItems(db, account, envelope: envelope)
                 || !(try AccessTokenRecord.all(db, of: account, envelope: envelope).isEmpty)
             guard hadItems else { return false }
@@ -338,11 +323,9 @@ package struct SessionLedger: Sendable {
                     detail: CredentialStateDetail.notRevokedAtServer, envelope: envelope)
             }
             try markEraseOwedIfEmpty(db)
-            db.requireEpochRaise()  // a copy from before would bring the cleared entries back
+            db.requireEpochRaise(.localEntriesDeleted)  // a copy from before would bring the cleared entries back
             return true
         }
-        connection.checkpointQuietly()
-        return removed
     }
 
     // MARK: Internals
@@ -385,10 +368,14 @@ package struct SessionLedger: Sendable {
 
     /// In the transaction that may have removed the store's last secret: when nothing secret
     /// is left, records that a crypto-erase is owed (unless turned off in the options).
-    func markEraseOwedIfEmpty(_ db: Database) throws {
-        guard connection.options.rotatesKeyAfterLastLogout, try SealedTables.holdNoSecrets(db) else { return }
+    @discardableResult
+    func markEraseOwedIfEmpty(_ db: Database) throws -> Outbox.MaintenanceOwed {
+        guard connection.options.rotatesKeyAfterLastLogout else { return .none }
+        let owed = Outbox.maintenanceOwed(holdsSecrets: !(try SealedTables.holdNoSecrets(db)), rotatesKeyAfterLastLogout: true)
+        guard owed == .cryptoErase else { return owed }
         try db.run(
             "UPDATE store_info SET erase_owed_since = coalesce(erase_owed_since, ?) WHERE id = 1", [.int(Timestamp.nowMillis())])
+        return owed
     }
 
     static func clip(_ text: String) -> String {

@@ -11,11 +11,21 @@ final class Database {
     private let handle: OpaquePointer
     private var statements: [String: Statement] = [:]
     let path: String
-    /// Set inside a write transaction by a record change a rollback must not undo (an outbox
-    /// entry queued, a user recorded `revoked`: ``requireEpochRaise()``); the transaction's
-    /// owner (``StoreConnection``) raises the store epoch once before it commits. Cleared at
-    /// every `BEGIN` and after every commit or rollback.
-    private(set) var epochRaiseRequired = false
+    /// The changes of the write transaction running now that a rollback must not undo
+    /// (``EpochRaisingChange``, reported by the record layer with ``requireEpochRaise(_:)``);
+    /// the transaction's owner (``StoreConnection``) raises the store epoch once before it
+    /// commits. Cleared at every `BEGIN` and after every commit or rollback.
+    private(set) var epochRaisingChanges: Set<EpochRaisingChange> = []
+    /// Whether the transaction running now raised the epoch and registered its publication
+    /// (``afterCommit(publishingEpoch:)``).
+    private(set) var publishesEpoch = false
+    /// Work the transaction running now registered for after its commit (``afterCommit(_:)``),
+    /// in order; dropped by a rollback.
+    private var commitHooks: [(Database) -> Void] = []
+    /// The names of the hooks registered ``afterCommit(once:_:)`` in the transaction running now.
+    private var namedCommitHooks: Set<String> = []
+    /// Whether a change of the transaction running now requires the epoch raised.
+    var epochRaiseRequired: Bool { !epochRaisingChanges.isEmpty }
 
     /// How long one statement waits on another connection's lock before SQLITE_BUSY.
     static let busyTimeoutMilliseconds: Int32 = 5_000
@@ -225,34 +235,66 @@ final class Database {
                 attempt += 1
             }
         }
-        epochRaiseRequired = false
-        defer { epochRaiseRequired = false }
+        resetTransactionState()
+        defer { resetTransactionState() }
+        let value: T
         do {
-            let value = try body()
-            // A record change that needs the epoch raised, in a transaction whose owner cannot
-            // raise it, is a programming error: refuse it rather than commit it unprotected.
-            guard !epochRaiseRequired else {
+            value = try body()
+            // A record change that needs the epoch raised, in a transaction whose owner did not
+            // raise it (and register its publication), is a programming error: refuse it rather
+            // than commit it unprotected.
+            guard !epochRaiseRequired || publishesEpoch else {
                 throw TokenStoreError(
                     .ioError, "Internal error: a change that raises the store epoch was made outside a store transaction; nothing was changed.")
             }
             try run("COMMIT")
-            return value
         } catch {
             if isInTransaction { try? run("ROLLBACK") }  // the original error is what matters
             throw error
         }
+        // Committed: the work it registered runs now, once, in order (never after a rollback).
+        let hooks = commitHooks
+        resetTransactionState()
+        for hook in hooks { hook(self) }
+        return value
+    }
+
+    private func resetTransactionState() {
+        epochRaisingChanges = []
+        publishesEpoch = false
+        commitHooks = []
+        namedCommitHooks = []
     }
 
     /// Inside a write transaction: the change being made must raise the store epoch (see
-    /// ``epochRaiseRequired``). Called by the record layer, never by a session call site.
-    func requireEpochRaise() {
+    /// ``EpochRaisingChange``). Called by the record layer, never by a session call site.
+    func requireEpochRaise(_ change: EpochRaisingChange) {
         precondition(isInTransaction, "an epoch raise required outside a transaction")
-        epochRaiseRequired = true
+        epochRaisingChanges.insert(change)
     }
 
-    /// The transaction's owner raised the epoch it required (or the store has no epoch).
-    func epochRaiseDone() {
-        epochRaiseRequired = false
+    /// Inside a write transaction: runs `hook` once the transaction has committed (as GRDB's
+    /// `afterNextTransaction(onCommit:)`); a rollback drops it. Hooks run in the order they
+    /// were registered, with the transaction over; they must not throw (the change has
+    /// committed: a failure is theirs to log and keep owed).
+    func afterCommit(_ hook: @escaping (Database) -> Void) {
+        precondition(isInTransaction, "after-commit work registered outside a transaction")
+        commitHooks.append(hook)
+    }
+
+    /// As ``afterCommit(_:)``, but a hook of the same `name` registered before in this
+    /// transaction wins: the work runs once however many changes ask for it.
+    func afterCommit(once name: String, _ hook: @escaping (Database) -> Void) {
+        guard namedCommitHooks.insert(name).inserted else { return }
+        afterCommit(hook)
+    }
+
+    /// Inside a write transaction whose owner has just raised the file's epoch: `publish`
+    /// raises the key provider's after the commit (nil: the store has no epoch, below schema
+    /// version 9). It is what lets a transaction with ``epochRaisingChanges`` commit.
+    func afterCommit(publishingEpoch publish: ((Database) -> Void)?) {
+        if let publish { afterCommit(publish) }
+        publishesEpoch = true
     }
 
     /// Runs `body` in a read transaction (a consistent snapshot across statements).

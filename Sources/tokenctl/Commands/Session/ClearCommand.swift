@@ -35,16 +35,14 @@ struct ClearCommand: TokenctlCommand {
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let store = try context.openStore()
-        let cleared = try store.ledger.clearLocally(account: account)
-        if cleared {
-            context.console.writeError(Self.warning)
-            // The crypto-erase owed once the last account is gone: now, as the session does,
-            // rather than at the next open. The entries are removed whatever happens here.
-            do {
-                try store.performOwedMaintenance()
-            } catch let error as TokenStoreError {
-                context.note("the owed key maintenance did not run now (\(error.code.rawValue)); the next open runs it")
-            }
+        // The crypto-erase owed once the last account is gone runs now, as the session does,
+        // rather than at the next open. The entries are removed whatever happens there.
+        let (cleared, maintenanceError) = try store.localAccounts.clear(account: account)
+        if cleared { context.console.writeError(Self.warning) }
+        if let error = maintenanceError as? TokenStoreError {
+            context.note("the owed key maintenance did not run now (\(error.code.rawValue)); the next open runs it")
+        } else if let maintenanceError {
+            throw maintenanceError
         }
         let document: JSONValue = [
             "cleared": .bool(cleared), "service": .string(account.service), "account": .string(account.name),

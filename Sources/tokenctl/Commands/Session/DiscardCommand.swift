@@ -25,20 +25,9 @@ struct DiscardCommand: TokenctlCommand {
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let store = try context.openStore()
-        let list = try store.ledger.pendingRevocationList()
-        let discarded: Bool
-        let unreadable: Bool
-        if let entry = list.entries.first(where: { $0.id == entryID }) {
-            try store.ledger.discardPendingRevocation(entry)
-            (discarded, unreadable) = (true, false)
-        } else {
-            discarded = try store.ledger.discardUnreadablePendingRevocation(id: entryID)
-            unreadable = discarded
-        }
-        // The erase owed once the last secret is gone.
-        do {
-            _ = try store.performOwedMaintenance()
-        } catch {
+        // The erase owed once the last secret is gone runs after the discard.
+        let (discarded, unreadable, maintenanceError) = try store.localAccounts.discardPendingRevocation(id: entryID)
+        if maintenanceError != nil {
             context.console.writeError("tokenctl: warning: the crypto-erase could not run now; it runs at the next open\n")
         }
         context.emit(["entry": .string(entryID), "discarded": .bool(discarded), "unreadable": .bool(unreadable)]) {
