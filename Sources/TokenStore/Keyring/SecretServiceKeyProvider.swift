@@ -64,8 +64,10 @@ public struct SecretServiceKeyProvider: KeyProvider {
 
     /// ``loadKey(_:)``'s work on the worker thread; also the object path of the key's item
     /// (path-level searches only, ``SecretServicePaths``).
+    /// `expectedLength` nil: any length (a TPM-sealed key's item, ``TPMKeyProvider``).
     static func loadKeyOnce(
-        _ reference: DataKeyReference, _ cancellable: GLibCancellable, operation: String
+        _ reference: DataKeyReference, _ cancellable: GLibCancellable, operation: String,
+        expectedLength: Int? = keyLength
     ) throws(TokenStoreError) -> (key: SecretBytes?, itemPath: String?) {
         let found = try SecretServiceItems.search(reference, loadSecret: true, cancellable, operation: operation)
         if found.count > 1 { throw duplicateItems(found.count, operation) }
@@ -74,7 +76,7 @@ public struct SecretServiceKeyProvider: KeyProvider {
             guard let key = found.secret else {
                 throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage) (\(GLibError.inWords(operation))).")
             }
-            guard key.count == keyLength else {
+            guard expectedLength == nil || key.count == expectedLength else {
                 throw TokenStoreError(
                     .dataKeyCorrupt, "The key item holds \(key.count) bytes, not \(keyLength) (\(GLibError.inWords(operation))).")
             }
