@@ -10,7 +10,10 @@ struct StatusCommand: TokenctlCommand {
         discussion: """
             Prints the store path, the schema version, the key provider and the state of the \
             data key (present, locked or missing), the store epoch in the file and in the key \
-            provider, the item and account counts, the pending revocations and the file modes. When the data key is missing or locked, says in \
+            provider, the item and account counts, the pending revocations and the file modes, and the \
+            protection tier (hardware: sealed by this machine's TPM; keyring; portal; passphrase) with \
+            the reason a higher tier is not in use, and whether the TPM ($TOKENSTORE_TPM_TCTI) can be \
+            used. When the data key is missing or locked, says in \
             plain words what happened and the way forward.
             """)
 
