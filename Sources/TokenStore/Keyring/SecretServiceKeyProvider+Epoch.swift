@@ -23,13 +23,22 @@ extension SecretServiceKeyProvider: KeyAndEpochReading {
     /// The epoch is nil when its read failed (the caller asks ``storeEpoch(storeID:)`` again for
     /// the error, with its own unlock prompt if allowed); never 0 for a keyring it could not read.
     func loadKeyAndStoreEpoch(_ reference: DataKeyReference) throws -> (key: SecretBytes?, epoch: UInt64?) {
+        try loadKeyAndStoreEpoch(reference, expectedLength: Self.keyLength)
+    }
+
+    /// As ``loadKeyAndStoreEpoch(_:)``; `expectedLength` nil reads an item of any length (a
+    /// TPM-sealed key, ``TPMKeyProvider``).
+    func loadKeyAndStoreEpoch(
+        _ reference: DataKeyReference, expectedLength: Int?
+    ) throws(TokenStoreError) -> (key: SecretBytes?, epoch: UInt64?) {
         let storeID = reference.storeID
         let valid = (try? Self.validateStoreID(storeID)) != nil
         return try withInteraction { () throws(TokenStoreError) -> (key: SecretBytes?, epoch: UInt64?) in
             try GLibWorkerThread.run("load key", timeout: timeout) { cancellable throws(TokenStoreError) in
                 var epochFound: SecretServiceEpochItems.Found?
                 if valid { epochFound = try? SecretServiceEpochItems.search(storeID, cancellable, operation: "read store epoch") }
-                let (key, itemPath) = try Self.loadKeyOnce(reference, cancellable, operation: "load key")
+                let (key, itemPath) = try Self.loadKeyOnce(
+                    reference, cancellable, operation: "load key", expectedLength: expectedLength)
                 guard key != nil, let found = epochFound else { return (key, nil) }
                 let epoch = try? Self.epoch(of: found, storeID, unlockedItem: itemPath, cancellable, operation: "read store epoch")
                 return (key, epoch?.value)

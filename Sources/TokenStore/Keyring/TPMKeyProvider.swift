@@ -64,6 +64,11 @@ public struct TPMKeyProvider: KeyProvider {
     ///   Secret Service's errors (``SecretServiceKeyProvider/loadKey(_:)``).
     public func loadKey(_ reference: DataKeyReference) throws -> SecretBytes? {
         guard let item = try keyring.loadItem(reference) else { return nil }
+        return try unseal(item)
+    }
+
+    /// The data key in a sealed item: TPM2_CreatePrimary, TPM2_Load, TPM2_Unseal, both objects flushed.
+    func unseal(_ item: SecretBytes) throws(TokenStoreError) -> SecretBytes {
         let blob = try TPMSealedBlob(decoding: item.copyBytes())
         let key = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> SecretBytes in
             let (primary, parentName) = try session.createPrimary()
