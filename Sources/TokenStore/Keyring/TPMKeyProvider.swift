@@ -137,5 +137,5 @@ public struct TPMKeyProvider: KeyProvider {
     }
 
     /// TPM commands this process has sent so far (every provider and probe), for benchmarks.
-    public static var commandCount: Int { TPMSession.commandCount }
+    package static var commandCount: Int { TPMSession.commandCount }
 }
