@@ -81,8 +81,10 @@ let package = Package(
             providers: [.apt(["libglib2.0-dev"])]),
 
         // tpm2-tss: ESYS, the TCTI loader, marshalling and response-code text (TPMKeyProvider).
+        // Only its headers: the libraries are loaded at the first TPM call (dlopen), not linked,
+        // so no pkgConfig here (it would add -ltss2-esys, which brings libcrypto to every process).
         .systemLibrary(
-            name: "CTSS2", path: "Sources/CTSS2", pkgConfig: "tss2-esys",
+            name: "CTSS2", path: "Sources/CTSS2",
             providers: [.apt(["libtss2-dev"])]),
 
         // glibc GNU extensions Swift's Glibc module leaves out (accept4, posix_spawn closefrom, prctl).

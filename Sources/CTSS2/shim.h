@@ -1,10 +1,70 @@
 // tpm2-tss (ESYS, the TCTI loader, the marshalling library) for TPMKeyProvider, with the
 // object templates it uses written in C: TPM2B_PUBLIC is a tree of unions Swift imports badly.
+//
+// tpm2-tss is loaded at the first TPM call (dlopen of libtss2-esys.so.0 and its siblings), not
+// linked: libtss2-esys brings libcrypto and libtss2-sys, which every process linking TokenStore
+// would otherwise load at start (as libcurl and libcrypto are loaded only when first needed).
+// Only the types and constants come from the headers; the functions are reached through the
+// `tokenstore_tss2` table.
+#include <dlfcn.h>
 #include <string.h>
 #include <tss2/tss2_esys.h>
 #include <tss2/tss2_tctildr.h>
 #include <tss2/tss2_mu.h>
 #include <tss2/tss2_rc.h>
+
+/* The tpm2-tss functions TPMSession calls. */
+struct tokenstore_tss2 {
+    __typeof__(Tss2_TctiLdr_Initialize) *_Nonnull tctildr_initialize;
+    __typeof__(Tss2_TctiLdr_Finalize) *_Nonnull tctildr_finalize;
+    __typeof__(Esys_Initialize) *_Nonnull esys_initialize;
+    __typeof__(Esys_Finalize) *_Nonnull esys_finalize;
+    __typeof__(Esys_Startup) *_Nonnull esys_startup;
+    __typeof__(Esys_CreatePrimary) *_Nonnull esys_create_primary;
+    __typeof__(Esys_Create) *_Nonnull esys_create;
+    __typeof__(Esys_Load) *_Nonnull esys_load;
+    __typeof__(Esys_Unseal) *_Nonnull esys_unseal;
+    __typeof__(Esys_FlushContext) *_Nonnull esys_flush_context;
+    __typeof__(Esys_TR_GetName) *_Nonnull esys_tr_get_name;
+    __typeof__(Esys_Free) *_Nonnull esys_free;
+    __typeof__(Tss2_MU_TPM2B_PUBLIC_Marshal) *_Nonnull mu_public_marshal;
+    __typeof__(Tss2_MU_TPM2B_PUBLIC_Unmarshal) *_Nonnull mu_public_unmarshal;
+    __typeof__(Tss2_MU_TPM2B_PRIVATE_Marshal) *_Nonnull mu_private_marshal;
+    __typeof__(Tss2_MU_TPM2B_PRIVATE_Unmarshal) *_Nonnull mu_private_unmarshal;
+    __typeof__(Tss2_RC_Decode) *_Nonnull rc_decode;
+};
+
+/* Loads tpm2-tss and fills `api`; the libraries stay loaded for the life of the process.
+ * Returns 0, or 1 when a library cannot be loaded (its name in `*missing`), 2 when one lacks a function. */
+static inline int tokenstore_tss2_load(struct tokenstore_tss2 *_Nonnull api, const char *_Nullable *_Nonnull missing) {
+    static const char *const names[4] = { "libtss2-tctildr.so.0", "libtss2-esys.so.0", "libtss2-mu.so.0", "libtss2-rc.so.0" };
+    void *libraries[4];
+    for (int i = 0; i < 4; i++) {
+        libraries[i] = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (libraries[i] == NULL) { *missing = names[i]; return 1; }
+    }
+#define TOKENSTORE_TSS2_SYMBOL(library, field, name) \
+    if ((*(void **)&api->field = dlsym(libraries[library], name)) == NULL) { *missing = name; return 2; }
+    TOKENSTORE_TSS2_SYMBOL(0, tctildr_initialize, "Tss2_TctiLdr_Initialize")
+    TOKENSTORE_TSS2_SYMBOL(0, tctildr_finalize, "Tss2_TctiLdr_Finalize")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_initialize, "Esys_Initialize")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_finalize, "Esys_Finalize")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_startup, "Esys_Startup")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_create_primary, "Esys_CreatePrimary")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_create, "Esys_Create")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_load, "Esys_Load")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_unseal, "Esys_Unseal")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_flush_context, "Esys_FlushContext")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_tr_get_name, "Esys_TR_GetName")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_free, "Esys_Free")
+    TOKENSTORE_TSS2_SYMBOL(2, mu_public_marshal, "Tss2_MU_TPM2B_PUBLIC_Marshal")
+    TOKENSTORE_TSS2_SYMBOL(2, mu_public_unmarshal, "Tss2_MU_TPM2B_PUBLIC_Unmarshal")
+    TOKENSTORE_TSS2_SYMBOL(2, mu_private_marshal, "Tss2_MU_TPM2B_PRIVATE_Marshal")
+    TOKENSTORE_TSS2_SYMBOL(2, mu_private_unmarshal, "Tss2_MU_TPM2B_PRIVATE_Unmarshal")
+    TOKENSTORE_TSS2_SYMBOL(3, rc_decode, "Tss2_RC_Decode")
+#undef TOKENSTORE_TSS2_SYMBOL
+    return 0;
+}
 
 /// The storage primary key TokenStore seals under, in the owner hierarchy: an ECC P-256
 /// restricted decryption key with AES-128-CFB (the TCG's "SRK" template, no unique data).

@@ -15,7 +15,7 @@ enum TPMDiagnosis {
 
     /// tpm2-tss's text for a response code (Tss2_RC_Decode), e.g. "tcti:IO failure".
     static func decode(_ rc: TSS2_RC) -> String {
-        guard let text = Tss2_RC_Decode(rc) else { return "0x\(String(rc, radix: 16))" }
+        guard case .success(let library) = TSS2Library.shared, let text = library.api.rc_decode(rc) else { return "0x\(String(rc, radix: 16))" }
         return "\(String(cString: text)) (0x\(String(rc, radix: 16)))"
     }
 

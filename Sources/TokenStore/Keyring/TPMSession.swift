@@ -17,6 +17,8 @@ import Glibc
 final class TPMSession {
     /// The TCTI configuration, as the TCTI loader takes it: `device:/dev/tpmrm0`, `swtpm:host=…,port=…`.
     let tcti: String
+    /// tpm2-tss's functions.
+    private let api: tokenstore_tss2
     private var tctiContext: OpaquePointer?
     private var esys: OpaquePointer?
     /// TPM commands sent through this session, for the benchmark (``TPMKeyProvider/operationsPerOpen``).
@@ -30,15 +32,19 @@ final class TPMSession {
     /// TPM commands sent by every session of this process so far (read under the lock).
     static var commandCount: Int { (try? lock.withLock { totalCommands }) ?? 0 }
 
-    private init(tcti: String) { self.tcti = tcti }
+    private init(tcti: String, api: tokenstore_tss2) {
+        self.tcti = tcti
+        self.api = api
+    }
 
     /// Opens a session on `tcti`, runs `body`, closes the session, all under the process-wide lock.
     /// - Throws: `tpmUnavailable` (no TPM answers at `tcti`), and whatever `body` throws.
     static func with<R>(tcti: String, _ body: (TPMSession) throws(TokenStoreError) -> R) throws(TokenStoreError) -> R {
+        let api = try TSS2Library.loaded().api
         let result: Result<R, TokenStoreError>
         do {
             result = try lock.withLock { () -> Result<R, TokenStoreError> in
-                let session = TPMSession(tcti: tcti)
+                let session = TPMSession(tcti: tcti, api: api)
                 defer {
                     session.close()
                     totalCommands += session.commands
@@ -63,19 +69,19 @@ final class TPMSession {
     private func open() throws(TokenStoreError) {
         Self.quietLibraryLog()
         var context: OpaquePointer?
-        let loaded = tcti.withCString { Tss2_TctiLdr_Initialize($0, &context) }
+        let loaded = tcti.withCString { api.tctildr_initialize($0, &context) }
         guard loaded == TSS2_RC_SUCCESS, let context else {
             throw TPMDiagnosis.unavailable(tcti: tcti, rc: loaded, step: "connecting")
         }
         tctiContext = context
         var esysContext: OpaquePointer?
-        let initialized = Esys_Initialize(&esysContext, context, nil)
+        let initialized = api.esys_initialize(&esysContext, context, nil)
         guard initialized == TSS2_RC_SUCCESS, let esysContext else {
             throw TPMDiagnosis.unavailable(tcti: tcti, rc: initialized, step: "initializing ESYS")
         }
         esys = esysContext
         commands += 1
-        let started = Esys_Startup(esysContext, TPM2_SU(TPM2_SU_CLEAR))
+        let started = api.esys_startup(esysContext, TPM2_SU(TPM2_SU_CLEAR))
         // TPM2_RC_INITIALIZE: TPM2_Startup was already done (by the firmware, the resource
         // manager, or swtpm's startup-clear flag): the TPM is ready.
         guard started == TSS2_RC_SUCCESS || started == tokenstore_rc_initialize else {
@@ -84,8 +90,8 @@ final class TPMSession {
     }
 
     private func close() {
-        if esys != nil { Esys_Finalize(&esys) }
-        if tctiContext != nil { Tss2_TctiLdr_Finalize(&tctiContext) }
+        if esys != nil { api.esys_finalize(&esys) }
+        if tctiContext != nil { api.tctildr_finalize(&tctiContext) }
     }
 
     /// tpm2-tss logs every failed command on stderr ("WARNING:esys:…") unless `TSS2_LOG` says
@@ -118,7 +124,7 @@ final class TPMSession {
     func flush(_ object: Object) {
         guard let esys else { return }
         commands += 1
-        _ = Esys_FlushContext(esys, object.handle)
+        _ = api.esys_flush_context(esys, object.handle)
     }
 
     /// TPM2_CreatePrimary in the owner hierarchy with TokenStore's storage template: the same
@@ -133,18 +139,18 @@ final class TPMSession {
         var pcrs = TPML_PCR_SELECTION()
         var handle: ESYS_TR = tokenstore_esys_tr_none
         commands += 1
-        let rc = Esys_CreatePrimary(
+        let rc = api.esys_create_primary(
             esys, tokenstore_esys_tr_owner, tokenstore_esys_tr_password, tokenstore_esys_tr_none,
             tokenstore_esys_tr_none, &sensitive, &template, &outside, &pcrs, &handle, nil, nil, nil, nil)
         guard rc == TSS2_RC_SUCCESS else { throw TPMDiagnosis.failed("TPM2_CreatePrimary", tcti: tcti, rc: rc) }
         let object = Object(handle: handle)
         var namePointer: UnsafeMutablePointer<TPM2B_NAME>?
-        let named = Esys_TR_GetName(esys, handle, &namePointer)
+        let named = api.esys_tr_get_name(esys, handle, &namePointer)
         guard named == TSS2_RC_SUCCESS, let namePointer else {
             flush(object)
             throw TPMDiagnosis.failed("reading the primary key's name", tcti: tcti, rc: named)
         }
-        defer { Esys_Free(namePointer) }
+        defer { api.esys_free(namePointer) }
         let name = withUnsafeBytes(of: namePointer.pointee.name) { Array($0.prefix(Int(namePointer.pointee.size))) }
         return (object, name)
     }
@@ -166,17 +172,17 @@ final class TPMSession {
         var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
         var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
         commands += 1
-        let rc = Esys_Create(
+        let rc = api.esys_create(
             esys, parent.handle, tokenstore_esys_tr_password, tokenstore_esys_tr_none, tokenstore_esys_tr_none,
             &sensitive, &template, &outside, &pcrs, &outPrivate, &outPublic, nil, nil, nil)
         defer {
-            if let outPrivate { Esys_Free(outPrivate) }
-            if let outPublic { Esys_Free(outPublic) }
+            if let outPrivate { api.esys_free(outPrivate) }
+            if let outPublic { api.esys_free(outPublic) }
         }
         guard rc == TSS2_RC_SUCCESS, let outPrivate, let outPublic else {
             throw TPMDiagnosis.failed("TPM2_Create", tcti: tcti, rc: rc)
         }
-        return (try TPMMarshal.public(outPublic.pointee), try TPMMarshal.private(outPrivate.pointee))
+        return (try TPMMarshal.public(outPublic.pointee, api), try TPMMarshal.private(outPrivate.pointee, api))
     }
 
     /// TPM2_Load of a sealed object's marshalled parts under `parent`.
@@ -184,11 +190,11 @@ final class TPMSession {
     ///   primary key), `integrityCheckFailed` when they do not unmarshal.
     func load(public publicBytes: [UInt8], private privateBytes: [UInt8], under parent: Object) throws(TokenStoreError) -> Object {
         let esys = try context()
-        var inPublic = try TPMMarshal.unmarshalPublic(publicBytes)
-        var inPrivate = try TPMMarshal.unmarshalPrivate(privateBytes)
+        var inPublic = try TPMMarshal.unmarshalPublic(publicBytes, api)
+        var inPrivate = try TPMMarshal.unmarshalPrivate(privateBytes, api)
         var handle: ESYS_TR = tokenstore_esys_tr_none
         commands += 1
-        let rc = Esys_Load(
+        let rc = api.esys_load(
             esys, parent.handle, tokenstore_esys_tr_password, tokenstore_esys_tr_none, tokenstore_esys_tr_none,
             &inPrivate, &inPublic, &handle)
         guard rc == TSS2_RC_SUCCESS else {
@@ -205,11 +211,11 @@ final class TPMSession {
         let esys = try context()
         var outData: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
         commands += 1
-        let rc = Esys_Unseal(esys, object.handle, tokenstore_esys_tr_password, tokenstore_esys_tr_none, tokenstore_esys_tr_none, &outData)
+        let rc = api.esys_unseal(esys, object.handle, tokenstore_esys_tr_password, tokenstore_esys_tr_none, tokenstore_esys_tr_none, &outData)
         guard rc == TSS2_RC_SUCCESS, let outData else { throw TPMDiagnosis.failed("TPM2_Unseal", tcti: tcti, rc: rc) }
         defer {
             tokenstore_tpm_wipe(outData, MemoryLayout<TPM2B_SENSITIVE_DATA>.size)
-            Esys_Free(outData)
+            api.esys_free(outData)
         }
         let count = Int(outData.pointee.size)
         return withUnsafeBytes(of: &outData.pointee.buffer) { SecretBytes($0.prefix(count)) }
