@@ -78,7 +78,16 @@ struct TPMKeyProviderTests {
         let again = try SoftwareTPM.start(state: tpm.stateDirectory)
         let reopened = try TokenStore(path: path, appID: testAppID, keyProvider: TPMKeyProvider(tcti: again.tcti))
         #expect(try reopened.secret(for: key("alice"))?.stringValue() == "tpm-secret")
+        // A key rotation seals the new key with the same TPM; the old key's item is deleted.
+        let before = try #require(try TokenStore.inspect(path: path).activeKeyIdentifier)
+        _ = try reopened.rotateDataKey()
         reopened.close()
+        let inspection = try TokenStore.inspect(path: path)
+        #expect(inspection.activeKeyIdentifier != before)
+        #expect(try PrivateKeyring.itemCount(attributes: ["store-id": storeID, "key-id": before]) == 0)
+        let rotated = try TokenStore(path: path, appID: testAppID, keyProvider: TPMKeyProvider(tcti: again.tcti))
+        #expect(try rotated.secret(for: key("alice"))?.stringValue() == "tpm-secret")
+        rotated.close()
         #expect(try transientHandles(again) == 0)
     }
 
