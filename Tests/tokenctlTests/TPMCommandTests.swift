@@ -2,6 +2,10 @@ import Foundation
 import Testing
 import TestSupport
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Issue 27, item 6, through the binary: `--key-provider tpm` (and `TOKENCTL_KEY_PROVIDER=tpm`)
 /// on a real software TPM (swtpm, a state directory per test), the exit statuses of no usable
 /// TPM (69) and of another TPM (65), and the `status` keys `protection` and `tpm`.
@@ -37,6 +41,31 @@ struct TPMCommandTests {
         #expect(opened.exitCode == 69, "\(opened.standardError)")
         #expect(opened.standardError.contains("TPM") && opened.standardError.contains("did not answer"))
         #expect(!opened.standardOutput.contains("s3cret-value") && !opened.standardError.contains("s3cret-value"))
+    }
+
+    @Test("a TPM device this user may not open → 69 saying permission denied and naming the group; nothing is made",
+          .enabled(if: getuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0, "needs root to run tokenctl as uid 65534"))
+    func deviceWithoutPermission() throws {
+        // A root-owned 0600 file stands for /dev/tpmrm0 (group tss): tokenctl runs as uid 65534.
+        let directory = try TemporaryDirectory(prefix: "tokenctl-tpm-permission")
+        let device = directory.appending("tpmrm0").path
+        #expect(FileManager.default.createFile(atPath: device, contents: Data(), attributes: [.posixPermissions: 0o600]))
+        let storeDirectory = directory.appending("store").path
+        try FileManager.default.createDirectory(atPath: storeDirectory, withIntermediateDirectories: false)
+        let home = directory.appending("home").path
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
+        #expect(chown(storeDirectory, 65534, 65534) == 0 && chown(home, 65534, 65534) == 0 && chmod(directory.path, 0o755) == 0)
+        let result = try ChildProcess.run(
+            "/usr/bin/setpriv",
+            ["--reuid", "65534", "--regid", "65534", "--clear-groups", "--", TokenctlBinary.url.path,
+             "--store", storeDirectory + "/tokens.sqlite", "--key-provider", "tpm", "put", "--account", "alice", "--kind", "generic"],
+            environment: ["PATH": "/usr/bin:/bin", "HOME": home, "TOKENSTORE_TPM_TCTI": "device:\(device)"],
+            input: Data("s3cret-value\n".utf8), timeout: .seconds(60))
+        #expect(result.termination.code == 69, "\(result)")
+        #expect(result.standardErrorText.contains("TPM") && result.standardErrorText.contains("permission denied"), "\(result)")
+        #expect(result.standardErrorText.contains("'tss'") && !result.standardErrorText.contains("s3cret-value"))
+        let left = try FileManager.default.contentsOfDirectory(atPath: storeDirectory)
+        #expect(left.isEmpty, "a failed first open left files: \(left)")
     }
 
     @Test("another TPM → 65 naming it, no secret, no reset; the right TPM opens the same files again")
