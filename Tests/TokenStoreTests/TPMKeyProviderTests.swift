@@ -122,6 +122,23 @@ struct TPMKeyProviderTests {
         reopened.close()
     }
 
+    @Test func aSealedKeyAlteredInTheKeyringIsRefusedByTheTPMAndFlushed() throws {
+        let tpm = try SoftwareTPM.start()
+        let provider = TPMKeyProvider(tcti: tpm.tcti)
+        let reference = DataKeyReference(storeID: randomHex(), keyID: randomHex(), appID: testAppID)
+        defer { try? PrivateKeyring.clearItems(storeID: reference.storeID) }
+        try provider.storeKey(SecretBytes.random(count: 32), for: reference)
+        var blob = try #require(try provider.keyring.loadItem(reference)).copyBytes()
+        blob[blob.count - 1] ^= 0x01  // the last byte of the TPM-encrypted private part
+        try provider.keyring.storeItem(SecretBytes(blob), for: reference)
+        for _ in 0..<4 {  // more than swtpm's 3 object slots: the failed TPM2_Load flushes the primary
+            let error = thrown { _ = try provider.loadKey(reference) }
+            #expect(error?.code == .tpmMismatch, "\(error.map { "\($0)" } ?? "no error")")
+        }
+        #expect(try transientHandles(tpm) == 0)
+        #expect(try provider.keyring.loadItem(reference)?.copyBytes() == blob, "the item is left as it was")
+    }
+
     @Test func anUnreachableTPMIsATypedErrorAndNoStoreIsMade() throws {
         let tcti = try SoftwareTPM.unreachableTCTI()
         let directory = try TemporaryDirectory()

@@ -37,7 +37,8 @@ enum TPMDiagnosis {
     static func mismatch(tcti: String, detail: String) -> TokenStoreError {
         TokenStoreError(
             .tpmMismatch,
-            "This store's data key was sealed by another TPM than \(naming(tcti)) (or that TPM was cleared since); nothing was changed.",
+            "This store's data key was sealed by another TPM than \(naming(tcti)) (or that TPM was cleared since, "
+                + "or the sealed key was altered); nothing was changed.",
             hint: "Open the store on the machine (or with the TOKENSTORE_TPM_TCTI) whose TPM sealed it; the same files open again there.",
             cause: .other(detail))
     }

@@ -198,9 +198,13 @@ final class TPMSession {
             esys, parent.handle, tokenstore_esys_tr_password, tokenstore_esys_tr_none, tokenstore_esys_tr_none,
             &inPrivate, &inPublic, &handle)
         guard rc == TSS2_RC_SUCCESS else {
-            // A TPM error (layer 0) for our own well-formed parts: the TPM cannot decrypt or
-            // verify them, i.e. they were made by another TPM (or another owner seed).
-            if rc & tokenstore_rc_layer_mask == 0 { throw TPMDiagnosis.mismatch(tcti: tcti, detail: TPMDiagnosis.decode(rc)) }
+            // TPM_RC_INTEGRITY or TPM_RC_BINDING (format-1 TPM errors, layer 0) for well-formed
+            // parts: the TPM cannot verify them under this parent, i.e. they were made by another
+            // TPM (or another owner seed). Any other answer (no object slot left, …) is not that.
+            let formatOne = rc & tokenstore_rc_layer_mask == 0 && rc & 0x80 != 0
+            if formatOne && [0x1F, 0x25].contains(rc & 0x3F) {
+                throw TPMDiagnosis.mismatch(tcti: tcti, detail: TPMDiagnosis.decode(rc))
+            }
             throw TPMDiagnosis.failed("TPM2_Load", tcti: tcti, rc: rc)
         }
         return Object(handle: handle)
