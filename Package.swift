@@ -80,6 +80,13 @@ let package = Package(
             name: "CGIO", path: "Sources/CGIO", pkgConfig: "gio-2.0",
             providers: [.apt(["libglib2.0-dev"])]),
 
+        // tpm2-tss: ESYS, the TCTI loader, marshalling and response-code text (TPMKeyProvider).
+        // Only its headers: the libraries are loaded at the first TPM call (dlopen), not linked,
+        // so no pkgConfig here (it would add -ltss2-esys, which brings libcrypto to every process).
+        .systemLibrary(
+            name: "CTSS2", path: "Sources/CTSS2",
+            providers: [.apt(["libtss2-dev"])]),
+
         // glibc GNU extensions Swift's Glibc module leaves out (accept4, posix_spawn closefrom, prctl).
         .systemLibrary(name: "CGlibcExtensions", path: "Sources/CGlibcExtensions"),
 
@@ -92,7 +99,7 @@ let package = Package(
 
         .target(
             name: "TokenStore",
-            dependencies: ["CSQLite", "CLibSecret", "CSodium", "CGlibcExtensions"],
+            dependencies: ["CSQLite", "CLibSecret", "CSodium", "CTSS2", "CGlibcExtensions"],
             plugins: ["EmbedMigrations", "EmbedVersion"]),
         .target(name: "AuthSession", dependencies: ["TokenStore", "CSodium", "CCrypto", "CCurl", "CGIO", "CGlibcExtensions"]),
         .executableTarget(

@@ -77,6 +77,14 @@ typedef enum ts_logout_outcome {
     TS_LOGOUT_NOT_REVOCABLE = 4 /**< Deleted here; the server has no revocation endpoint (nothing queued). */
 } ts_logout_outcome;
 
+/** How well a store's data key is protected (ts_store_protection), best first. */
+typedef enum ts_protection {
+    TS_PROTECTION_HARDWARE = 0,  /**< Sealed by this machine's TPM 2.0 and kept in the keyring. */
+    TS_PROTECTION_KEYRING = 1,   /**< In the Secret Service. */
+    TS_PROTECTION_PORTAL = 2,    /**< Wrapped under the Flatpak Secret portal's per-app secret. */
+    TS_PROTECTION_PASSPHRASE = 3 /**< Wrapped under a passphrase. */
+} ts_protection;
+
 /** The library's version ("MAJOR.MINOR.PATCH"), a static string. */
 const char *ts_version(void);
 
@@ -128,6 +136,12 @@ int ts_item_delete(ts_store *store, const char *service, const char *account, ts
  *  may already have corrupted memory, and the call prints "libtokenstore: ts_bytes_free: ..."
  *  to stderr and aborts the process (SIGABRT), as free() does for a pointer it did not make. */
 void ts_bytes_free(uint8_t *bytes, size_t length);
+
+/** The store's protection tier into `*tier`, and when `reason_or_null` is not NULL the reason a
+ *  higher tier is not in use into `*reason_or_null` (release it with ts_string_free(); "" for
+ *  TS_PROTECTION_HARDWARE). Below hardware the TPM ($TOKENSTORE_TPM_TCTI) is asked whether it
+ *  could be used (a few commands, never an error). Codes: storeClosed, invalidInput. */
+int ts_store_protection(ts_store *store, ts_protection *tier, char **reason_or_null, ts_error **err);
 
 /** The credential state of `user_id` (the Apple user id of a sign-in). */
 int ts_credential_state(ts_store *store, const char *user_id, ts_state *out, ts_error **err);

@@ -25,6 +25,28 @@ public func ts_store_open(
 }
 
 @c @implementation
+public func ts_store_protection(
+    _ store: OpaquePointer!, _ tier: UnsafeMutablePointer<ts_protection>!,
+    _ reasonOrNull: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let tierOut = try CInput.out(tier, "tier")
+        reasonOrNull?.pointee = nil
+        let handle = try storeHandles.lookUp(store)
+        defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
+        let protection = handle.store.protection
+        switch protection.tier {
+        case .hardware: tierOut.pointee = TS_PROTECTION_HARDWARE
+        case .keyring: tierOut.pointee = TS_PROTECTION_KEYRING
+        case .portal: tierOut.pointee = TS_PROTECTION_PORTAL
+        case .passphrase: tierOut.pointee = TS_PROTECTION_PASSPHRASE
+        }
+        if let reasonOrNull { reasonOrNull.pointee = try CStrings.mallocCopy(protection.reason) }
+        return CCall.ok
+    }
+}
+
+@c @implementation
 public func ts_store_close(_ store: OpaquePointer!) {
     storeHandles.remove(store)
 }

@@ -27,7 +27,8 @@ let usage = """
 
     Internal modes (the cold-open children): open-once PATH APPID INDEX,
     plaintext-open-once PATH INDEX, libsecret-lookup-once INDEX. Profiling (one operation
-    in a loop, for callgrind): profile get|put|list|open SIZE ITERATIONS DIR.
+    in a loop, for callgrind): profile get|put|list|open SIZE ITERATIONS DIR. The TPM tier
+    against the keyring tier (inside scripts/with-swtpm): tpm-open ITERATIONS DIR.
     """
 
 func fail(_ message: String, code: Int32 = 1) -> Never {
@@ -127,6 +128,14 @@ struct Options {
 let arguments = Array(CommandLine.arguments.dropFirst())
 if let mode = arguments.first, ["open-once", "plaintext-open-once", "libsecret-lookup-once"].contains(mode) {
     runChild(arguments)
+}
+if arguments.first == "tpm-open" {
+    do {
+        try TPMBench.run(arguments)
+    } catch {
+        fail("tpm-open: \(error)")
+    }
+    exit(0)
 }
 if arguments.first == "profile" {
     do {

@@ -141,6 +141,17 @@ static int test_items(const char *path) {
     CHECK(ts_credential_state(store, "000999.nobody.apple", &state, &err) == TS_OK);
     CHECK(state == TS_STATE_NOT_FOUND);
 
+    /* the protection tier: a Secret Service store is "keyring", with the reason a higher tier is not in use */
+    ts_protection tier = TS_PROTECTION_HARDWARE;
+    char *reason = NULL;
+    CHECK(ts_store_protection(store, &tier, &reason, &err) == TS_OK);
+    CHECK(tier == TS_PROTECTION_KEYRING);
+    CHECK(reason != NULL && strlen(reason) > 0);
+    ts_string_free(reason);
+    CHECK(ts_store_protection(store, &tier, NULL, &err) == TS_OK && tier == TS_PROTECTION_KEYRING);
+    status = ts_store_protection(store, NULL, NULL, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+
     /* a second handle on the same file sees the same items */
     ts_store *second = open_store(path);
     CHECK(ts_item_set(store, NULL, "victim", TS_KIND_REFRESH_TOKEN, (const uint8_t *)"tamper-me", 9, NULL) == TS_OK);

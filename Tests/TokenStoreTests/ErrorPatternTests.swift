@@ -22,7 +22,7 @@ private let everyPattern: [(TokenStoreError, String)] = [
     (.storeClosed, "storeClosed"), (.timedOut, "timedOut"), (.cancelled, "cancelled"),
     (.wrongPassphrase, "wrongPassphrase"), (.schemaTampered, "schemaTampered"), (.diskFull, "diskFull"),
     (.storeRolledBack, "storeRolledBack"), (.notAStore, "notAStore"), (.migrationRequired, "migrationRequired"),
-    (.wrongKeyProvider, "wrongKeyProvider"),
+    (.wrongKeyProvider, "wrongKeyProvider"), (.tpmUnavailable, "tpmUnavailable"), (.tpmMismatch, "tpmMismatch"),
 ]
 
 @Test(.timeLimit(.minutes(TestTimeLimit.minutes))) func everyCodeHasAPatternThatMatchesOnlyItsCode() {

@@ -89,6 +89,7 @@ struct StoreCommandTests {
         expectKeys(statusJSON.object, [
             "path", "appID", "schemaVersion", "supportedSchemaVersion", "pendingMigrations", "storeID", "keyID", "keyProvider",
             "recordedKeyProvider", "discovery", "keyState", "keyStateExplanation", "epoch", "counts", "fileModes", "processDumpable", "provider",
+            "protection", "protectionReason", "tpm",
         ])
         // The program serving the keys, named after the owner of org.freedesktop.secrets.
         let expectedProvider = ["gnome-keyring": "gnome-keyring", "keepassxc": "KeePassXC", "kwallet": "KWallet"][

@@ -48,6 +48,14 @@ namespace TokenStore {
         NOT_FOUND
     }
 
+    [CCode (cname = "ts_protection", cprefix = "TS_PROTECTION_", has_type_id = false)]
+    public enum Protection {
+        HARDWARE,
+        KEYRING,
+        PORTAL,
+        PASSPHRASE
+    }
+
     [CCode (cname = "ts_logout_outcome", cprefix = "TS_LOGOUT_", has_type_id = false)]
     public enum LogoutOutcome {
         REVOKED,
@@ -101,6 +109,9 @@ namespace TokenStore {
 
         [CCode (cname = "ts_credential_state")]
         public int credential_state (string user_id, out State state, out ErrorDetails? error);
+
+        [CCode (cname = "ts_store_protection")]
+        public int protection (out Protection tier, out string? reason, out ErrorDetails? error);
     }
 
     /*

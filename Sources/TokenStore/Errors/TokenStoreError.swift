@@ -89,6 +89,13 @@ public struct TokenStoreError: CodedError {
         /// provider is recorded in the file): the message names the one it needs. Nothing was
         /// changed; open it with that provider (for a passphrase store: with its passphrase).
         public static let wrongKeyProvider = Code(rawValue: "wrongKeyProvider")
+        /// No usable TPM 2.0 (``TPMKeyProvider``): no device, no permission to open it, or a TCTI
+        /// that does not answer. The message names the TPM and the reason; nothing was changed.
+        public static let tpmUnavailable = Code(rawValue: "tpmUnavailable")
+        /// The store's data key was sealed by another TPM than the one asked (another machine, or
+        /// this TPM was cleared since). The message names the TPM; nothing was changed, and the
+        /// same files open again with the TPM that sealed the key.
+        public static let tpmMismatch = Code(rawValue: "tpmMismatch")
 
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
@@ -96,7 +103,7 @@ public struct TokenStoreError: CodedError {
             .integrityCheckFailed, .databaseCorrupt, .databaseBusy, .schemaTooNew, .migrationFailed,
             .unsafeFileLayout, .invalidInput, .ioError, .storeClosed, .timedOut, .cancelled,
             .wrongPassphrase, .schemaTampered, .diskFull, .storeRolledBack, .notAStore, .migrationRequired,
-            .wrongKeyProvider,
+            .wrongKeyProvider, .tpmUnavailable, .tpmMismatch,
         ]
     }
 
@@ -219,6 +226,10 @@ extension TokenStoreError {
     /// Matches ``Code/wrongKeyProvider``.
     public static let wrongKeyProvider = Self(
         .wrongKeyProvider, "The store's key was made by another key provider.")
+    /// Matches ``Code/tpmUnavailable``.
+    public static let tpmUnavailable = Self(.tpmUnavailable, "No usable TPM.")
+    /// Matches ``Code/tpmMismatch``.
+    public static let tpmMismatch = Self(.tpmMismatch, "The store's key was sealed by another TPM.")
 }
 
 extension TokenStoreError {

@@ -4,7 +4,7 @@
 /// ``KeyProviderSelection/automatic(storePath:probeTimeout:)`` keeps using the provider that made the key.
 ///
 /// The raw value is the provider's ``KeyProvider/name`` (`secret-service`, `portal`,
-/// `passphrase`; `tpm` is reserved for a TPM-sealed key). A provider an app writes itself is
+/// `passphrase`, `tpm`). A provider an app writes itself is
 /// recorded under its own name.
 public struct KeyProviderKind: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
     /// The recorded name, e.g. `passphrase`.
@@ -19,7 +19,7 @@ public struct KeyProviderKind: RawRepresentable, Sendable, Hashable, CustomStrin
     public static let portal = KeyProviderKind(rawValue: "portal")
     /// A passphrase-wrapped key (``PassphraseKeyProvider``).
     public static let passphrase = KeyProviderKind(rawValue: "passphrase")
-    /// Reserved for a key sealed by a TPM (no provider yet).
+    /// A key sealed by this machine's TPM (``TPMKeyProvider``).
     public static let tpm = KeyProviderKind(rawValue: "tpm")
 
     public var description: String { rawValue }
@@ -36,6 +36,9 @@ public struct KeyProviderKind: RawRepresentable, Sendable, Hashable, CustomStrin
         case .portal:
             return "This store's key is wrapped under the Secret portal: open it with PortalKeyProvider "
                 + "(tokenctl: --key-provider portal), inside the app's sandbox."
+        case .tpm:
+            return "This store's key is sealed by a TPM: open it with TPMKeyProvider "
+                + "(tokenctl: --key-provider tpm), on the machine whose TPM sealed it."
         default:
             return "Open it with the key provider named '\(Self.clipped(rawValue))'."
         }

@@ -23,6 +23,14 @@ extension SecretServiceKeyProvider {
     /// The epoch is nil when its read failed (the caller asks ``storeEpoch(storeID:)`` again for
     /// the error, with its own unlock prompt if allowed); never 0 for a keyring it could not read.
     public func loadKeyAndStoreEpoch(_ reference: DataKeyReference) throws -> (key: SecretBytes?, epoch: UInt64?) {
+        try loadKeyAndStoreEpoch(reference, expectedLength: Self.keyLength)
+    }
+
+    /// As ``loadKeyAndStoreEpoch(_:)``; `expectedLength` nil reads an item of any length (a
+    /// TPM-sealed key, ``TPMKeyProvider``).
+    func loadKeyAndStoreEpoch(
+        _ reference: DataKeyReference, expectedLength: Int?
+    ) throws(TokenStoreError) -> (key: SecretBytes?, epoch: UInt64?) {
         let storeID = reference.storeID
         let valid = (try? Self.validateStoreID(storeID)) != nil
         return try withInteraction { () throws(TokenStoreError) -> (key: SecretBytes?, epoch: UInt64?) in
@@ -31,7 +39,7 @@ extension SecretServiceKeyProvider {
                 if valid { epochFound = try? SecretServiceEpochItems.search(storeID, in: backend, cancellable, operation: "read store epoch") }
                 // An unreadable item: the caller reads the epoch again on its own (searchEpoch).
                 if epochFound?.unreadable.isEmpty == false { epochFound = nil }
-                let (key, itemPath) = try loadKeyOnce(reference, cancellable, operation: "load key")
+                let (key, itemPath) = try loadKeyOnce(reference, cancellable, operation: "load key", expectedLength: expectedLength)
                 guard key != nil, let found = epochFound else { return (key, nil) }
                 let epoch = try? epochValue(of: found, storeID, unlockedItem: itemPath, cancellable, operation: "read store epoch")
                 return (key, epoch?.value)

@@ -67,8 +67,10 @@ public struct SecretServiceKeyProvider: KeyProvider {
 
     /// ``loadKey(_:)``'s work on the worker thread; also the object path of the key's item
     /// (path-level searches only, ``SecretServicePaths``).
+    /// `expectedLength` nil: any length (a TPM-sealed key's item, ``TPMKeyProvider``).
     func loadKeyOnce(
-        _ reference: DataKeyReference, _ cancellable: GLibCancellable, operation: String
+        _ reference: DataKeyReference, _ cancellable: GLibCancellable, operation: String,
+        expectedLength: Int? = SecretServiceKeyProvider.keyLength
     ) throws(TokenStoreError) -> (key: SecretBytes?, itemPath: String?) {
         let found = try SecretServiceItems.search(reference, loadSecret: true, in: backend, cancellable, operation: operation)
         if found.count > 1 { throw Self.duplicateItems(found.count, operation) }
@@ -77,9 +79,9 @@ public struct SecretServiceKeyProvider: KeyProvider {
             guard let key = found.secret else {
                 throw TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage) (\(GLibError.inWords(operation))).")
             }
-            guard key.count == Self.keyLength else {
+            guard expectedLength == nil || key.count == expectedLength else {
                 throw TokenStoreError(
-                    .dataKeyCorrupt, "The key item holds \(key.count) bytes, not \(Self.keyLength) (\(GLibError.inWords(operation))).")
+                    .dataKeyCorrupt, "The key item holds \(key.count) bytes, not \(expectedLength ?? Self.keyLength) (\(GLibError.inWords(operation))).")
             }
             return (key, found.unlockedPath)
         }

@@ -19,7 +19,7 @@ struct GlobalOptions: Sendable, Equatable {
     var verbose = false
     /// `--passphrase-fd N`: read the store passphrase from this open file descriptor.
     var passphraseFileDescriptor: Int32?
-    /// `--key-provider NAME` (or `TOKENCTL_KEY_PROVIDER`): `auto` (the default), `secret-service`, `portal`.
+    /// `--key-provider NAME` (or `TOKENCTL_KEY_PROVIDER`): `auto` (the default), `secret-service`, `portal`, `tpm`.
     var keyProvider = KeyProviderName.auto
 
     /// The key providers `--key-provider` names; the passphrase provider is chosen by `--passphrase-fd`.
@@ -28,6 +28,8 @@ struct GlobalOptions: Sendable, Equatable {
         case auto
         case secretService = "secret-service"
         case portal
+        /// This machine's TPM 2.0 (``TPMKeyProvider``), the sealed key kept in the Secret Service.
+        case tpm
     }
 
     static let store = OptionSpec.value(
@@ -47,7 +49,7 @@ struct GlobalOptions: Sendable, Equatable {
     static let keyProvider = OptionSpec.value(
         "key-provider", "name", environment: "TOKENCTL_KEY_PROVIDER",
         rule: .oneOf(KeyProviderName.allCases.map(\.rawValue)),
-        "Where the data key is kept: auto (Secret Service, or the Secret portal in a Flatpak sandbox), secret-service, portal.")
+        "Where the data key is kept: auto (Secret Service, or the Secret portal in a Flatpak sandbox), secret-service, portal, tpm (sealed by this machine's TPM, $TOKENSTORE_TPM_TCTI; give it on every command for a TPM store).")
 
     /// The declarations of the global options, shown under GLOBAL OPTIONS in every command's help.
     static let specs = [store, appID, json, quiet, verbose, passphraseFileDescriptor, keyProvider]

@@ -148,7 +148,8 @@ struct CommandContext {
     /// provider keeping its wrapped key under `$XDG_STATE_HOME/tokenstore/keys` (not beside the
     /// database; a key file an earlier version left there is still read); with
     /// `--key-provider portal` the Secret portal's provider (key files beside the database);
-    /// with `secret-service` the Secret Service; else the library's automatic choice (the
+    /// with `secret-service` the Secret Service; with `tpm` the TPM-sealed key (``TPMKeyProvider``,
+    /// `$TOKENSTORE_TPM_TCTI`); else the library's automatic choice (the
     /// Secret Service, or the portal in a Flatpak sandbox that cannot reach it).
     /// Call it once per command: the passphrase is read from the descriptor to its end.
     func keyProvider(storePath: String) throws -> any KeyProvider {
@@ -164,6 +165,7 @@ struct CommandContext {
         case .auto: return KeyProviderSelection.automatic(storePath: storePath)
         case .secretService: return SecretServiceKeyProvider()
         case .portal: return PortalKeyProvider(storePath: storePath)
+        case .tpm: return TPMKeyProvider()
         }
     }
 

@@ -6,8 +6,8 @@ import TokenStore
 ///
 /// | status | errors |
 /// |---|---|
-/// | 65 data | integrityCheckFailed, databaseCorrupt, schemaTampered, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput, storeRolledBack, notAStore (another program's database, left unchanged), migrationRequired (a read-only command on a store that needs `tokenctl migrate`); idTokenInvalid |
-/// | 69 unavailable | secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable |
+/// | 65 data | tpmMismatch (sealed by another TPM: no reset suggested), integrityCheckFailed, databaseCorrupt, schemaTampered, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput, storeRolledBack, notAStore (another program's database, left unchanged), migrationRequired (a read-only command on a store that needs `tokenctl migrate`); idTokenInvalid |
+/// | 69 unavailable | tpmUnavailable, secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable |
 /// | 75 temporary | keyringLocked, databaseBusy; rateLimited; the browser sign-in's authorizationFailed (e.g. `access_denied`), stateMismatch, cancelled, browserUnavailable, and its wait for the browser timing out (see `browserSignInFailure`) |
 /// | 77 permission | unsafeFileLayout, wrongPassphrase; userChanged (a sign-in of another user, without `--allow-user-change`) |
 /// | 78 config | wrongKeyProvider (the store records another key provider: choose it with --passphrase-fd or --key-provider); authorizationMisconfigured; minimumTTLTooLarge (the server's tokens never live as long as asked; known only after the server answered, so not a usage error) |
@@ -41,9 +41,9 @@ enum ErrorMapping {
     static func exitCode(for code: TokenStoreError.Code) -> ExitCode {
         switch code {
         case .integrityCheckFailed, .databaseCorrupt, .schemaTampered, .migrationFailed, .schemaTooNew, .dataKeyMissing,
-            .dataKeyCorrupt, .invalidInput, .storeRolledBack, .notAStore, .migrationRequired:
+            .dataKeyCorrupt, .invalidInput, .storeRolledBack, .notAStore, .migrationRequired, .tpmMismatch:
             return .dataError
-        case .secretServiceUnavailable, .timedOut:
+        case .secretServiceUnavailable, .timedOut, .tpmUnavailable:
             return .unavailable
         case .keyringLocked, .databaseBusy:
             return .tempFailure
@@ -166,6 +166,9 @@ enum ErrorMapping {
         case .portal?:
             return "this store's key is wrapped under the Secret portal: open it with --key-provider portal, inside the "
                 + "app's sandbox; do not reset it, nothing is lost"
+        case .tpm?:
+            return "this store's key is sealed by a TPM: open it with --key-provider tpm (or TOKENCTL_KEY_PROVIDER=tpm) "
+                + "on the machine whose TPM sealed it; do not reset it, nothing is lost"
         default:
             return "open the store with the key provider the message names; do not reset it, nothing is lost"
         }

@@ -62,12 +62,12 @@ struct ManPage {
         (0, "Success."),
         (1, "Anything else: an item or account that is not there, a pending revocation that could not be finished."),
         (64, "Usage error: an unknown command or option, a missing or malformed value, an argument that is not UTF-8, a store path that names a directory."),
-        (65, "Data error: a tampered row (integrityCheckFailed), a corrupt file (databaseCorrupt), a schema changed outside TokenStore (schemaTampered), a lost data key (dataKeyMissing), a file older than its epoch (storeRolledBack), another program's database (notAStore), a store a read-only command cannot use before it is migrated (migrationRequired)."),
+        (65, "Data error: a tampered row (integrityCheckFailed), a corrupt file (databaseCorrupt), a schema changed outside TokenStore (schemaTampered), a lost data key (dataKeyMissing), a file older than its epoch (storeRolledBack), another program's database (notAStore), a store a read-only command cannot use before it is migrated (migrationRequired), a store sealed by another TPM (tpmMismatch)."),
         (66, "No store at the given path."),
-        (69, "Unavailable: no Secret Service (secretServiceUnavailable), the authorization server unreachable."),
+        (69, "Unavailable: no Secret Service (secretServiceUnavailable), no usable TPM for --key-provider tpm (tpmUnavailable), the authorization server unreachable."),
         (75, "Temporary failure: the keyring is locked, a revocation is pending, rate limited, the database busy, a browser sign-in declined or not finished in time."),
         (77, "Permission: an unsafe file layout (a symbolic or hard link, a directory others can write, another owner, permission denied), a wrong passphrase, a sign-in of another user without --allow-user-change."),
-        (78, "Configuration: the store needs another key provider (wrongKeyProvider), or token --min-ttl is longer than the server's tokens live."),
+        (78, "Configuration: the store needs another key provider (wrongKeyProvider; a TPM store: --key-provider tpm), or token --min-ttl is longer than the server's tokens live."),
     ]
 
     /// The environment variables tokenctl reads.
@@ -75,7 +75,8 @@ struct ManPage {
         ("TOKENCTL_STORE", "The store database file when neither --store nor --app-id is given."),
         ("TOKENCTL_DOMAIN, TOKENCTL_CLIENT_ID", "The authorization server (Auth0, by domain) and the client id for the session commands when --domain and --client-id are not given."),
         ("TOKENCTL_ISSUER", "Any OpenID Connect provider's issuer URL (found by discovery) when --issuer is not given; not combined with a domain."),
-        ("TOKENCTL_KEY_PROVIDER", "The key provider when --key-provider is not given: auto, secret-service or portal."),
+        ("TOKENCTL_KEY_PROVIDER", "The key provider when --key-provider is not given: auto, secret-service, portal or tpm."),
+        ("TOKENSTORE_TPM_TCTI", "The TPM of --key-provider tpm and of status's tpm report, as a tpm2-tss TCTI (default device:/dev/tpmrm0; e.g. swtpm:host=127.0.0.1,port=2321)."),
         ("XDG_DATA_HOME", "Where --app-id ID finds its store: $XDG_DATA_HOME/ID/tokens.sqlite (default ~/.local/share)."),
         ("XDG_STATE_HOME", "Where the passphrase and portal key providers keep key files and store epochs: $XDG_STATE_HOME/tokenstore/keys (default ~/.local/state)."),
         ("DBUS_SESSION_BUS_ADDRESS", "The session bus on which the Secret Service is reached."),

@@ -85,6 +85,8 @@ def test_items(path):
             pass
         check(store.get("bob", Kind.GENERIC) is None, "nothing stored by refused calls")
         check(store.credential_state("000999.nobody.apple") == State.NOT_FOUND, "state of a stranger")
+        tier, reason = store.protection()
+        check(tier == tokenstore.Protection.KEYRING and reason != "", "a Secret Service store is the keyring tier, with a reason")
 
         # From an event loop, off its thread (ctypes releases the GIL).
         async def concurrently():

@@ -29,8 +29,8 @@ import enum
 
 from . import _native
 
-__all__ = ["Store", "Session", "AccessToken", "TokenStoreError", "Kind", "State", "LogoutOutcome", "version",
-           "harden_process"]
+__all__ = ["Store", "Session", "AccessToken", "TokenStoreError", "Kind", "State", "Protection", "LogoutOutcome",
+           "version", "harden_process"]
 
 
 class TokenStoreError(Exception):
@@ -53,6 +53,14 @@ class State(enum.IntEnum):
     AUTHORIZED = 0
     REVOKED = 1
     NOT_FOUND = 2
+
+
+class Protection(enum.IntEnum):
+    """How well a store's data key is protected (ts_protection), best first."""
+    HARDWARE = 0
+    KEYRING = 1
+    PORTAL = 2
+    PASSPHRASE = 3
 
 
 class LogoutOutcome(enum.IntEnum):
@@ -184,6 +192,19 @@ class Store:
         state = ctypes.c_int()
         _call(lib.ts_credential_state, self._live(), _text(user_id, "user id"), ctypes.byref(state))
         return State(state.value)
+
+    def protection(self):
+        """``(Protection, reason)``: the store's protection tier and why a higher tier is not in use
+        ("" for ``HARDWARE``). Below hardware the TPM ($TOKENSTORE_TPM_TCTI) is asked."""
+        lib = _native.library()
+        tier = ctypes.c_int()
+        reason = ctypes.c_void_p()
+        _call(lib.ts_store_protection, self._live(), ctypes.byref(tier), ctypes.byref(reason))
+        try:
+            text = ctypes.string_at(reason).decode() if reason else ""
+        finally:
+            lib.ts_string_free(reason)
+        return Protection(tier.value), text
 
     def session(self, domain=None, client_id=None, issuer=None):
         """A :class:`Session` over this store talking to ``domain`` (Auth0) or ``issuer`` (any

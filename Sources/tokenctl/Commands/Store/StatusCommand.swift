@@ -10,7 +10,10 @@ struct StatusCommand: TokenctlCommand {
         discussion: """
             Prints the store path, the schema version, the key provider and the state of the \
             data key (present, locked or missing), the store epoch in the file and in the key \
-            provider, the item and account counts, the pending revocations and the file modes. When the data key is missing or locked, says in \
+            provider, the item and account counts, the pending revocations and the file modes, and the \
+            protection tier (hardware: sealed by this machine's TPM; keyring; portal; passphrase) with \
+            the reason a higher tier is not in use, and whether the TPM ($TOKENSTORE_TPM_TCTI) can be \
+            used. When the data key is missing or locked, says in \
             plain words what happened and the way forward.
             """)
 
@@ -73,6 +76,10 @@ struct StatusCommand: TokenctlCommand {
         }
         let identity = Self.identity(of: provider)
         explanation += Self.modeNote(inspection.fileModes)
+        // The protection tier of the key the file records (else of the provider used now), and
+        // whether this machine's TPM could be used: asked even for a keyring store, never fatal.
+        let tpm = TPMKeyProvider.probe(tcti: (provider as? TPMKeyProvider)?.tcti ?? TPMKeyProvider.environmentTCTI())
+        let protection = StoreProtection.of(inspection.keyProvider ?? provider.kind, tpm: tpm)
 
         let counts = inspection.counts
         let modes = inspection.fileModes
@@ -108,6 +115,9 @@ struct StatusCommand: TokenctlCommand {
             ],
             "keyState": .string(keyState.rawValue),
             "keyStateExplanation": .string(explanation),
+            "protection": .string(protection.tier.rawValue),
+            "protectionReason": .string(protection.reason),
+            "tpm": ["available": .bool(tpm.available), "reason": .string(tpm.reason)],
             "epoch": [
                 "file": inspection.epoch.map { .int(Int($0)) } ?? .null,
                 "keyProvider": providerEpoch.map { .int(Int($0)) } ?? .null,
@@ -153,6 +163,7 @@ struct StatusCommand: TokenctlCommand {
             table.append(["recorded provider", inspection.keyProvider?.rawValue ?? "-"])
             table.append(["key id", inspection.activeKeyIdentifier ?? "-"])
             table.append(["key state", keyState.rawValue])
+            table.append(["protection", protection.tier.rawValue + (protection.reason.isEmpty ? "" : " (\(protection.reason))")])
             table.append([
                 "epoch",
                 "file \(inspection.epoch.map { String($0) } ?? "-"), key provider "
@@ -202,6 +213,7 @@ struct StatusCommand: TokenctlCommand {
         switch provider {
         case "portal": keyHome = "a key file beside the store (wrapped under the Secret portal's secret for this app)"
         case "passphrase": keyHome = "a passphrase-wrapped key file"
+        case "tpm": keyHome = "the Secret Service, sealed by the TPM"
         default: keyHome = "the Secret Service"
         }
         let sealed = inspection.counts.items + inspection.counts.pendingRevocations + inspection.counts.credentialStates

@@ -1,0 +1,120 @@
+// tpm2-tss (ESYS, the TCTI loader, the marshalling library) for TPMKeyProvider, with the
+// object templates it uses written in C: TPM2B_PUBLIC is a tree of unions Swift imports badly.
+//
+// tpm2-tss is loaded at the first TPM call (dlopen of libtss2-esys.so.0 and its siblings), not
+// linked: libtss2-esys brings libcrypto and libtss2-sys, which every process linking TokenStore
+// would otherwise load at start (as libcurl and libcrypto are loaded only when first needed).
+// Only the types and constants come from the headers; the functions are reached through the
+// `tokenstore_tss2` table.
+#include <dlfcn.h>
+#include <string.h>
+#include <tss2/tss2_esys.h>
+#include <tss2/tss2_tctildr.h>
+#include <tss2/tss2_mu.h>
+#include <tss2/tss2_rc.h>
+
+/* The tpm2-tss functions TPMSession calls. */
+struct tokenstore_tss2 {
+    __typeof__(Tss2_TctiLdr_Initialize) *_Nonnull tctildr_initialize;
+    __typeof__(Tss2_TctiLdr_Finalize) *_Nonnull tctildr_finalize;
+    __typeof__(Esys_Initialize) *_Nonnull esys_initialize;
+    __typeof__(Esys_Finalize) *_Nonnull esys_finalize;
+    __typeof__(Esys_Startup) *_Nonnull esys_startup;
+    __typeof__(Esys_CreatePrimary) *_Nonnull esys_create_primary;
+    __typeof__(Esys_Create) *_Nonnull esys_create;
+    __typeof__(Esys_Load) *_Nonnull esys_load;
+    __typeof__(Esys_Unseal) *_Nonnull esys_unseal;
+    __typeof__(Esys_FlushContext) *_Nonnull esys_flush_context;
+    __typeof__(Esys_TR_GetName) *_Nonnull esys_tr_get_name;
+    __typeof__(Esys_Free) *_Nonnull esys_free;
+    __typeof__(Tss2_MU_TPM2B_PUBLIC_Marshal) *_Nonnull mu_public_marshal;
+    __typeof__(Tss2_MU_TPM2B_PUBLIC_Unmarshal) *_Nonnull mu_public_unmarshal;
+    __typeof__(Tss2_MU_TPM2B_PRIVATE_Marshal) *_Nonnull mu_private_marshal;
+    __typeof__(Tss2_MU_TPM2B_PRIVATE_Unmarshal) *_Nonnull mu_private_unmarshal;
+    __typeof__(Tss2_RC_Decode) *_Nonnull rc_decode;
+};
+
+/* Loads tpm2-tss and fills `api`; the libraries stay loaded for the life of the process.
+ * Returns 0, or 1 when a library cannot be loaded (its name in `*missing`), 2 when one lacks a function. */
+static inline int tokenstore_tss2_load(struct tokenstore_tss2 *_Nonnull api, const char *_Nullable *_Nonnull missing) {
+    static const char *const names[4] = { "libtss2-tctildr.so.0", "libtss2-esys.so.0", "libtss2-mu.so.0", "libtss2-rc.so.0" };
+    void *libraries[4];
+    for (int i = 0; i < 4; i++) {
+        libraries[i] = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (libraries[i] == NULL) { *missing = names[i]; return 1; }
+    }
+#define TOKENSTORE_TSS2_SYMBOL(library, field, name) \
+    if ((*(void **)&api->field = dlsym(libraries[library], name)) == NULL) { *missing = name; return 2; }
+    TOKENSTORE_TSS2_SYMBOL(0, tctildr_initialize, "Tss2_TctiLdr_Initialize")
+    TOKENSTORE_TSS2_SYMBOL(0, tctildr_finalize, "Tss2_TctiLdr_Finalize")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_initialize, "Esys_Initialize")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_finalize, "Esys_Finalize")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_startup, "Esys_Startup")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_create_primary, "Esys_CreatePrimary")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_create, "Esys_Create")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_load, "Esys_Load")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_unseal, "Esys_Unseal")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_flush_context, "Esys_FlushContext")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_tr_get_name, "Esys_TR_GetName")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_free, "Esys_Free")
+    TOKENSTORE_TSS2_SYMBOL(2, mu_public_marshal, "Tss2_MU_TPM2B_PUBLIC_Marshal")
+    TOKENSTORE_TSS2_SYMBOL(2, mu_public_unmarshal, "Tss2_MU_TPM2B_PUBLIC_Unmarshal")
+    TOKENSTORE_TSS2_SYMBOL(2, mu_private_marshal, "Tss2_MU_TPM2B_PRIVATE_Marshal")
+    TOKENSTORE_TSS2_SYMBOL(2, mu_private_unmarshal, "Tss2_MU_TPM2B_PRIVATE_Unmarshal")
+    TOKENSTORE_TSS2_SYMBOL(3, rc_decode, "Tss2_RC_Decode")
+#undef TOKENSTORE_TSS2_SYMBOL
+    return 0;
+}
+
+/// The storage primary key TokenStore seals under, in the owner hierarchy: an ECC P-256
+/// restricted decryption key with AES-128-CFB (the TCG's "SRK" template, no unique data).
+/// The same template on the same TPM makes the same key every time (TPM2_CreatePrimary
+/// derives it from the owner hierarchy's seed), so nothing is made persistent.
+static inline void tokenstore_tpm_primary_template(TPM2B_PUBLIC *out) {
+    memset(out, 0, sizeof *out);
+    out->publicArea.type = TPM2_ALG_ECC;
+    out->publicArea.nameAlg = TPM2_ALG_SHA256;
+    out->publicArea.objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT
+        | TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA
+        | TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_DECRYPT;
+    out->publicArea.parameters.eccDetail.symmetric.algorithm = TPM2_ALG_AES;
+    out->publicArea.parameters.eccDetail.symmetric.keyBits.aes = 128;
+    out->publicArea.parameters.eccDetail.symmetric.mode.aes = TPM2_ALG_CFB;
+    out->publicArea.parameters.eccDetail.scheme.scheme = TPM2_ALG_NULL;
+    out->publicArea.parameters.eccDetail.curveID = TPM2_ECC_NIST_P256;
+    out->publicArea.parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
+}
+
+/// A sealed data object (keyedhash, no scheme): fixed to this TPM and its parent, usable
+/// with an empty password, no PCR policy (a firmware update would otherwise lock users out).
+static inline void tokenstore_tpm_sealed_template(TPM2B_PUBLIC *out) {
+    memset(out, 0, sizeof *out);
+    out->publicArea.type = TPM2_ALG_KEYEDHASH;
+    out->publicArea.nameAlg = TPM2_ALG_SHA256;
+    out->publicArea.objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT
+        | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA;
+    out->publicArea.parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_NULL;
+}
+
+/// The sensitive part of a sealed object: `data` (at most 128 bytes), empty auth. 0 on success.
+static inline int tokenstore_tpm_sensitive(TPM2B_SENSITIVE_CREATE *out, const uint8_t *data, size_t count) {
+    memset(out, 0, sizeof *out);
+    if (count > sizeof out->sensitive.data.buffer) return -1;
+    out->sensitive.data.size = (UINT16)count;
+    memcpy(out->sensitive.data.buffer, data, count);
+    return 0;
+}
+
+/// Wipes a sensitive structure before it is freed or goes out of scope.
+static inline void tokenstore_tpm_wipe(void *p, size_t n) {
+    volatile unsigned char *q = (volatile unsigned char *)p;
+    while (n--) *q++ = 0;
+}
+
+/// ESYS_TR_NONE, ESYS_TR_PASSWORD, ESYS_TR_RH_OWNER as values Swift sees (macros of casts).
+static const ESYS_TR tokenstore_esys_tr_none = ESYS_TR_NONE;
+static const ESYS_TR tokenstore_esys_tr_password = ESYS_TR_PASSWORD;
+static const ESYS_TR tokenstore_esys_tr_owner = ESYS_TR_RH_OWNER;
+/// TPM2_RC_INITIALIZE (TPM2_Startup already done) and the layer bits of a TSS2_RC (0: the TPM answered).
+static const TSS2_RC tokenstore_rc_initialize = TPM2_RC_INITIALIZE;
+static const TSS2_RC tokenstore_rc_layer_mask = TSS2_RC_LAYER_MASK;

@@ -1,0 +1,75 @@
+internal import CTSS2
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The typed errors of the TPM parts (``TPMSession``, ``TPMKeyProvider``): each names the TPM
+/// (its TCTI configuration, which holds a device path or a loopback host and port, never an
+/// identifier of the user) and the reason it could not be used.
+enum TPMDiagnosis {
+    /// The TCTI the provider uses when `TOKENSTORE_TPM_TCTI` is not set.
+    static let defaultTCTI = "device:/dev/tpmrm0"
+
+    /// "the TPM at device:/dev/tpmrm0".
+    static func naming(_ tcti: String) -> String { "the TPM at \(KeyProviderKind.clipped(tcti))" }
+
+    /// tpm2-tss's text for a response code (Tss2_RC_Decode), e.g. "tcti:IO failure".
+    static func decode(_ rc: TSS2_RC) -> String {
+        guard case .success(let library) = TSS2Library.shared, let text = library.api.rc_decode(rc) else { return "0x\(String(rc, radix: 16))" }
+        return "\(String(cString: text)) (0x\(String(rc, radix: 16)))"
+    }
+
+    /// No usable TPM at `tcti`: the device is missing or not ours to open, or nothing answers.
+    static func unavailable(tcti: String, rc: TSS2_RC, step: String) -> TokenStoreError {
+        TokenStoreError(
+            .tpmUnavailable, "No usable TPM: \(naming(tcti)) \(reason(tcti: tcti, rc: rc, step: step)).",
+            hint: hint(tcti), cause: .other(decode(rc)))
+    }
+
+    /// A TPM command that failed after the TPM answered.
+    static func failed(_ command: String, tcti: String, rc: TSS2_RC) -> TokenStoreError {
+        TokenStoreError(
+            .tpmUnavailable, "\(naming(tcti).capitalizedFirst) cannot be used: \(command) failed: \(decode(rc)).",
+            hint: hint(tcti), cause: .other(decode(rc)))
+    }
+
+    /// The sealed key was made by another TPM (or this TPM's owner seed was cleared since).
+    static func mismatch(tcti: String, detail: String) -> TokenStoreError {
+        TokenStoreError(
+            .tpmMismatch,
+            "This store's data key was sealed by another TPM than \(naming(tcti)) (or that TPM was cleared since, "
+                + "or the sealed key was altered); nothing was changed.",
+            hint: "Open the store on the machine (or with the TOKENSTORE_TPM_TCTI) whose TPM sealed it; the same files open again there.",
+            cause: .other(detail))
+    }
+
+    /// Why `tcti` gave no TPM, in words: the device's state for a device TCTI, else the answer.
+    static func reason(tcti: String, rc: TSS2_RC, step: String) -> String {
+        if let path = devicePath(tcti) {
+            if access(path, F_OK) != 0 { return "does not exist (no TPM device: no TPM, or a container without it)" }
+            if access(path, R_OK | W_OK) != 0 {
+                return "cannot be opened: permission denied (the device belongs to group 'tss': join it, or add a uaccess rule)"
+            }
+            return "did not answer (\(step): \(decode(rc)))"
+        }
+        return "did not answer (\(step): \(decode(rc)))"
+    }
+
+    /// The device path of a `device:` TCTI (the default one when it names none), else nil.
+    static func devicePath(_ tcti: String) -> String? {
+        if tcti == "device" { return "/dev/tpmrm0" }
+        guard tcti.hasPrefix("device:") else { return nil }
+        let path = String(tcti.dropFirst("device:".count))
+        return path.isEmpty ? "/dev/tpmrm0" : path
+    }
+
+    private static func hint(_ tcti: String) -> String {
+        devicePath(tcti) != nil
+            ? "Check that the machine has a TPM 2.0 and that you may open \(devicePath(tcti) ?? ""); TOKENSTORE_TPM_TCTI chooses another TCTI."
+            : "Check that the TPM named by TOKENSTORE_TPM_TCTI is running and reachable."
+    }
+}
+
+extension String {
+    fileprivate var capitalizedFirst: String { prefix(1).uppercased() + dropFirst() }
+}

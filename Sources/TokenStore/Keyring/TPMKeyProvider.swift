@@ -1,0 +1,141 @@
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Keeps data keys sealed by this machine's TPM 2.0, in the Secret Service: both the user's
+/// keyring and this machine's TPM are needed to open the store (a copy of the home directory,
+/// keyring included, does not open elsewhere).
+///
+/// The data key is sealed (TPM2_Create of a keyedhash sealed object) under a primary storage
+/// key that TPM2_CreatePrimary derives in the owner hierarchy each time (the same template on
+/// the same TPM gives the same key: nothing is made persistent, no root needed). The sealed blob
+/// (``TPMSealedBlob``: the object's public and TPM-encrypted private parts) is kept in the
+/// Secret Service item where ``SecretServiceKeyProvider`` keeps a raw key (same schema, the
+/// `store-id` and `key-id` attributes); no item of a TPM store holds the raw key. The key is
+/// unsealed once per open (TPM2_CreatePrimary, TPM2_Load, TPM2_Unseal, two flushes).
+///
+/// No PCR policy: the sealed key does not depend on the firmware or boot state (a firmware
+/// update would otherwise lock users out), so it protects against copying, not against
+/// another boot of the same machine.
+///
+/// The epoch items stay in the Secret Service (as ``SecretServiceKeyProvider``'s).
+///
+/// Errors: no usable TPM (no device, no permission to open it, a TCTI that does not answer) is
+/// `tpmUnavailable` naming the TPM and the reason, never a fallback to the keyring alone; a key
+/// sealed by another TPM is `tpmMismatch` naming this one, and nothing is changed.
+///
+/// ```swift
+/// let store = try TokenStore(path: path, appID: "com.example.app", keyProvider: TPMKeyProvider())
+/// ```
+public struct TPMKeyProvider: KeyProvider {
+    /// The environment variable naming the TCTI (`swtpm:host=127.0.0.1,port=2321`, `device:/dev/tpm0`).
+    public static let tctiVariable = "TOKENSTORE_TPM_TCTI"
+    /// The TCTI used when ``tctiVariable`` is not set: the kernel's resource manager.
+    public static let defaultTCTI = TPMDiagnosis.defaultTCTI
+    /// The TPM commands one open sends (TPM2_Startup, TPM2_CreatePrimary, TPM2_Load,
+    /// TPM2_Unseal and two TPM2_FlushContext), for estimating a real TPM's cost.
+    public static let operationsPerOpen = 6
+
+    public var name: String { "tpm" }
+
+    /// The TCTI configuration of the TPM used, as the tpm2-tss TCTI loader takes it.
+    public let tcti: String
+    /// The Secret Service provider whose items hold the sealed keys and whose epoch items are used.
+    public let keyring: SecretServiceKeyProvider
+
+    /// A provider for the TPM `tcti` names (by default `$TOKENSTORE_TPM_TCTI`, else
+    /// `device:/dev/tpmrm0`), keeping sealed keys in `keyring`.
+    public init(tcti: String? = nil, keyring: SecretServiceKeyProvider = SecretServiceKeyProvider()) {
+        self.tcti = tcti ?? Self.environmentTCTI()
+        self.keyring = keyring
+    }
+
+    /// `$TOKENSTORE_TPM_TCTI` when set and not empty, else ``defaultTCTI``.
+    public static func environmentTCTI() -> String {
+        guard let value = getenv(tctiVariable).map({ String(cString: $0) }), !value.isEmpty else { return defaultTCTI }
+        return value
+    }
+
+    /// Reads the sealed key and unseals it with the TPM.
+    /// - Returns: the key, or nil when the keyring holds no item for it (the TPM is not asked).
+    /// - Throws: ``TokenStoreError`` `tpmUnavailable`, `tpmMismatch` (sealed by another TPM),
+    ///   `dataKeyCorrupt` (the item is not a sealed key), `integrityCheckFailed`, and the
+    ///   Secret Service's errors (``SecretServiceKeyProvider/loadKey(_:)``).
+    public func loadKey(_ reference: DataKeyReference) throws -> SecretBytes? {
+        guard let item = try keyring.loadItem(reference) else { return nil }
+        return try unseal(item)
+    }
+
+    /// The data key in a sealed item: TPM2_CreatePrimary, TPM2_Load, TPM2_Unseal, both objects flushed.
+    func unseal(_ item: SecretBytes) throws(TokenStoreError) -> SecretBytes {
+        let blob = try TPMSealedBlob(decoding: item.copyBytes())
+        let key = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> SecretBytes in
+            let (primary, parentName) = try session.createPrimary()
+            return try session.withTransient(primary) { primary throws(TokenStoreError) -> SecretBytes in
+                guard parentName == blob.parentName else {
+                    throw TPMDiagnosis.mismatch(tcti: tcti, detail: "the primary key's name differs")
+                }
+                let sealed = try session.load(public: blob.publicPart, private: blob.privatePart, under: primary)
+                return try session.withTransient(sealed) { sealed throws(TokenStoreError) in try session.unseal(sealed) }
+            }
+        }
+        guard key.count == SecretServiceKeyProvider.keyLength else {
+            throw TokenStoreError(.dataKeyCorrupt, "The TPM unsealed \(key.count) bytes, not a data key; nothing was changed.")
+        }
+        return key
+    }
+
+    /// Seals `key` with the TPM and stores the sealed blob in the keyring.
+    /// - Throws: ``TokenStoreError`` `invalidInput` (not 32 bytes), `tpmUnavailable`, and the
+    ///   Secret Service's errors (``SecretServiceKeyProvider/storeKey(_:for:)``).
+    public func storeKey(_ key: SecretBytes, for reference: DataKeyReference) throws {
+        guard key.count == SecretServiceKeyProvider.keyLength else {
+            throw TokenStoreError(.invalidInput, "A data key must be \(SecretServiceKeyProvider.keyLength) bytes, not \(key.count).")
+        }
+        let blob = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> TPMSealedBlob in
+            let (primary, parentName) = try session.createPrimary()
+            return try session.withTransient(primary) { primary throws(TokenStoreError) in
+                let sealed = try session.seal(key, under: primary)
+                return TPMSealedBlob(parentName: parentName, publicPart: sealed.public, privatePart: sealed.private)
+            }
+        }
+        try keyring.storeItem(SecretBytes(blob.encoded), for: reference)
+    }
+
+    /// Deletes the sealed key's item (the TPM holds nothing to delete).
+    public func deleteKey(_ reference: DataKeyReference) throws { try keyring.deleteKey(reference) }
+
+    /// Whether the sealed key's item is present, locked or missing (the TPM is not asked).
+    public func availability(of reference: DataKeyReference) throws -> DataKeyAvailability {
+        try keyring.availability(of: reference)
+    }
+
+    /// The store's epoch, from the Secret Service (``SecretServiceKeyProvider/storeEpoch(storeID:)``).
+    public func storeEpoch(storeID: String) throws -> UInt64 { try keyring.storeEpoch(storeID: storeID) }
+
+    /// Raises the store's epoch in the Secret Service.
+    public func raiseStoreEpoch(storeID: String, appID: String, to epoch: UInt64) throws {
+        try keyring.raiseStoreEpoch(storeID: storeID, appID: appID, to: epoch)
+    }
+
+    /// Deletes the store's epoch from the Secret Service.
+    public func deleteStoreEpoch(storeID: String) throws { try keyring.deleteStoreEpoch(storeID: storeID) }
+
+    /// Whether a TPM answers at `tcti` and can make TokenStore's primary key, and if not why.
+    /// Sends TPM2_Startup, TPM2_CreatePrimary and a flush; seals nothing.
+    public static func probe(tcti: String = environmentTCTI()) -> TPMAvailability {
+        do {
+            try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) in
+                let (primary, _) = try session.createPrimary()
+                session.flush(primary)
+            }
+            return TPMAvailability(tcti: tcti, available: true, reason: "")
+        } catch {
+            return TPMAvailability(tcti: tcti, available: false, reason: error.message)
+        }
+    }
+
+    /// TPM commands this process has sent so far (every provider and probe), for benchmarks.
+    package static var commandCount: Int { TPMSession.commandCount }
+}

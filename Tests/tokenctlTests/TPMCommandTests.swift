@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 27, item 6, through the binary: `--key-provider tpm` (and `TOKENCTL_KEY_PROVIDER=tpm`)
+/// on a real software TPM (swtpm, a state directory per test), the exit statuses of no usable
+/// TPM (69) and of another TPM (65), and the `status` keys `protection` and `tpm`.
+private let swtpmTrait = Testing.ConditionTrait.enabled(
+    if: SoftwareTPM.isInstalled, Comment(rawValue: "needs swtpm (scripts/install-deps)"))
+
+@Suite("tokenctl: TPM-sealed stores", tokenctlKeyringTrait, swtpmTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+struct TPMCommandTests {
+    static func tpm(_ tcti: String) -> [String: String] { ["TOKENSTORE_TPM_TCTI": tcti] }
+
+    @Test("no usable TPM → 69 naming the TPM and why, when creating and when opening; nothing made")
+    func noUsableTPM() throws {
+        let store = try TokenctlStore()
+        let nobody = try SoftwareTPM.unreachableTCTI()
+        let created = try store.run(["--key-provider", "tpm", "put", "--account", "alice", "--kind", "generic"],
+            stdin: "s3cret-value\n", environment: Self.tpm(nobody))
+        #expect(created.exitCode == 69, "\(created.standardError)")
+        #expect(created.standardError.contains("TPM") && created.standardError.contains(nobody), "\(created.standardError)")
+        #expect(created.standardError.contains("did not answer") && created.standardError.contains("[tpmUnavailable]"))
+        let device = try store.run(["put", "--account", "alice", "--kind", "generic"], stdin: "s3cret-value\n",
+            environment: ["TOKENSTORE_TPM_TCTI": "device:/nonexistent/tpmrm0", "TOKENCTL_KEY_PROVIDER": "tpm"])
+        #expect(device.exitCode == 69, "\(device.standardError)")
+        #expect(device.standardError.contains("TPM") && device.standardError.contains("does not exist"), "\(device.standardError)")
+
+        // Opening: a store made on a TPM, then that TPM gone.
+        let tpm = try SoftwareTPM.start()
+        let made = try TokenctlStore()
+        #expect(try made.run(["--key-provider", "tpm", "put", "--account", "alice", "--kind", "generic"],
+            stdin: "s3cret-value\n", environment: Self.tpm(tpm.tcti)).exitCode == 0)
+        tpm.stop()
+        let opened = try made.run(["--key-provider", "tpm", "get", "--account", "alice", "--kind", "generic", "--reveal"],
+            environment: Self.tpm(tpm.tcti))
+        #expect(opened.exitCode == 69, "\(opened.standardError)")
+        #expect(opened.standardError.contains("TPM") && opened.standardError.contains("did not answer"))
+        #expect(!opened.standardOutput.contains("s3cret-value") && !opened.standardError.contains("s3cret-value"))
+    }
+
+    @Test("a TPM device this user may not open → 69 saying permission denied and naming the group; nothing is made",
+          .enabled(if: getuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0, "needs root to run tokenctl as uid 65534"))
+    func deviceWithoutPermission() throws {
+        // A root-owned 0600 file stands for /dev/tpmrm0 (group tss): tokenctl runs as uid 65534.
+        let directory = try TemporaryDirectory(prefix: "tokenctl-tpm-permission")
+        let device = directory.appending("tpmrm0").path
+        #expect(FileManager.default.createFile(atPath: device, contents: Data(), attributes: [.posixPermissions: 0o600]))
+        let storeDirectory = directory.appending("store").path
+        try FileManager.default.createDirectory(atPath: storeDirectory, withIntermediateDirectories: false)
+        let home = directory.appending("home").path
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
+        #expect(chown(storeDirectory, 65534, 65534) == 0 && chown(home, 65534, 65534) == 0 && chmod(directory.path, 0o755) == 0)
+        let result = try ChildProcess.run(
+            "/usr/bin/setpriv",
+            ["--reuid", "65534", "--regid", "65534", "--clear-groups", "--", TokenctlBinary.url.path,
+             "--store", storeDirectory + "/tokens.sqlite", "--key-provider", "tpm", "put", "--account", "alice", "--kind", "generic"],
+            environment: ["PATH": "/usr/bin:/bin", "HOME": home, "TOKENSTORE_TPM_TCTI": "device:\(device)"],
+            input: Data("s3cret-value\n".utf8), timeout: .seconds(60))
+        #expect(result.termination.code == 69, "\(result)")
+        #expect(result.standardErrorText.contains("TPM") && result.standardErrorText.contains("permission denied"), "\(result)")
+        #expect(result.standardErrorText.contains("'tss'") && !result.standardErrorText.contains("s3cret-value"))
+        let left = try FileManager.default.contentsOfDirectory(atPath: storeDirectory)
+        #expect(left.isEmpty, "a failed first open left files: \(left)")
+    }
+
+    @Test("another TPM → 65 naming it, no secret, no reset; the right TPM opens the same files again")
+    func anotherTPM() throws {
+        let first = try SoftwareTPM.start()
+        let second = try SoftwareTPM.start()
+        let store = try TokenctlStore()
+        let put = try store.run(["--key-provider", "tpm", "put", "--account", "alice", "--kind", "generic"],
+            stdin: "s3cret-value\n", environment: Self.tpm(first.tcti))
+        #expect(put.exitCode == 0, "\(put.standardError)")
+        let before = FileManager.default.contents(atPath: store.path)
+
+        for command in [["get", "--account", "alice", "--kind", "generic", "--reveal"], ["list"]] {
+            let result = try store.run(["--key-provider", "tpm"] + command, environment: Self.tpm(second.tcti))
+            #expect(result.exitCode == 65, "\(command): \(result.standardError)")
+            #expect(result.standardError.contains("[tpmMismatch]") && result.standardError.contains(second.tcti), "\(result.standardError)")
+            #expect(!result.standardError.lowercased().contains("reset"), "\(result.standardError)")
+            #expect(!result.standardOutput.contains("s3cret-value") && !result.standardError.contains("s3cret-value"))
+        }
+        #expect(FileManager.default.contents(atPath: store.path) == before, "a refused command changed the store file")
+
+        let get = try store.run(["get", "--account", "alice", "--kind", "generic", "--reveal"],
+            environment: ["TOKENSTORE_TPM_TCTI": first.tcti, "TOKENCTL_KEY_PROVIDER": "tpm"])
+        #expect(get.exitCode == 0 && get.standardOutput.contains("s3cret-value"), "\(get.standardError)")
+
+        // Without --key-provider tpm the store says which provider it needs (78), never "missing".
+        let plain = try store.run(["list"], environment: Self.tpm(first.tcti))
+        #expect(plain.exitCode == 78 && plain.standardError.contains("--key-provider tpm"), "\(plain.standardError)")
+
+        let status = try store.json(["--key-provider", "tpm", "status"], environment: Self.tpm(first.tcti))
+        #expect(status.result.exitCode == 0)
+        #expect(status.object["protection"] as? String == "hardware" && status.object["recordedKeyProvider"] as? String == "tpm")
+        let tpm = status.object["tpm"] as? [String: Any]
+        #expect(tpm?["available"] as? Bool == true && tpm?["reason"] as? String == "", "\(tpm ?? [:])")
+    }
+
+    @Test("status on a keyring store with no TPM reachable: 0, storeID kept, protection keyring, tpm unavailable with a reason")
+    func keyringStoreStatusWithoutTPM() throws {
+        let store = try TokenctlStore()
+        try store.put("s3cret-value")
+        let status = try store.json(["status"], environment: Self.tpm(try SoftwareTPM.unreachableTCTI()))
+        #expect(status.result.exitCode == 0, "\(status.result.standardError)")
+        #expect((status.object["storeID"] as? String)?.count == 32)
+        #expect(status.object["protection"] as? String == "keyring")
+        let tpm = status.object["tpm"] as? [String: Any]
+        #expect(tpm?["available"] as? Bool == false, "\(tpm ?? [:])")
+        #expect(((tpm?["reason"] as? String) ?? "").contains("TPM"), "\(tpm ?? [:])")
+        #expect(((status.object["protectionReason"] as? String) ?? "").isEmpty == false)
+        let text = try store.run(["status"], environment: Self.tpm(try SoftwareTPM.unreachableTCTI()))
+        #expect(text.exitCode == 0 && text.standardOutput.contains("protection           keyring ("), "\(text.standardOutput)")
+    }
+}
