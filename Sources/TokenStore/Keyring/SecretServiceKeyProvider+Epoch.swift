@@ -144,7 +144,7 @@ extension SecretServiceKeyProvider {
 
 extension SecretServiceKeyProvider {
     /// Connects and opens the Secret Service's transfer session in the background
-    /// (``SecretServiceWarmUp``, where the backend has one), bounded by ``timeout``.
+    /// (where the read path has a warm-up: `SecretServiceWarmUp`), bounded by ``timeout``.
     public func beginConnecting() {
         backend.beginWarmUp(timeout: timeout)
     }

@@ -10,7 +10,7 @@ import Glibc
 /// The data key is sealed (TPM2_Create of a keyedhash sealed object) under a primary storage
 /// key that TPM2_CreatePrimary derives in the owner hierarchy each time (the same template on
 /// the same TPM gives the same key: nothing is made persistent, no root needed). The sealed blob
-/// (``TPMSealedBlob``: the object's public and TPM-encrypted private parts) is kept in the
+/// (`TPMSealedBlob`: the object's public and TPM-encrypted private parts) is kept in the
 /// Secret Service item where ``SecretServiceKeyProvider`` keeps a raw key (same schema, the
 /// `store-id` and `key-id` attributes); no item of a TPM store holds the raw key. The key is
 /// unsealed once per open (TPM2_CreatePrimary, TPM2_Load, TPM2_Unseal, two flushes).
