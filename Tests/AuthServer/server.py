@@ -52,6 +52,8 @@ Test-only control paths (JSON in, JSON out), under /__test/:
   GET|POST /__test/dpop {"rotate_nonce"?: b, "reject_next"?: n, "nonce_required"?: b,
                          "required"?: b, "iat_window"?: s, "forget_jtis"?: b}   DPoP
                                           switches (see dpop_control); GET: the nonce
+  POST /__test/dpop/check {"proof", "method", "url", "access_token"?}   verify one proof:
+                                          {"jkt", "header", "claims"} or 400 {"error"}
   POST /__test/revoke {"token": t} | {"sub": id}   revoke server-side (no client auth),
                                           like an admin or Apple revoking the grant
 Browser sign-in (OIDC) control, under /__test/oidc (each "next" switch is used once):
@@ -1584,6 +1586,25 @@ def dpop_control():
         return jsonify({"nonce": state["nonce"], "nonce_required": state["nonce_required"],
                         "required": state["required"], "iat_window": state["iat_window"],
                         "reject_next": state["reject_next"], "jtis": len(state["jtis"])})
+
+
+@app.post("/__test/dpop/check")
+def dpop_check():
+    """{"proof", "method", "url", "access_token"?} -> {"jkt", "header", "claims"} or 400 with
+    the error: one proof verified as the endpoints verify it (its jti is remembered, no nonce
+    asked), so a client's proofs can be checked by this independent implementation."""
+    body = request.get_json(force=True, silent=True) or {}
+    if not all(isinstance(body.get(k), str) for k in ("proof", "method", "url")):
+        return bad("proof, method and url are required strings")
+    with LOCK:
+        try:
+            jkt = dpop.check(body["proof"], body["method"], body["url"], STATE["dpop"], time.time(),
+                             access_token=body.get("access_token"), nonce_required=False)
+        except dpop.ProofError as error:
+            return jsonify({"error": error.error, "error_description": error.description}), 400
+    head, claims, _ = body["proof"].split(".")
+    return jsonify({"jkt": jkt, "header": json.loads(dpop.b64url_decode(head)),
+                    "claims": json.loads(dpop.b64url_decode(claims))})
 
 
 @app.post("/__test/reset")
