@@ -399,6 +399,19 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
             header: j["header"] as? [String: Any] ?? [:], claims: j["claims"] as? [String: Any] ?? [:])
     }
 
+    /// The server's DPoP switches (POST /__test/dpop: rotate_nonce, reject_next, required,
+    /// nonce_required, iat_window, forget_jtis); answers the DPoP state (nonce, ...).
+    @discardableResult
+    public func dpop(_ switches: [String: Any] = [:]) throws -> [String: Any] {
+        try control(switches.isEmpty ? "GET" : "POST", "dpop", switches.isEmpty ? nil : switches)
+    }
+
+    /// One of the server's counters by its name in GET /__test/stats (the DPoP ones included:
+    /// dpop_proofs, dpop_nonce_challenges, dpop_invalid_proofs, dpop_key_mismatches).
+    public func counter(_ name: String) throws -> Int {
+        try control("GET", "stats", nil)[name] as? Int ?? -1
+    }
+
     public struct Stats: Sendable, Equatable {
         /// Requests that reached /oauth/token (faulted ones too).
         public var tokenRequests: Int
