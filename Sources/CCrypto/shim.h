@@ -1,4 +1,5 @@
-/* OpenSSL 3 libcrypto, EVP API only: RSA PKCS#1 v1.5 verification (RS256) of ID tokens.
+/* OpenSSL 3 libcrypto, EVP API only: RSA PKCS#1 v1.5 verification (RS256) of ID tokens, and
+ * the P-256 key of DPoP (ES256: key generation, import/export of its scalar, signing).
  * Deprecated (pre-3.0) declarations are hidden so none can be used by accident.
  *
  * libcrypto is loaded at the first RS256 key (dlopen "libcrypto.so.3"), not linked: loading and
@@ -24,6 +25,11 @@ static inline int tokenstore_evp_pkey_public_key_selection(void) {
     return EVP_PKEY_PUBLIC_KEY;
 }
 
+/* EVP_PKEY_KEYPAIR, likewise: the selection for EVP_PKEY_fromdata of a private key. */
+static inline int tokenstore_evp_pkey_keypair_selection(void) {
+    return EVP_PKEY_KEYPAIR;
+}
+
 /* The libcrypto functions AuthSession calls (RSAPublicKey). */
 struct tokenstore_crypto {
     __typeof__(OSSL_PARAM_BLD_new) *_Nonnull OSSL_PARAM_BLD_new;
@@ -44,6 +50,18 @@ struct tokenstore_crypto {
     __typeof__(EVP_MD_CTX_free) *_Nonnull EVP_MD_CTX_free;
     __typeof__(EVP_DigestVerifyInit_ex) *_Nonnull EVP_DigestVerifyInit_ex;
     __typeof__(EVP_DigestVerify) *_Nonnull EVP_DigestVerify;
+    /* DPoP's ES256 key (DPoPKey). */
+    __typeof__(OSSL_PARAM_BLD_push_utf8_string) *_Nonnull OSSL_PARAM_BLD_push_utf8_string;
+    __typeof__(OSSL_PARAM_BLD_push_octet_string) *_Nonnull OSSL_PARAM_BLD_push_octet_string;
+    __typeof__(BN_bn2binpad) *_Nonnull BN_bn2binpad;
+    __typeof__(BN_clear_free) *_Nonnull BN_clear_free;
+    __typeof__(EVP_PKEY_keygen_init) *_Nonnull EVP_PKEY_keygen_init;
+    __typeof__(EVP_PKEY_CTX_set_group_name) *_Nonnull EVP_PKEY_CTX_set_group_name;
+    __typeof__(EVP_PKEY_generate) *_Nonnull EVP_PKEY_generate;
+    __typeof__(EVP_PKEY_get_bn_param) *_Nonnull EVP_PKEY_get_bn_param;
+    __typeof__(EVP_PKEY_get_octet_string_param) *_Nonnull EVP_PKEY_get_octet_string_param;
+    __typeof__(EVP_DigestSignInit_ex) *_Nonnull EVP_DigestSignInit_ex;
+    __typeof__(EVP_DigestSign) *_Nonnull EVP_DigestSign;
 };
 
 /* Loads libcrypto and fills `api`; the library stays loaded for the life of the process.
@@ -71,6 +89,17 @@ static inline int tokenstore_crypto_load(struct tokenstore_crypto *_Nonnull api)
     TOKENSTORE_CRYPTO_SYMBOL(EVP_MD_CTX_free)
     TOKENSTORE_CRYPTO_SYMBOL(EVP_DigestVerifyInit_ex)
     TOKENSTORE_CRYPTO_SYMBOL(EVP_DigestVerify)
+    TOKENSTORE_CRYPTO_SYMBOL(OSSL_PARAM_BLD_push_utf8_string)
+    TOKENSTORE_CRYPTO_SYMBOL(OSSL_PARAM_BLD_push_octet_string)
+    TOKENSTORE_CRYPTO_SYMBOL(BN_bn2binpad)
+    TOKENSTORE_CRYPTO_SYMBOL(BN_clear_free)
+    TOKENSTORE_CRYPTO_SYMBOL(EVP_PKEY_keygen_init)
+    TOKENSTORE_CRYPTO_SYMBOL(EVP_PKEY_CTX_set_group_name)
+    TOKENSTORE_CRYPTO_SYMBOL(EVP_PKEY_generate)
+    TOKENSTORE_CRYPTO_SYMBOL(EVP_PKEY_get_bn_param)
+    TOKENSTORE_CRYPTO_SYMBOL(EVP_PKEY_get_octet_string_param)
+    TOKENSTORE_CRYPTO_SYMBOL(EVP_DigestSignInit_ex)
+    TOKENSTORE_CRYPTO_SYMBOL(EVP_DigestSign)
 #undef TOKENSTORE_CRYPTO_SYMBOL
     return 0;
 }

@@ -28,7 +28,8 @@ let usage = """
     Internal modes (the cold-open children): open-once PATH APPID INDEX,
     plaintext-open-once PATH INDEX, libsecret-lookup-once INDEX. Profiling (one operation
     in a loop, for callgrind): profile get|put|list|open SIZE ITERATIONS DIR. The TPM tier
-    against the keyring tier (inside scripts/with-swtpm): tpm-open ITERATIONS DIR.
+    against the keyring tier (inside scripts/with-swtpm): tpm-open ITERATIONS DIR. A DPoP
+    proof with the software key: dpop-proof ITERATIONS.
     """
 
 func fail(_ message: String, code: Int32 = 1) -> Never {
@@ -134,6 +135,14 @@ if arguments.first == "tpm-open" {
         try TPMBench.run(arguments)
     } catch {
         fail("tpm-open: \(error)")
+    }
+    exit(0)
+}
+if arguments.first == "dpop-proof" {
+    do {
+        try DPoPBench.run(arguments)
+    } catch {
+        fail("dpop-proof: \(error)")
     }
     exit(0)
 }

@@ -49,6 +49,11 @@ Test-only control paths (JSON in, JSON out), under /__test/:
                        "refresh_token_ttl": s|null, "declined_scopes": [scope, ...]}
   GET  /__test/config
   POST /__test/reset                      defaults, empty stores, zero stats, no faults
+  GET|POST /__test/dpop {"rotate_nonce"?: b, "reject_next"?: n, "nonce_required"?: b,
+                         "required"?: b, "iat_window"?: s, "forget_jtis"?: b}   DPoP
+                                          switches (see dpop_control); GET: the nonce
+  POST /__test/dpop/check {"proof", "method", "url", "access_token"?}   verify one proof:
+                                          {"jkt", "header", "claims"} or 400 {"error"}
   POST /__test/revoke {"token": t} | {"sub": id}   revoke server-side (no client auth),
                                           like an admin or Apple revoking the grant
 Browser sign-in (OIDC) control, under /__test/oidc (each "next" switch is used once):
@@ -84,6 +89,16 @@ exactly one wins; each of the others is a reuse and the family ends up revoked.
 A used authorization code presented again is refused (invalid_grant) and the tokens
 issued from it are revoked (RFC 6749 4.1.2), family reason "code_reuse".
 
+DPoP (RFC 9449, dpop.py), as Auth0 does it for public clients: a token request with a
+`DPoP` proof (ES256, typ dpop+jwt, jwk, htm, htu, iat within 60 s, a jti never seen, the
+server's current nonce: else 400 use_dpop_nonce with a DPoP-Nonce header) gets token_type
+DPoP, its access token bound to the key's RFC 7638 thumbprint (cnf.jkt, shown by
+/__test/introspect) and, for a sign-in, its refresh-token family bound too: a refresh of
+a bound family without a proof or with another key is invalid_grant, the family untouched.
+/authorize's dpop_jkt binds the code to that key. /userinfo takes `Authorization: DPoP`
+with a proof carrying ath (no nonce asked there). Every token answer to a request with a
+proof carries the nonce to use next (DPoP-Nonce). Requests without a proof stay Bearer.
+
 Token values are never logged: the request log line shows method, path and status.
 """
 
@@ -110,6 +125,7 @@ os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")  # plain HTTP on loopba
 
 from flask import Flask, Response, g, jsonify, request  # noqa: E402
 import profiles  # noqa: E402  (provider profiles, issue 26; beside this file)
+import dpop  # noqa: E402  (DPoP proof checks, issue 27; beside this file)
 from werkzeug.serving import WSGIRequestHandler, make_server  # noqa: E402
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer  # noqa: E402
@@ -186,6 +202,10 @@ STAT_NAMES = [
     "fault_hits",  # requests answered (or altered) by an injected fault
     "authorizations",  # authorization codes issued to an app's redirect_uri
     "code_grants",  # successful authorization_code grants
+    "dpop_proofs",  # DPoP proofs accepted at the token endpoint (and at /userinfo)
+    "dpop_nonce_challenges",  # token requests answered 400 use_dpop_nonce
+    "dpop_invalid_proofs",  # requests refused for a bad proof (invalid_dpop_proof)
+    "dpop_key_mismatches",  # bound refresh tokens / codes presented with another key or none
 ]
 
 # ----------------------------------------------------------------------------------------
@@ -219,6 +239,7 @@ def fresh_state():
         "apple_users": {},  # Apple id -> {"name", "email", "authorized": bool}
         "oidc": fresh_oidc(),
         "keys": None,  # {"signing": {"kid", "pem"}, "retired": [public JWK, ...]}; kept by reset
+        "dpop": dpop.fresh_state(),  # nonce, switches, jti replay cache (dpop.py)
     }
 
 
@@ -583,7 +604,7 @@ def generate_bearer_token(grant_type, client, user=None, scope=None, expires_in=
     ttl = STATE["config"]["access_token_ttl"]
     token = {
         "access_token": secrets.token_urlsafe(32),
-        "token_type": "Bearer",
+        "token_type": "DPoP" if g.get("dpop_jkt") else "Bearer",
         "expires_in": int(ttl) if float(ttl).is_integer() else ttl,
         "scope": scope or "",
     }
@@ -594,8 +615,11 @@ def generate_bearer_token(grant_type, client, user=None, scope=None, expires_in=
 
 def new_family(sub, auth_time, audience=None):
     family = uuid.uuid4().hex
+    # A sign-in made with a DPoP proof binds the family's refresh tokens to that key (Auth0
+    # binds a public client's refresh tokens); an unbound family stays unbound.
     STATE["families"][family] = {"revoked": False, "reason": None, "sub": sub,
-                                 "auth_time": int(auth_time), "audience": audience}
+                                 "auth_time": int(auth_time), "audience": audience,
+                                 "jkt": g.get("dpop_jkt")}
     return family
 
 
@@ -606,6 +630,7 @@ def store_token_answer(token, client, sub, family, family_scope, audience=None):
         "kind": "access", "client_id": client.get_client_id(), "sub": sub, "audience": audience,
         "scope": token["scope"], "family": family, "issued_at": now,
         "expires_at": now + float(cfg["access_token_ttl"]), "state": "active",
+        "jkt": g.get("dpop_jkt"),  # cnf.jkt: the DPoP key the access token is bound to
     }
     if "refresh_token" in token:
         rt_ttl = cfg.get("refresh_token_ttl")
@@ -613,6 +638,7 @@ def store_token_answer(token, client, sub, family, family_scope, audience=None):
             "kind": "refresh", "client_id": client.get_client_id(), "sub": sub,
             "scope": family_scope, "family": family, "issued_at": now,
             "expires_at": None if rt_ttl is None else now + float(rt_ttl), "state": "active",
+            "jkt": (STATE["families"].get(family) or {}).get("jkt"),  # bound for its whole family
         }
 
 
@@ -628,6 +654,12 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     def authenticate_refresh_token(self, refresh_token):
         tok = find_token(refresh_token)
         if tok is None or tok.kind != "refresh":
+            return None
+        bound = tok.rec.get("jkt")
+        if bound and g.get("dpop_jkt") != bound:
+            # A bound refresh token without a proof, or with a proof by another key (a stolen
+            # token replayed elsewhere): refused, and nothing about the family changes.
+            bump("dpop_key_mismatches")
             return None
         if tok.rec["state"] == "rotated":
             # Reuse of a rotated refresh token: revoke the whole family.
@@ -816,6 +848,10 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         rec = STATE["auth_codes"].get(code or "")
         if rec is None or rec["client_id"] != client.get_client_id():
             return None
+        if rec.get("dpop_jkt") and g.get("dpop_jkt") != rec["dpop_jkt"]:
+            # RFC 9449 10: the code was asked for with dpop_jkt; only that key redeems it.
+            bump("dpop_key_mismatches")
+            return None
         if rec["used"]:
             # RFC 6749 4.1.2: deny, and revoke the tokens issued from this code.
             if rec.get("family"):
@@ -892,12 +928,53 @@ authorization.register_grant(AppleTokenExchangeGrant)
 authorization.register_endpoint(Revocation)
 
 
+def public_url():
+    """The URL the client called (a profile's public path, before ProfileRouting rewrote it),
+    which is what a DPoP proof's htu names."""
+    path = request.environ.get("tokenstore.public_path") or request.path
+    return f"http://{request.host}{path}"
+
+
+def dpop_error(error):
+    if error.error == "use_dpop_nonce":
+        bump("dpop_nonce_challenges")
+    else:
+        bump("dpop_invalid_proofs")
+    headers = {"Cache-Control": "no-store"}
+    if error.nonce:
+        headers["DPoP-Nonce"] = error.nonce
+    return jsonify({"error": error.error, "error_description": error.description}), 400, headers
+
+
+def check_dpop(method, access_token=None, nonce_required=None):
+    """The request's DPoP proof: its key's thumbprint in g.dpop_jkt (None when no proof was
+    sent), or a dpop.ProofError."""
+    proofs = request.headers.getlist("DPoP")
+    g.dpop_jkt = None
+    if not proofs:
+        return None
+    if len(proofs) > 1:
+        raise dpop.ProofError("invalid_dpop_proof", "more than one DPoP header")
+    g.dpop_jkt = dpop.check(proofs[0], method, public_url(), STATE["dpop"], time.time(),
+                            access_token=access_token, nonce_required=nonce_required)
+    bump("dpop_proofs")
+    return g.dpop_jkt
+
+
 @app.post("/oauth/token")
 def token_endpoint():
     with LOCK:
+        try:
+            check_dpop("POST")
+        except dpop.ProofError as error:
+            return dpop_error(error)
+        if g.dpop_jkt is None and STATE["dpop"]["required"]:
+            return dpop_error(dpop.ProofError("invalid_dpop_proof", "a DPoP proof is required"))
         resp = authorization.create_token_response()
         if resp.status_code == 400 and b'"invalid_grant"' in resp.get_data():
             bump("invalid_grants")
+        if request.headers.get("DPoP"):
+            resp.headers["DPoP-Nonce"] = STATE["dpop"]["nonce"]  # the nonce to use next
         return resp
 
 
@@ -988,6 +1065,7 @@ def authorize_endpoint():
             "code_challenge_method": data.get("code_challenge_method"),
             "audience": data.get("audience") or None, "max_age": data.get("max_age"),
             "login_hint": (data.get("login_hint") or "").removeprefix("apple|") or None, "redirect_fault": None,
+            "dpop_jkt": args.get("dpop_jkt") or None,
             "expires_at": now + TRANSACTION_TTL,
         }
         apple = urllib.parse.urlencode({
@@ -1087,7 +1165,7 @@ def login_callback():
             "max_age": tx.get("max_age"), "sub": entry["sub"], "profile": profile,
             "auth_time": int(now), "id_token_fault": take_switch("next_id_token"),
             "issued_at": now, "expires_at": now + AUTHORIZATION_CODE_TTL, "used": False,
-            "family": None,
+            "family": None, "dpop_jkt": tx.get("dpop_jkt"),
         }
         bump("authorizations")
         return to_app([("code", code)])
@@ -1100,7 +1178,19 @@ def userinfo():
     missing, unknown, expired or revoked access token (a logged-out one included)."""
     scheme, _, value = request.headers.get("Authorization", "").partition(" ")
     with LOCK:
-        tok = find_token(value.strip()) if scheme.lower() == "bearer" else None
+        tok = find_token(value.strip()) if scheme.lower() in ("bearer", "dpop") else None
+        if tok is not None and (tok.rec.get("jkt") or scheme.lower() == "dpop"):
+            # A DPoP-bound access token (RFC 9449 7): scheme DPoP and a proof by the bound
+            # key with ath; a resource server here asks no nonce.
+            try:
+                jkt = check_dpop("GET", access_token=value.strip(), nonce_required=False)
+            except dpop.ProofError as error:
+                bump("dpop_invalid_proofs")
+                bump("userinfo_refused")
+                return (jsonify({"error": error.error, "error_description": error.description}), 401,
+                        {"WWW-Authenticate": f'DPoP error="{error.error}", algs="ES256"'})
+            if scheme.lower() != "dpop" or jkt is None or jkt != tok.rec.get("jkt"):
+                tok = None
         if tok is None or tok.kind != "access" or tok.is_revoked() or tok.is_expired():
             bump("userinfo_refused")
             return (jsonify({"error": "invalid_token"}), 401,
@@ -1193,6 +1283,7 @@ class ProfileRouting:
                 start_response("404 NOT FOUND", [("Content-Type", "text/plain")])
                 return [b"not found"]
             return self.wsgi_app(environ, start_response)
+        environ["tokenstore.public_path"] = path  # a DPoP proof's htu names this one
         internal = profiles.rewrite(profile_name(), path, environ.get("HTTP_HOST"))
         if internal is None:
             start_response("404 NOT FOUND", [("Content-Type", "text/plain")])
@@ -1425,6 +1516,8 @@ def introspect():
             "client_id": tok.rec["client_id"],
             "audience": tok.rec.get("audience"),
             "expires_in": None if tok.rec.get("expires_at") is None else tok.get_expires_in(),
+            "token_type": "DPoP" if tok.rec.get("jkt") else "Bearer",
+            "cnf": {"jkt": tok.rec["jkt"]} if tok.rec.get("jkt") else None,  # RFC 9449 6.2
         })
 
 
@@ -1457,6 +1550,61 @@ def config():
             STATE["config"].update(body)
     with LOCK:
         return jsonify(dict(STATE["config"]))
+
+
+DPOP_SWITCHES = {"rotate_nonce", "nonce_required", "required", "iat_window", "reject_next",
+                 "forget_jtis"}
+
+
+@app.route("/__test/dpop", methods=["GET", "POST"])
+def dpop_control():
+    """GET: the DPoP state (current nonce, switches, jti cache size). POST: rotate_nonce: true
+    (a new nonce now: the next proof with the old one is answered use_dpop_nonce), reject_next:
+    n (the next n proofs are answered use_dpop_nonce, each with a new nonce: a nonce rotated
+    mid-flow, n=2 is two in a row), nonce_required, required (a token request without a proof
+    is refused), iat_window (seconds), forget_jtis: true (empty the replay cache)."""
+    if request.method == "POST":
+        body = request.get_json(force=True, silent=True) or {}
+        unknown = set(body) - DPOP_SWITCHES
+        if unknown:
+            return bad(f"unknown dpop switches: {sorted(unknown)}")
+        if "reject_next" in body and not (isinstance(body["reject_next"], int) and body["reject_next"] >= 0):
+            return bad("reject_next must be a non-negative integer")
+        if "iat_window" in body and not (isinstance(body["iat_window"], (int, float)) and body["iat_window"] > 0):
+            return bad("iat_window must be a positive number")
+        with LOCK:
+            state = STATE["dpop"]
+            if body.get("rotate_nonce"):
+                dpop.rotate_nonce(state)
+            if body.get("forget_jtis"):
+                state["jtis"].clear()
+            for key in ("nonce_required", "required", "iat_window", "reject_next"):
+                if key in body:
+                    state[key] = body[key]
+    with LOCK:
+        state = STATE["dpop"]
+        return jsonify({"nonce": state["nonce"], "nonce_required": state["nonce_required"],
+                        "required": state["required"], "iat_window": state["iat_window"],
+                        "reject_next": state["reject_next"], "jtis": len(state["jtis"])})
+
+
+@app.post("/__test/dpop/check")
+def dpop_check():
+    """{"proof", "method", "url", "access_token"?} -> {"jkt", "header", "claims"} or 400 with
+    the error: one proof verified as the endpoints verify it (its jti is remembered, no nonce
+    asked), so a client's proofs can be checked by this independent implementation."""
+    body = request.get_json(force=True, silent=True) or {}
+    if not all(isinstance(body.get(k), str) for k in ("proof", "method", "url")):
+        return bad("proof, method and url are required strings")
+    with LOCK:
+        try:
+            jkt = dpop.check(body["proof"], body["method"], body["url"], STATE["dpop"], time.time(),
+                             access_token=body.get("access_token"), nonce_required=False)
+        except dpop.ProofError as error:
+            return jsonify({"error": error.error, "error_description": error.description}), 400
+    head, claims, _ = body["proof"].split(".")
+    return jsonify({"jkt": jkt, "header": json.loads(dpop.b64url_decode(head)),
+                    "claims": json.loads(dpop.b64url_decode(claims))})
 
 
 @app.post("/__test/reset")

@@ -62,8 +62,8 @@ class Answer:
         return json.loads(self.body or b"null")
 
 
-def call(method, path, form=None, js=None, timeout=10):
-    data, headers = None, {}
+def call(method, path, form=None, js=None, timeout=10, headers=None):
+    data, headers = None, dict(headers or {})
     if form is not None:
         data = urllib.parse.urlencode(form).encode()
         headers["Content-Type"] = "application/x-www-form-urlencoded"
@@ -84,8 +84,8 @@ def ctl(method, path, js=None):
     return a.json()
 
 
-def token(form):
-    a = call("POST", "/oauth/token", form=form)
+def token(form, headers=None):
+    a = call("POST", "/oauth/token", form=form, headers=headers)
     if a.status == 200:
         j = a.json()
         SEEN_TOKENS.extend(v for k, v in j.items() if k in ("access_token", "refresh_token"))
@@ -1123,6 +1123,206 @@ class Listener:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+# ---- DPoP (RFC 9449, dpop.py) ----------------------------------------------------------
+
+
+class Key:
+    """A P-256 key a client holds, making DPoP proofs as RFC 9449 4 says (r||s signatures)."""
+
+    def __init__(self):
+        from cryptography.hazmat.primitives.asymmetric import ec
+        self.private = ec.generate_private_key(ec.SECP256R1())
+        n = self.private.public_key().public_numbers()
+        self.jwk = {"kty": "EC", "crv": "P-256", "x": b64url(n.x.to_bytes(32, "big")),
+                    "y": b64url(n.y.to_bytes(32, "big"))}
+        canonical = json.dumps({k: self.jwk[k] for k in ("crv", "kty", "x", "y")}, separators=(",", ":"))
+        self.jkt = b64url(hashlib.sha256(canonical.encode()).digest())
+
+    def proof(self, htu=None, htm="POST", nonce=None, iat=None, jti=None, ath=None, typ="dpop+jwt",
+              der=False, jwk=None):
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+        header = {"typ": typ, "alg": "ES256", "jwk": jwk or self.jwk}
+        claims = {"jti": jti or b64url(os.urandom(16)), "htm": htm, "htu": htu or BASE + "/oauth/token",
+                  "iat": int(time.time()) if iat is None else iat}
+        if nonce is not None:
+            claims["nonce"] = nonce
+        if ath is not None:
+            claims["ath"] = ath
+        signing_input = (b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(claims).encode()))
+        sig = self.private.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256()))
+        if not der:
+            r, s_ = decode_dss_signature(sig)
+            sig = r.to_bytes(32, "big") + s_.to_bytes(32, "big")
+        return signing_input + "." + b64url(sig)
+
+
+def dpop_state():
+    return ctl("GET", "dpop")
+
+
+def dpop_token(form, key, **proof):
+    """A token request with a proof carrying the server's current nonce (unless given)."""
+    proof.setdefault("nonce", dpop_state()["nonce"])
+    return token(form, headers={"DPoP": key.proof(**proof)})
+
+
+def dpop_sign_in(key, sub="001.dpop"):
+    code = ctl("POST", "apple/code", {"sub": sub})["code"]
+    form = {"grant_type": EXCHANGE, "subject_token_type": APPLE, "subject_token": code,
+            "client_id": PUBLIC, "scope": "openid offline_access"}
+    a = dpop_token(form, key)
+    assert a.status == 200, (a.status, a.body)
+    return a
+
+
+def refresh_form(rt):
+    return {"grant_type": "refresh_token", "client_id": PUBLIC, "refresh_token": rt}
+
+
+@check
+def dpop_nonce_dance_binding_and_token_type():
+    ctl("POST", "reset")
+    key = Key()
+    code = ctl("POST", "apple/code", {"sub": "001.dpop"})["code"]
+    form = {"grant_type": EXCHANGE, "subject_token_type": APPLE, "subject_token": code,
+            "client_id": PUBLIC, "scope": "openid offline_access"}
+    # no nonce: 400 use_dpop_nonce with the nonce to use, and the code is not consumed
+    a = token(form, headers={"DPoP": key.proof()})
+    assert a.status == 400 and a.json()["error"] == "use_dpop_nonce", (a.status, a.body)
+    nonce = a.headers["DPoP-Nonce"]
+    assert nonce == dpop_state()["nonce"], nonce
+    a = token(form, headers={"DPoP": key.proof(nonce=nonce)})
+    assert a.status == 200, (a.status, a.body)
+    j = a.json()
+    assert j["token_type"] == "DPoP" and a.headers["DPoP-Nonce"] == nonce, (j, dict(a.headers))
+    for t in (j["access_token"], j["refresh_token"]):
+        i = introspect(t)
+        assert i["active"] and i["token_type"] == "DPoP" and i["cnf"] == {"jkt": key.jkt}, i
+    # the refresh with the same key works and stays bound
+    a = dpop_token(refresh_form(j["refresh_token"]), key)
+    assert a.status == 200 and a.json()["token_type"] == "DPoP", a.body
+    rt = a.json()["refresh_token"]
+    assert introspect(rt)["cnf"] == {"jkt": key.jkt}
+    # another key (a stolen refresh token elsewhere) and no proof: invalid_grant, family untouched
+    before = stats()
+    a = dpop_token(refresh_form(rt), Key())
+    assert a.status == 400 and a.json()["error"] == "invalid_grant", a.body
+    a = refresh(rt)
+    assert a.status == 400 and a.json()["error"] == "invalid_grant", a.body
+    after = stats()
+    assert after["dpop_key_mismatches"] - before["dpop_key_mismatches"] == 2, (before, after)
+    i = introspect(rt)
+    assert i["active"] and not i["family_revoked"], i
+    a = dpop_token(refresh_form(rt), key)
+    assert a.status == 200, a.body
+    # without a proof a sign-in stays Bearer and unbound (the existing clients)
+    j = sign_in()
+    assert j["token_type"] == "Bearer" and introspect(j["refresh_token"])["cnf"] is None, j
+
+
+@check
+def dpop_bad_proofs_are_refused():
+    ctl("POST", "reset")
+    key = Key()
+    rt = dpop_sign_in(key).json()["refresh_token"]
+    nonce = dpop_state()["nonce"]
+    other = Key()
+    cases = {
+        "typ": key.proof(nonce=nonce, typ="JWT"),
+        "der signature": key.proof(nonce=nonce, der=True),
+        "stale iat": key.proof(nonce=nonce, iat=int(time.time()) - 600),
+        "future iat": key.proof(nonce=nonce, iat=int(time.time()) + 600),
+        "htm": key.proof(nonce=nonce, htm="GET"),
+        "htu": key.proof(nonce=nonce, htu=BASE + "/oauth/revoke"),
+        "htu query": key.proof(nonce=nonce, htu=BASE + "/oauth/token?x=1"),
+        "another key's jwk": key.proof(nonce=nonce, jwk=other.jwk),
+        "private jwk": key.proof(nonce=nonce, jwk=dict(key.jwk, d="AAAA")),
+    }
+    for name, proof in cases.items():
+        a = token(refresh_form(rt), headers={"DPoP": proof})
+        assert a.status == 400 and a.json()["error"] == "invalid_dpop_proof", (name, a.status, a.body)
+    # a reused jti is a replay, also when the first use was answered use_dpop_nonce
+    jti = b64url(os.urandom(16))
+    a = token(refresh_form(rt), headers={"DPoP": key.proof(nonce="stale", jti=jti)})
+    assert a.status == 400 and a.json()["error"] == "use_dpop_nonce", a.body
+    a = token(refresh_form(rt), headers={"DPoP": key.proof(nonce=nonce, jti=jti)})
+    assert a.status == 400 and a.json()["error"] == "invalid_dpop_proof", a.body
+    assert "jti" in a.json()["error_description"], a.body
+    # none of it consumed the refresh token
+    i = introspect(rt)
+    assert i["active"], i
+    assert dpop_token(refresh_form(rt), key).status == 200
+
+
+@check
+def dpop_nonce_rotation_switches():
+    ctl("POST", "reset")
+    key = Key()
+    rt = dpop_sign_in(key).json()["refresh_token"]
+    old = dpop_state()["nonce"]
+    new = ctl("POST", "dpop", {"rotate_nonce": True})["nonce"]
+    assert new != old
+    a = dpop_token(refresh_form(rt), key, nonce=old)
+    assert a.status == 400 and a.headers["DPoP-Nonce"] == new, (a.status, a.body)
+    # reject_next 2: two use_dpop_nonce in a row, each with a new nonce, then a success
+    ctl("POST", "dpop", {"reject_next": 2})
+    seen = []
+    for _ in range(2):
+        a = dpop_token(refresh_form(rt), key)
+        assert a.status == 400 and a.json()["error"] == "use_dpop_nonce", a.body
+        seen.append(a.headers["DPoP-Nonce"])
+    assert len(set(seen)) == 2 and seen[-1] == dpop_state()["nonce"], seen
+    a = dpop_token(refresh_form(rt), key, nonce=seen[-1])
+    assert a.status == 200, a.body
+    assert call("POST", "/__test/dpop", js={"bogus": 1}).status == 400
+    assert call("POST", "/__test/dpop", js={"reject_next": -1}).status == 400
+    # required: a token request without a proof is refused
+    ctl("POST", "dpop", {"required": True})
+    code = ctl("POST", "apple/code", {"sub": "001.dpop"})["code"]
+    a = token({"grant_type": EXCHANGE, "subject_token_type": APPLE, "subject_token": code,
+               "client_id": PUBLIC, "scope": "openid"})
+    assert a.status == 400 and a.json()["error"] == "invalid_dpop_proof", a.body
+    ctl("POST", "reset")
+    assert dpop_state()["required"] is False
+
+
+@check
+def dpop_code_flow_dpop_jkt_and_userinfo():
+    ctl("POST", "reset")
+    key = Key()
+    f = Flow(dpop_jkt=key.jkt)
+    a = f.exchange()  # no proof: the code was asked for with dpop_jkt
+    assert a.status == 400 and a.json()["error"] == "invalid_grant", a.body
+    f = Flow(dpop_jkt=key.jkt)
+    form = {"grant_type": "authorization_code", "client_id": PUBLIC, "code": f.redirect["code"],
+            "redirect_uri": f.params["redirect_uri"], "code_verifier": f.verifier}
+    a = dpop_token(form, Key())  # another key
+    assert a.status == 400 and a.json()["error"] == "invalid_grant", a.body
+    f = Flow(dpop_jkt=key.jkt)
+    form["code"], form["code_verifier"] = f.redirect["code"], f.verifier
+    a = dpop_token(form, key)
+    assert a.status == 200 and a.json()["token_type"] == "DPoP", a.body
+    at = a.json()["access_token"]
+    ath = b64url(hashlib.sha256(at.encode()).digest())
+    url = BASE + "/userinfo"
+
+    def userinfo(scheme, proof):
+        headers = {"Authorization": f"{scheme} {at}"}
+        if proof:
+            headers["DPoP"] = proof
+        return call("GET", "/userinfo", headers=headers)
+
+    assert userinfo("DPoP", key.proof(htu=url, htm="GET", ath=ath)).status == 200
+    assert userinfo("Bearer", None).status == 401  # a bound token is not a bearer token
+    assert userinfo("DPoP", None).status == 401
+    wrong = b64url(hashlib.sha256(b"another token").digest())
+    a = userinfo("DPoP", key.proof(htu=url, htm="GET", ath=wrong))
+    assert a.status == 401 and a.json()["error"] == "invalid_dpop_proof", a.body
+    assert userinfo("DPoP", Key().proof(htu=url, htm="GET", ath=ath)).status == 401
 
 
 def run_useragent(url, env=None, timeout=30):

@@ -371,6 +371,47 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
             audience: j["audience"] as? String)
     }
 
+    /// The server's verdict on one DPoP proof (POST /__test/dpop/check, Tests/AuthServer/dpop.py):
+    /// the key's RFC 7638 thumbprint and the decoded header and claims, or the error.
+    public struct DPoPVerdict: @unchecked Sendable {  // plain JSON values, never changed
+        public var jkt: String?
+        public var error: String?
+        public var description: String?
+        public var header: [String: Any]
+        public var claims: [String: Any]
+    }
+
+    /// Verifies `proof` as the token endpoint does (no nonce asked; the `jti` is remembered,
+    /// so the same proof twice is a replay).
+    public func checkDPoPProof(_ proof: String, method: String, url: String, accessToken: String? = nil) throws
+        -> DPoPVerdict
+    {
+        var body: [String: Any] = ["proof": proof, "method": method, "url": url]
+        if let accessToken { body["access_token"] = accessToken }
+        var request = URLRequest(url: URL(string: baseURL.absoluteString + "/__test/dpop/check")!)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try JSONSerialization.data(withJSONObject: body)
+        let answer = try send(request, path: "/__test/dpop/check", timeout: 30)
+        let j = answer.json ?? [:]
+        return DPoPVerdict(
+            jkt: j["jkt"] as? String, error: j["error"] as? String, description: j["error_description"] as? String,
+            header: j["header"] as? [String: Any] ?? [:], claims: j["claims"] as? [String: Any] ?? [:])
+    }
+
+    /// The server's DPoP switches (POST /__test/dpop: rotate_nonce, reject_next, required,
+    /// nonce_required, iat_window, forget_jtis); answers the DPoP state (nonce, ...).
+    @discardableResult
+    public func dpop(_ switches: [String: Any] = [:]) throws -> [String: Any] {
+        try control(switches.isEmpty ? "GET" : "POST", "dpop", switches.isEmpty ? nil : switches)
+    }
+
+    /// One of the server's counters by its name in GET /__test/stats (the DPoP ones included:
+    /// dpop_proofs, dpop_nonce_challenges, dpop_invalid_proofs, dpop_key_mismatches).
+    public func counter(_ name: String) throws -> Int {
+        try control("GET", "stats", nil)[name] as? Int ?? -1
+    }
+
     public struct Stats: Sendable, Equatable {
         /// Requests that reached /oauth/token (faulted ones too).
         public var tokenRequests: Int

@@ -26,6 +26,8 @@ public struct AuthorizationServerClient: Sendable {
     public let logger: TokenStoreLogger
     /// The server's endpoints, resolved before the first request that needs them.
     let discovery: DiscoveryCache
+    /// The DPoP key and nonces every token request proves with (none: Bearer tokens).
+    package let dpop: DPoPBinding?
 
     /// The grant type of Auth0's native Apple sign-in token exchange.
     static let tokenExchangeGrantType = "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -40,18 +42,28 @@ public struct AuthorizationServerClient: Sendable {
     ) {
         self.init(
             configuration: configuration, transport: transport, retryPolicy: retryPolicy, logger: logger,
-            discovery: DiscoveryCache(configuration: configuration, transport: transport, filePath: nil, logger: logger))
+            discovery: DiscoveryCache(configuration: configuration, transport: transport, filePath: nil, logger: logger),
+            dpop: nil)
     }
 
     private init(
         configuration: AuthorizationServerConfiguration, transport: any HTTPTransport, retryPolicy: RetryPolicy,
-        logger: TokenStoreLogger, discovery: DiscoveryCache
+        logger: TokenStoreLogger, discovery: DiscoveryCache, dpop: DPoPBinding?
     ) {
         self.configuration = configuration
         self.transport = transport
         self.retryPolicy = retryPolicy
         self.logger = logger
         self.discovery = discovery
+        self.dpop = dpop
+    }
+
+    /// This client proving every token request with `binding` (RFC 9449): a `DPoP` header on
+    /// the code exchanges and refreshes (not on revocation), one retry on `use_dpop_nonce`.
+    package func withDPoP(_ binding: DPoPBinding?) -> AuthorizationServerClient {
+        AuthorizationServerClient(
+            configuration: configuration, transport: transport, retryPolicy: retryPolicy, logger: logger,
+            discovery: discovery, dpop: binding)
     }
 
     /// This client with one attempt per call: the policy's caps, clock and discovery cache kept, no retry.
@@ -59,7 +71,8 @@ public struct AuthorizationServerClient: Sendable {
         var policy = retryPolicy
         policy.maximumAttempts = 1
         return AuthorizationServerClient(
-            configuration: configuration, transport: transport, retryPolicy: policy, logger: logger, discovery: discovery)
+            configuration: configuration, transport: transport, retryPolicy: policy, logger: logger, discovery: discovery,
+            dpop: dpop)
     }
 
     /// This client keeping its discovery document in `path` too (a file beside the store), so
@@ -68,7 +81,8 @@ public struct AuthorizationServerClient: Sendable {
         guard configuration.usesDiscovery, discovery.filePath == nil else { return self }
         return AuthorizationServerClient(
             configuration: configuration, transport: transport, retryPolicy: retryPolicy, logger: logger,
-            discovery: DiscoveryCache(configuration: configuration, transport: transport, filePath: path, logger: logger))
+            discovery: DiscoveryCache(configuration: configuration, transport: transport, filePath: path, logger: logger),
+            dpop: dpop)
     }
 
     /// The server's endpoints and capabilities: Auth0's fixed paths for a `domain:`
@@ -235,22 +249,50 @@ public struct AuthorizationServerClient: Sendable {
         headers["Content-Type"] = FormEncoding.contentType
         headers["Accept"] = "application/json"
         headers["Cache-Control"] = "no-store"
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: "POST", url: url, headers: headers, body: FormEncoding.encode(form),
             timeout: configuration.requestTimeout)
+        let dpop = endpoint == .revoke ? nil : self.dpop
         let clock = retryPolicy.clock
         let start = clock.now()
         var attempt = 0
+        var nonceRetried = false
         while true {
             attempt += 1
             if Task.isCancelled {
                 return (.permanent(AuthSessionError(.cancelled, "The request was cancelled.")), nil)
+            }
+            if let dpop {
+                do {
+                    request.headers["DPoP"] = try dpop.proof(method: "POST", url: url)  // a fresh jti each attempt
+                } catch {
+                    return (.permanent(AuthSessionError(.unexpectedResponse, "The DPoP proof could not be made.")), nil)
+                }
             }
             let responseClass: ResponseClass
             var received: HTTPResponse?
             do {
                 let response = try await transport.send(request)
                 received = response
+                if let dpop, let nonce = response.headers["DPoP-Nonce"], !nonce.isEmpty {
+                    dpop.record(nonce: nonce, for: url)
+                }
+                if dpop != nil, DPoPNonceAnswer.asksForNonce(response) {
+                    if !nonceRetried {
+                        // RFC 9449 8: once, at once, with the nonce the answer carried; not a policy attempt.
+                        nonceRetried = true
+                        attempt -= 1
+                        logger.info("Retrying with the server's DPoP nonce.", metadata: ["oauth.endpoint": endpoint.rawValue])
+                        continue
+                    }
+                    logger.info("The server asked for a new DPoP nonce twice in a row.", metadata: ["oauth.endpoint": endpoint.rawValue])
+                    return (
+                        .permanent(
+                            AuthSessionError(.invalidRequest, "The server asked for a new DPoP nonce twice in a row (use_dpop_nonce).")),
+                        response
+                    )
+                }
+                nonceRetried = false
                 responseClass = ResponseClassifier.classify(
                     status: response.status, headers: response.headers, body: response.body, endpoint: endpoint,
                     now: clock.wallClock())
