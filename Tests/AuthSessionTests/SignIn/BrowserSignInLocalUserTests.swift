@@ -17,13 +17,16 @@ struct BrowserSignInLocalUserTests {
     /// /proc/PID/cmdline, what every local user can read), then runs the scripted user agent.
     static func recordingBrowser(_ directory: TemporaryDirectory) throws -> (SystemBrowserOpener, URL) {
         let record = directory.appending("argv")
-        let script = directory.appending("browser.sh")
-        try """
-            #!/bin/sh
+        // Written through an O_CLOEXEC descriptor (BrowserOpenerTests.Fixture.script): written with
+        // String.write, a child another test spawned meanwhile kept it open for writing and
+        // starting it failed with ETXTBSY ("could not start (errno 26)", seen in CI).
+        let script = URL(fileURLWithPath: try BrowserOpenerTests.Fixture.script(
+            in: directory, named: "browser.sh",
+            """
             tr '\\0' '\\n' < /proc/$$/cmdline > '\(record.path)'
             exec /usr/bin/python3 '\(AuthorizationServer.userAgentScript.path)' "$@"
-            """.write(to: script, atomically: true, encoding: .utf8)
-        chmod(script.path, 0o700)
+
+            """))
         var environment = ProcessInfo.processInfo.environment
         environment["BROWSER"] = script.path
         environment["TOKENSTORE_USERAGENT_DETACH"] = "1"
