@@ -10,6 +10,7 @@ deps:
 	@scripts/install-deps
 	@scripts/authserver venv
 	@scripts/dotserver venv
+	@scripts/shim-guard  # a changed C shim header recompiles the Swift modules (SwiftPM would not)
 
 build: deps
 	$(SWIFT) build $(SWIFT_FLAGS)

@@ -124,6 +124,9 @@ let package = Package(
         // Test-only helpers: child processes, temporary directories, the private keyring, the
         // local authorization server. Never linked into a product (tokenbench, a tool, uses it).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // The `.offPool` / `.cooperativePool` suite traits (they import Testing, which the tools
+        // that link TestSupport must not).
+        .target(name: "TestTraits", dependencies: ["TestSupport"], path: "Tests/TestTraits"),
         // A child process for crash, multi-process and concurrency tests.
         .executableTarget(
             name: "tokenstore-testchild", dependencies: ["TokenStore", "AuthSession", "TestSupport", "CGlibcExtensions"], path: "Tests/TestChild"),
@@ -132,11 +135,11 @@ let package = Package(
             name: "tokenstore-fuzz", dependencies: ["TokenStore", "AuthSession"], path: "Tests/Fuzz", exclude: ["Corpus"]),
         // A fault-injecting SQLite VFS (wraps "unix", fails the Nth write, sync or read): tests only.
         .target(name: "CFaultVFS", dependencies: ["CSQLite"], path: "Tests/FaultVFS"),
-        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "TestSupport", "CFaultVFS"]),
+        .testTarget(name: "TokenStoreTests", dependencies: ["TokenStore", "TestSupport", "TestTraits", "CFaultVFS"]),
         .testTarget(
-            name: "AuthSessionTests", dependencies: ["AuthSession", "TokenStore", "TestSupport", "CCrypto"],
+            name: "AuthSessionTests", dependencies: ["AuthSession", "TokenStore", "TestSupport", "TestTraits", "CCrypto"],
             linkerSettings: [.linkedLibrary("crypto")]),
-        .testTarget(name: "tokenctlTests", dependencies: ["TestSupport"], exclude: ["Golden"]),
+        .testTarget(name: "tokenctlTests", dependencies: ["TestSupport", "TestTraits"], exclude: ["Golden"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -202,6 +202,37 @@ int ts_session_access_token(ts_session *session, const char *account, const char
                             const char *scopes_space_separated, int min_ttl_seconds, uint8_t **token,
                             size_t *length, int64_t *expires_at, ts_error **err);
 
+/** Whether `account`'s session is DPoP-bound (RFC 9449: signed in with DPoP, e.g. `tokenctl
+ *  login --dpop`): `*bound` is 1 and its access tokens are of type DPoP, sent as
+ *  `Authorization: DPoP <token>` with a proof from ts_session_dpop_proof(); else 0 (Bearer).
+ *  Reads the store only. */
+int ts_session_is_dpop_bound(ts_session *session, const char *account, int *bound, ts_error **err);
+
+/**
+ * A DPoP proof (RFC 9449) for one request of DPoP-bound `account` to its API: `method` (in
+ * capitals) on `url` (http or https; `htu` is it without query and fragment), with `ath` the
+ * hash of the account's current access token (renewed first when needed, as
+ * ts_session_access_token() with no audience and no scopes), signed by the store's DPoP key.
+ * On TS_OK `*proof` holds the JWT, NUL-terminated, to release with ts_string_free().
+ * Codes: invalidRequest (not DPoP-bound, a method not in capitals), insecureConfiguration (a
+ * URL that is not http(s)), interactionRequired (no refresh token), dpopKeyLost (the key
+ * the session is bound to is gone: the session was cleared), the codes of
+ * ts_session_access_token(), invalidInput.
+ */
+int ts_session_dpop_proof(ts_session *session, const char *account, const char *method, const char *url, char **proof,
+                          ts_error **err);
+
+/**
+ * Keeps `nonce`, the `DPoP-Nonce` header of an answer from the API at `url` (RFC 9449 9: a
+ * 401 with `WWW-Authenticate: DPoP error="use_dpop_nonce"`, or any answer that brings a new
+ * one), for the proofs ts_session_dpop_proof() makes to `url`'s origin (scheme, host, port)
+ * from now on, in this process and, sealed in the store, in the app's others. Retry the
+ * refused request with a new proof. Codes: invalidRequest (not a nonce: empty, over 1024
+ * bytes, a space, quote, backslash or control character), insecureConfiguration (a URL that
+ * is not http(s)), the store's codes, storeClosed, invalidInput.
+ */
+int ts_session_record_dpop_nonce(ts_session *session, const char *url, const char *nonce, ts_error **err);
+
 /** Logs `account` (service "auth0") out: deletes its tokens here and revokes its refresh
  *  token at the server, or queues the revocation when the server cannot be reached. */
 int ts_session_logout(ts_session *session, const char *account, ts_logout_outcome *out, ts_error **err);
@@ -231,7 +262,10 @@ typedef int (*ts_open_url_fn)(const char *url, void *user_data);
  * Options of ts_session_sign_in_browser(). Initialize with ts_sign_in_options_init() (or
  * `ts_sign_in_options o = { sizeof o };`): every zero or NULL field means its default.
  * `struct_size` lets a later version add fields at the end without breaking callers
- * compiled against this header.
+ * compiled against this header: the library takes the size of this header's struct and of
+ * every earlier one (0.2.0 to 0.3.0: up to `user_data`; the fields it lacks take their
+ * defaults), and refuses any other (a caller built against a newer header than the library)
+ * with invalidInput.
  */
 typedef struct ts_sign_in_options {
     size_t struct_size;        /**< sizeof(ts_sign_in_options), set by ts_sign_in_options_init(). */
@@ -249,6 +283,10 @@ typedef struct ts_sign_in_options {
     int timeout_seconds;       /**< The longest wait for the browser's redirect, 1-86400; 0: 300. */
     ts_open_url_fn open_url;   /**< NULL: the system browser ($BROWSER, then GIO, then xdg-open). */
     void *user_data;           /**< Passed to `open_url`. */
+    int dpop;                  /**< Non-zero: bind the sign-in to the store's DPoP key (RFC 9449;
+                                    the server must take DPoP, as Auth0 does for an API that asks
+                                    for it): its tokens are then DPoP tokens (see
+                                    ts_session_is_dpop_bound()). 0: Bearer. Since 0.4.0. */
 } ts_sign_in_options;
 
 /** Sets `options` to the defaults: struct_size set, every other field zero (NULL is ignored). */

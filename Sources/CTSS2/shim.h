@@ -24,6 +24,7 @@ struct tokenstore_tss2 {
     __typeof__(Esys_Create) *_Nonnull esys_create;
     __typeof__(Esys_Load) *_Nonnull esys_load;
     __typeof__(Esys_Unseal) *_Nonnull esys_unseal;
+    __typeof__(Esys_Sign) *_Nonnull esys_sign;
     __typeof__(Esys_FlushContext) *_Nonnull esys_flush_context;
     __typeof__(Esys_TR_GetName) *_Nonnull esys_tr_get_name;
     __typeof__(Esys_Free) *_Nonnull esys_free;
@@ -54,6 +55,7 @@ static inline int tokenstore_tss2_load(struct tokenstore_tss2 *_Nonnull api, con
     TOKENSTORE_TSS2_SYMBOL(1, esys_create, "Esys_Create")
     TOKENSTORE_TSS2_SYMBOL(1, esys_load, "Esys_Load")
     TOKENSTORE_TSS2_SYMBOL(1, esys_unseal, "Esys_Unseal")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_sign, "Esys_Sign")
     TOKENSTORE_TSS2_SYMBOL(1, esys_flush_context, "Esys_FlushContext")
     TOKENSTORE_TSS2_SYMBOL(1, esys_tr_get_name, "Esys_TR_GetName")
     TOKENSTORE_TSS2_SYMBOL(1, esys_free, "Esys_Free")
@@ -94,6 +96,67 @@ static inline void tokenstore_tpm_sealed_template(TPM2B_PUBLIC *out) {
     out->publicArea.objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT
         | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA;
     out->publicArea.parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_NULL;
+}
+
+/// A DPoP signing key (TPMSigningKey): ECC P-256, unrestricted, sign only, scheme ECDSA with
+/// SHA-256; made inside the TPM (sensitiveDataOrigin) and fixed to it and its parent, usable with
+/// an empty password, not subject to dictionary-attack lockout, no PCR policy.
+static inline void tokenstore_tpm_signing_template(TPM2B_PUBLIC *out) {
+    memset(out, 0, sizeof *out);
+    out->publicArea.type = TPM2_ALG_ECC;
+    out->publicArea.nameAlg = TPM2_ALG_SHA256;
+    out->publicArea.objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT
+        | TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA
+        | TPMA_OBJECT_SIGN_ENCRYPT;
+    out->publicArea.parameters.eccDetail.symmetric.algorithm = TPM2_ALG_NULL;
+    out->publicArea.parameters.eccDetail.scheme.scheme = TPM2_ALG_ECDSA;
+    out->publicArea.parameters.eccDetail.scheme.details.ecdsa.hashAlg = TPM2_ALG_SHA256;
+    out->publicArea.parameters.eccDetail.curveID = TPM2_ECC_NIST_P256;
+    out->publicArea.parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
+}
+
+/// Copies a big-endian ECC parameter into `out` (32 bytes), left-padded with zeros. 0 on success.
+static inline int tokenstore_tpm_ecc_parameter32(const TPM2B_ECC_PARAMETER *in, uint8_t *out) {
+    if (in->size > 32) return -1;
+    memset(out, 0, 32);
+    memcpy(out + (32 - in->size), in->buffer, in->size);
+    return 0;
+}
+
+/// The public point (x, y: 32 bytes each) of a public area made from the signing template, after
+/// checking it is that: ECC P-256, sign-only, ECDSA SHA-256, fixedTPM and fixedParent. 0 on success.
+static inline int tokenstore_tpm_signing_point(const TPM2B_PUBLIC *in, uint8_t *x, uint8_t *y) {
+    const TPMT_PUBLIC *area = &in->publicArea;
+    TPMA_OBJECT needed = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SIGN_ENCRYPT;
+    if (area->type != TPM2_ALG_ECC || area->parameters.eccDetail.curveID != TPM2_ECC_NIST_P256) return -1;
+    if ((area->objectAttributes & needed) != needed) return -1;
+    if (area->objectAttributes & (TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_DECRYPT)) return -1;
+    if (area->parameters.eccDetail.scheme.scheme != TPM2_ALG_ECDSA
+        || area->parameters.eccDetail.scheme.details.ecdsa.hashAlg != TPM2_ALG_SHA256) return -1;
+    if (tokenstore_tpm_ecc_parameter32(&area->unique.ecc.x, x) != 0) return -1;
+    return tokenstore_tpm_ecc_parameter32(&area->unique.ecc.y, y);
+}
+
+/// TPM2_Sign's inputs for a SHA-256 digest: the digest, the ECDSA SHA-256 scheme, and a null
+/// validation ticket (the key is unrestricted: the TPM need not have hashed the message itself).
+static inline void tokenstore_tpm_sign_inputs(const uint8_t *digest32, TPM2B_DIGEST *digest,
+                                              TPMT_SIG_SCHEME *scheme, TPMT_TK_HASHCHECK *validation) {
+    memset(digest, 0, sizeof *digest);
+    digest->size = 32;
+    memcpy(digest->buffer, digest32, 32);
+    memset(scheme, 0, sizeof *scheme);
+    scheme->scheme = TPM2_ALG_ECDSA;
+    scheme->details.ecdsa.hashAlg = TPM2_ALG_SHA256;
+    memset(validation, 0, sizeof *validation);
+    validation->tag = TPM2_ST_HASHCHECK;
+    validation->hierarchy = TPM2_RH_NULL;
+}
+
+/// r‖s (64 bytes, each left-padded to 32) of an ECDSA signature. 0 on success.
+static inline int tokenstore_tpm_ecdsa_rs(const TPMT_SIGNATURE *in, uint8_t *out64) {
+    if (in->sigAlg != TPM2_ALG_ECDSA) return -1;
+    if (tokenstore_tpm_ecc_parameter32(&in->signature.ecdsa.signatureR, out64) != 0) return -1;
+    return tokenstore_tpm_ecc_parameter32(&in->signature.ecdsa.signatureS, out64 + 32);
 }
 
 /// The sensitive part of a sealed object: `data` (at most 128 bytes), empty auth. 0 on success.

@@ -85,16 +85,17 @@ public final class TokenStore: Sendable {
         logger: TokenStoreLogger = .disabled, options: Options = Options()
     ) throws {
         try self.init(
-            path: path, appID: appID, keyProvider: keyProvider ?? KeyProviderSelection.automatic(storePath: path),
-            logger: logger, options: options, migrator: Migrator())
+            path: path, appID: appID, keyProvider: keyProvider, logger: logger, options: options, migrator: Migrator())
     }
 
     /// Opens the store bringing its schema up to `migrator`'s newest version, making keys of
     /// `keyScheme` (tests build stores of an older version or key scheme this way, to check the
     /// upgrade from them; a store opened with an older scheme is not upgraded by that object),
     /// through the SQLite VFS named `vfs` (tests inject I/O faults this way; nil: SQLite's default).
+    /// With no `keyProvider`: ``KeyProviderSelection/automatic(storePath:probeTimeout:)``'s choice,
+    /// the recorded provider read on the connection the file was checked on.
     init(
-        path: String, appID: String, keyProvider: any KeyProvider, logger: TokenStoreLogger, options: Options, migrator: Migrator,
+        path: String, appID: String, keyProvider: (any KeyProvider)?, logger: TokenStoreLogger, options: Options, migrator: Migrator,
         vfs: String? = nil, keyScheme: KeyScheme = .current
     ) throws {
         try Self.validateAppID(appID)
@@ -102,13 +103,18 @@ public final class TokenStore: Sendable {
         self.appID = appID
         // Judged before anything is made or changed: a file that is not a store stays untouched.
         let state = try FileLayout.judge(databasePath: path)
-        if state == .nonEmpty { try StoreIdentity.check(path: path, vfs: vfs) }
+        // The one read-only connection of the looks before the open (a read-only open reads on it).
+        var looked = state == .nonEmpty ? try StoreIdentity.checkedConnection(path: path, vfs: vfs).db : nil
+        let keyProvider = keyProvider ?? KeyProviderSelection.automatic(
+            storePath: path, recorded: { looked.flatMap { try? KeyProviderRecord.unchecked($0) } })
         keyProvider.beginConnecting()  // while the database is read below
         let opened: (db: Database, setup: KeySetup.Result)
         if options.readOnly {
             opened = try Self.openReadOnly(
-                path: path, state: state, appID: appID, keyProvider: keyProvider, logger: logger, migrator: migrator, vfs: vfs)
+                path: path, state: state, looked: looked, appID: appID, keyProvider: keyProvider, logger: logger,
+                migrator: migrator, vfs: vfs)
         } else {
+            looked = nil  // closed before the writing connection opens
             let created = try FileLayout.prepare(databasePath: path)
             do {
                 opened = try Self.openForWriting(
@@ -179,8 +185,8 @@ public final class TokenStore: Sendable {
     /// data key, read through ``Database/openForReading(path:vfs:)``; nothing is created,
     /// migrated or written, and no side file is added.
     private static func openReadOnly(
-        path: String, state: FileLayout.FileState, appID: String, keyProvider: any KeyProvider, logger: TokenStoreLogger,
-        migrator: Migrator, vfs: String?
+        path: String, state: FileLayout.FileState, looked: Database?, appID: String, keyProvider: any KeyProvider,
+        logger: TokenStoreLogger, migrator: Migrator, vfs: String?
     ) throws -> (db: Database, setup: KeySetup.Result) {
         switch state {
         case .missing:
@@ -193,7 +199,7 @@ public final class TokenStore: Sendable {
         case .nonEmpty:
             break
         }
-        let db = try Database.openForReading(path: path, vfs: vfs)
+        let db = try looked ?? Database.openForReading(path: path, vfs: vfs)
         let (version, pending, hasKey) = try db.readTransaction {
             let version = try migrator.currentVersion(in: db)
             let pending = version > migrator.latestVersion ? [] : try migrator.pendingMigrations(in: db)

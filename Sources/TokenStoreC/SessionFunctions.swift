@@ -117,3 +117,63 @@ public func ts_session_resume(
         return CCall.ok
     }
 }
+
+@c @implementation
+public func ts_session_is_dpop_bound(
+    _ session: OpaquePointer!, _ account: UnsafePointer<CChar>!, _ bound: UnsafeMutablePointer<CInt>!,
+    _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let boundOut = try CInput.out(bound, "bound")
+        boundOut.pointee = 0
+        let handle = try sessionHandles.lookUp(session)
+        defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
+        let account = AccountID(try CInput.string(account, "account"))
+        let session = handle.session
+        boundOut.pointee = try Blocking.wait { try await session.isDPoPBound(account: account) } ? 1 : 0
+        return CCall.ok
+    }
+}
+
+@c @implementation
+public func ts_session_dpop_proof(
+    _ session: OpaquePointer!, _ account: UnsafePointer<CChar>!, _ method: UnsafePointer<CChar>!,
+    _ url: UnsafePointer<CChar>!, _ proof: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>!,
+    _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let proofOut = try CInput.out(proof, "proof")
+        proofOut.pointee = nil
+        let handle = try sessionHandles.lookUp(session)
+        defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
+        let account = AccountID(try CInput.string(account, "account"))
+        let method = try CInput.string(method, "method")
+        guard let url = URL(string: try CInput.string(url, "url")) else { throw CInput.invalid("The URL is not a URL.") }
+        let session = handle.session
+        let made = try Blocking.wait { () async throws -> String in
+            guard try await session.isDPoPBound(account: account) else {
+                throw AuthSessionError(.invalidRequest, "The account's session is not DPoP-bound.")
+            }
+            let token = try await session.accessToken(for: account)
+            return try await session.dpopProof(method: method, url: url, accessToken: token)
+        }
+        proofOut.pointee = try CStrings.mallocCopy(made)
+        return CCall.ok
+    }
+}
+
+@c @implementation
+public func ts_session_record_dpop_nonce(
+    _ session: OpaquePointer!, _ url: UnsafePointer<CChar>!, _ nonce: UnsafePointer<CChar>!,
+    _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let handle = try sessionHandles.lookUp(session)
+        defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
+        guard let url = URL(string: try CInput.string(url, "url")) else { throw CInput.invalid("The URL is not a URL.") }
+        let nonce = try CInput.string(nonce, "nonce")
+        let session = handle.session
+        try Blocking.wait { try await session.recordDPoPNonce(nonce, for: url) }
+        return CCall.ok
+    }
+}

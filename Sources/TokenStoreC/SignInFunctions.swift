@@ -29,12 +29,12 @@ public func ts_session_sign_in_browser(
         // The app's opener runs on this thread (see Blocking.wait(serving:open:_:)).
         let requests = options.openURL == nil ? nil : CallerThreadRequests()
         let browser: any BrowserOpener = requests.map { CallerThreadOpener(requests: $0) } ?? SystemBrowserOpener()
-        let (redirectURIs, connection, scopes, audience, timeout) =
-            (options.redirectURIs, options.connection, options.scopes, options.audience, options.timeout)
+        let (redirectURIs, connection, scopes, audience, timeout, usesDPoP) =
+            (options.redirectURIs, options.connection, options.scopes, options.audience, options.timeout, options.usesDPoP)
         let result = try Blocking.wait(serving: requests, open: options.open) {
             try await session.signIn(
                 account: account, redirectURIs: redirectURIs, connection: connection, scopes: scopes,
-                audience: audience, timeout: timeout, browser: browser)
+                audience: audience, timeout: timeout, browser: browser, usesDPoP: usesDPoP)
         }
         if let userIDOrNull, let userID = result.profile.userID {
             userIDOrNull.pointee = try CStrings.mallocCopy(userID)
@@ -67,19 +67,30 @@ struct SignInOptions {
     var timeout = Duration.seconds(Int(defaultTimeoutSeconds))
     var openURL: ts_open_url_fn?
     var userData: UnsafeMutableRawPointer?
+    /// `dpop` non-zero: true; nil: the session's configuration (Bearer for a C session).
+    var usesDPoP: Bool?
+
+    /// The `struct_size`s taken: each header's `sizeof(ts_sign_in_options)`, oldest first (0.2.0
+    /// to 0.3.0 ended at `user_data`; 0.4.0 added `dpop`). A caller's struct is copied only as
+    /// far as its size; the fields after it keep their zero defaults.
+    static let knownSizes = [MemoryLayout<ts_sign_in_options>.offset(of: \.dpop)!, MemoryLayout<ts_sign_in_options>.size]
 
     init(_ pointer: UnsafePointer<ts_sign_in_options>?) throws {
         guard let pointer else {
             redirectURIs = try Self.redirectURIs(ports: Self.defaultPorts, path: "/callback")
             return
         }
-        // struct_size is the first field: read it before the rest, which an older or newer
-        // caller may lay out differently.
+        // struct_size is the first field: read it before the rest, of which an older caller
+        // has less (only `size` bytes may be read) and a newer one more than is understood here.
         let size = UnsafeRawPointer(pointer).load(as: Int.self)
-        guard size == MemoryLayout<ts_sign_in_options>.size else {
-            throw CInput.invalid("The options' struct_size is not sizeof(ts_sign_in_options): use ts_sign_in_options_init().")
+        guard Self.knownSizes.contains(size) else {
+            throw CInput.invalid(
+                size > MemoryLayout<ts_sign_in_options>.size
+                    ? "The options' struct_size is that of a newer tokenstore.h than this library's: build against the library's header."
+                    : "The options' struct_size is not sizeof(ts_sign_in_options): use ts_sign_in_options_init().")
         }
-        let options = pointer.pointee
+        var options = ts_sign_in_options()
+        withUnsafeMutableBytes(of: &options) { $0.copyMemory(from: UnsafeRawBufferPointer(start: pointer, count: size)) }
         // size_t arrives as Int: a count with the top bit set reads as negative.
         guard options.port_count >= 0, options.port_count <= Self.maxPorts else {
             throw CInput.invalid("The port count is over \(Self.maxPorts).")
@@ -104,6 +115,7 @@ struct SignInOptions {
         timeout = .seconds(Int(options.timeout_seconds == 0 ? Self.defaultTimeoutSeconds : options.timeout_seconds))
         openURL = options.open_url
         userData = options.user_data
+        usesDPoP = options.dpop != 0 ? true : nil
     }
 
     /// `http://127.0.0.1:PORT<path>` for each port. The sign-in checks each one is a loopback

@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 let usage = """
-    USAGE: tokenbench [--quick] [--server URL] [--output FILE] [--dir DIR] [--seed N] [--keep] [--session-only] [--open-only]
+    USAGE: tokenbench [--quick] [--server URL] [--output FILE] [--dir DIR] [--seed N] [--keep] [--session-only] [--open-only] [--get-only]
 
     Measures TokenStore, libsecret one-item-per-token and plaintext SQLite in one run and
     prints a Markdown table. Run it inside a Secret Service session (scripts/with-keyring);
@@ -23,13 +23,16 @@ let usage = """
       --keep           keep the stores afterwards
       --session-only   only the session-layer figures (needs --server)
       --open-only      only TokenStore's cold opens at each size (writes nothing unless --output)
+      --get-only       only get, TokenStore's and plaintext SQLite's, at each size: one
+                       METRIC bench_get line per size with their p50s and ratio (writes nothing)
       -h, --help       show this help
 
     Internal modes (the cold-open children): open-once PATH APPID INDEX,
     plaintext-open-once PATH INDEX, libsecret-lookup-once INDEX. Profiling (one operation
     in a loop, for callgrind): profile get|put|list|open SIZE ITERATIONS DIR. The TPM tier
     against the keyring tier (inside scripts/with-swtpm): tpm-open ITERATIONS DIR. A DPoP
-    proof with the software key: dpop-proof ITERATIONS.
+    proof with the software key: dpop-proof ITERATIONS; with the TPM-resident key (inside
+    scripts/with-swtpm): dpop-proof-tpm ITERATIONS.
     """
 
 func fail(_ message: String, code: Int32 = 1) -> Never {
@@ -90,6 +93,7 @@ struct Options {
     var keep = false
     var sessionOnly = false
     var openOnly = false
+    var getOnly = false
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -111,6 +115,7 @@ struct Options {
             case "--keep": options.keep = true
             case "--session-only": options.sessionOnly = true
             case "--open-only": options.openOnly = true
+            case "--get-only": options.getOnly = true
             case "--server":
                 guard let url = URL(string: value(name, inline)), url.scheme != nil else { usageError("--server needs a URL") }
                 options.server = url
@@ -146,6 +151,14 @@ if arguments.first == "dpop-proof" {
     }
     exit(0)
 }
+if arguments.first == "dpop-proof-tpm" {
+    do {
+        try DPoPBench.runTPM(arguments)
+    } catch {
+        fail("dpop-proof-tpm: \(error)")
+    }
+    exit(0)
+}
 if arguments.first == "profile" {
     do {
         try Profile.run(arguments)
@@ -174,12 +187,13 @@ let environment = Environment.collect()
 let runner = Runner(plan: plan, directory: directory)
 runner.openOnly = options.openOnly
 runner.results.openOnly = options.openOnly
+runner.getOnly = options.getOnly
 runner.results.loadBefore = Environment.loadAverage
 Runner.log("\(plan.quick ? "quick" : "full") run in \(directory); load \(runner.results.loadBefore)")
 let started = monotonicNanos()
 do {
     if !options.sessionOnly { try runner.run() }
-    if let server = options.server, !options.openOnly {
+    if let server = options.server, !options.openOnly, !options.getOnly {
         Runner.log("session layer against \(server.absoluteString)")
         let bench = SessionBench(serverURL: server, directory: directory + "/session", iterations: plan.sessionIterations)
         do {
@@ -199,6 +213,16 @@ runner.results.seconds = Double(monotonicNanos() - started) / 1e9
 runner.results.loadAfter = Environment.loadAverage
 if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
 
+if options.getOnly {
+    // The get goal of issue 25 alone: p50 per size, ours against plaintext SQLite in the same run.
+    for figures in runner.results.sizes {
+        let ours = runner.results.p50(.tokenStore, .get, size: figures.size)
+        let plain = runner.results.p50(.plaintext, .get, size: figures.size)
+        print(String(format: "METRIC bench_get size=%d tokenstore_p50_us=%.1f plaintext_p50_us=%.1f ratio=%.2f", figures.size, ours / 1000, plain / 1000, ours / plain))
+    }
+    print("METRIC bench_get_load before=\"\(runner.results.loadBefore)\" after=\"\(runner.results.loadAfter)\"")
+    exit(0)
+}
 let report = Report(results: runner.results, environment: environment, plan: plan)
 print(report.markdown)
 if let metric = report.openScalingMetric { print(metric) }

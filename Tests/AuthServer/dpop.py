@@ -35,6 +35,7 @@ def fresh_state():
         "required": False,  # True: a token request without a proof is refused
         "iat_window": DEFAULT_IAT_WINDOW,
         "reject_next": 0,  # the next N good proofs are answered use_dpop_nonce (a new nonce each)
+        "resource_nonce": False,  # True: /userinfo (the resource server) requires the nonce too
         "jtis": {},  # jti -> the time it may be forgotten (iat window after its iat)
     }
 

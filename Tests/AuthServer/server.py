@@ -1181,14 +1181,17 @@ def userinfo():
         tok = find_token(value.strip()) if scheme.lower() in ("bearer", "dpop") else None
         if tok is not None and (tok.rec.get("jkt") or scheme.lower() == "dpop"):
             # A DPoP-bound access token (RFC 9449 7): scheme DPoP and a proof by the bound
-            # key with ath; a resource server here asks no nonce.
+            # key with ath; the server's current nonce too when resource_nonce is on (9).
             try:
-                jkt = check_dpop("GET", access_token=value.strip(), nonce_required=False)
+                jkt = check_dpop("GET", access_token=value.strip(),
+                                 nonce_required=bool(STATE["dpop"]["resource_nonce"]))
             except dpop.ProofError as error:
-                bump("dpop_invalid_proofs")
+                bump("dpop_nonce_challenges" if error.error == "use_dpop_nonce" else "dpop_invalid_proofs")
                 bump("userinfo_refused")
-                return (jsonify({"error": error.error, "error_description": error.description}), 401,
-                        {"WWW-Authenticate": f'DPoP error="{error.error}", algs="ES256"'})
+                headers = {"WWW-Authenticate": f'DPoP error="{error.error}", algs="ES256"'}
+                if error.nonce:
+                    headers["DPoP-Nonce"] = error.nonce
+                return (jsonify({"error": error.error, "error_description": error.description}), 401, headers)
             if scheme.lower() != "dpop" or jkt is None or jkt != tok.rec.get("jkt"):
                 tok = None
         if tok is None or tok.kind != "access" or tok.is_revoked() or tok.is_expired():
@@ -1553,7 +1556,7 @@ def config():
 
 
 DPOP_SWITCHES = {"rotate_nonce", "nonce_required", "required", "iat_window", "reject_next",
-                 "forget_jtis"}
+                 "forget_jtis", "resource_nonce"}
 
 
 @app.route("/__test/dpop", methods=["GET", "POST"])
@@ -1562,7 +1565,9 @@ def dpop_control():
     (a new nonce now: the next proof with the old one is answered use_dpop_nonce), reject_next:
     n (the next n proofs are answered use_dpop_nonce, each with a new nonce: a nonce rotated
     mid-flow, n=2 is two in a row), nonce_required, required (a token request without a proof
-    is refused), iat_window (seconds), forget_jtis: true (empty the replay cache)."""
+    is refused), iat_window (seconds), forget_jtis: true (empty the replay cache), resource_nonce
+    (/userinfo, the resource server, requires the current nonce as well: 401 use_dpop_nonce with
+    DPoP-Nonce, RFC 9449 9)."""
     if request.method == "POST":
         body = request.get_json(force=True, silent=True) or {}
         unknown = set(body) - DPOP_SWITCHES
@@ -1578,14 +1583,15 @@ def dpop_control():
                 dpop.rotate_nonce(state)
             if body.get("forget_jtis"):
                 state["jtis"].clear()
-            for key in ("nonce_required", "required", "iat_window", "reject_next"):
+            for key in ("nonce_required", "required", "iat_window", "reject_next", "resource_nonce"):
                 if key in body:
                     state[key] = body[key]
     with LOCK:
         state = STATE["dpop"]
         return jsonify({"nonce": state["nonce"], "nonce_required": state["nonce_required"],
                         "required": state["required"], "iat_window": state["iat_window"],
-                        "reject_next": state["reject_next"], "jtis": len(state["jtis"])})
+                        "reject_next": state["reject_next"], "resource_nonce": state["resource_nonce"],
+                        "jtis": len(state["jtis"])})
 
 
 @app.post("/__test/dpop/check")

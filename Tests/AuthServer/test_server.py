@@ -1323,6 +1323,16 @@ def dpop_code_flow_dpop_jkt_and_userinfo():
     a = userinfo("DPoP", key.proof(htu=url, htm="GET", ath=wrong))
     assert a.status == 401 and a.json()["error"] == "invalid_dpop_proof", a.body
     assert userinfo("DPoP", Key().proof(htu=url, htm="GET", ath=ath)).status == 401
+    # resource_nonce: the resource server asks for the server's nonce (RFC 9449 9): 401
+    # use_dpop_nonce with DPoP-Nonce, then the proof with it is accepted
+    ctl("POST", "dpop", {"resource_nonce": True})
+    a = userinfo("DPoP", key.proof(htu=url, htm="GET", ath=ath))
+    assert a.status == 401 and a.json()["error"] == "use_dpop_nonce", a.body
+    assert 'error="use_dpop_nonce"' in a.headers["WWW-Authenticate"], a.headers
+    nonce = a.headers["DPoP-Nonce"]
+    assert nonce == dpop_state()["nonce"], nonce
+    assert userinfo("DPoP", key.proof(htu=url, htm="GET", ath=ath, nonce=nonce)).status == 200
+    ctl("POST", "dpop", {"resource_nonce": False})
 
 
 def run_useragent(url, env=None, timeout=30):

@@ -1,5 +1,6 @@
 import AuthSession
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
@@ -8,7 +9,7 @@ import TokenStore
 /// refresh token (Auth0's Multi-Resource Refresh Tokens), the minimum-TTL guard, forced
 /// renewal, declined scopes returned, accounts, and clearing without revoking — against the
 /// real authorization server, which records each access token's audience.
-@Suite("Access tokens per audience, minimum TTL, forced renewal, accounts", sessionKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Access tokens per audience, minimum TTL, forced renewal, accounts", sessionKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct AccessTokenCacheTests {
     static let apiA = "https://notes.example.com/"
     static let apiB = "https://photos.example.com/"

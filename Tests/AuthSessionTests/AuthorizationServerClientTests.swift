@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 import TokenStore
 
@@ -8,7 +9,7 @@ import TokenStore
 /// `AuthorizationServerClient` over the real `CurlTransport` (libcurl) against the real local
 /// authorization server (Tests/AuthServer/server.py), with its fault injection.
 /// Each test starts its own server, so tests may run in parallel.
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct AuthorizationServerClientTests {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct AuthorizationServerClientTests {
     /// The total-time budget is wide on purpose: on a loaded machine it must not decide how many
     /// requests a case sees (the budget has tests of its own).
     static let fastPolicy = RetryPolicy(
@@ -42,24 +43,16 @@ import TokenStore
         var lines: [String] { lock.withLock { records.map(\.description) } }
     }
 
-    /// Runs blocking work (the server launcher waits on processes and semaphores) off the
-    /// cooperative pool, so parallel tests do not starve each other's timers.
-    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-        }
-    }
-
-    /// Starts a server for `body` and stops it afterwards, both off the cooperative pool.
+    /// Starts a server for `body` and stops it afterwards (the suite runs off the cooperative pool).
     static func withServer(_ body: (AuthorizationServer) async throws -> Void) async throws {
         let server = try await offPool { try AuthorizationServer(logRequests: false) }
         do {
             try await body(server)
         } catch {
-            _ = try? await offPool { server.stop() }
+            _ = await offPool { server.stop() }
             throw error
         }
-        try await offPool { server.stop() }
+        await offPool { server.stop() }
     }
 
     // MARK: - Happy path
@@ -252,7 +245,7 @@ import TokenStore
                 maximumAttempts: 3, baseDelay: .milliseconds(50), maximumDelay: .milliseconds(200),
                 maximumRetryAfter: .seconds(1), maximumTotalTime: .seconds(2)))
             let client = try Self.client(server, policy: policy, timeout: .seconds(2))
-            try await Self.offPool { server.stop() }  // nothing listens on the port any more
+            await offPool { server.stop() }  // nothing listens on the port any more
 
             let clock = ContinuousClock()
             var start = clock.now

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import TestTraits
 
 @testable import AuthSession
 
@@ -13,7 +14,7 @@ import TestSupport
 /// - a run of failures ends within `maximumAttempts` attempts and `maximumTotalTime`.
 ///
 /// Prints `METRIC backoff_property samples=… violations=… SEED=…`; set `SEED` to replay.
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct BackoffPropertyTests {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct BackoffPropertyTests {
     static func seconds(_ duration: Duration) -> Double {
         let (s, atto) = duration.components
         return Double(s) + Double(atto) / 1e18

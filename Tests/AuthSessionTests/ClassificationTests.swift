@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 import TokenStore
 
@@ -8,7 +9,7 @@ import TokenStore
 /// Pure classification of the authorization server's answers and of transport failures
 /// (the `revocation_responses` list of TESTING.md, without the network), token-answer
 /// decoding, declined scopes, sanitizing and configuration validation.
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct ClassificationTests {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct ClassificationTests {
     static let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
     static let cap = Duration.seconds(60)
 
@@ -355,7 +356,7 @@ import TokenStore
             (.browserUnavailable, "browserUnavailable"), (.minimumTTLTooLarge, "minimumTTLTooLarge"),
             (.userChanged, "userChanged"),
             (.notRevocable, "notRevocable"), (.authorizationMisconfigured, "authorizationMisconfigured"),
-            (.issuerMismatch, "issuerMismatch"),
+            (.issuerMismatch, "issuerMismatch"), (.dpopKeyLost, "dpopKeyLost"),
         ]
         #expect(AuthSessionError.Code.allCases.map(\.rawValue) == patterns.map(\.1))
         for (pattern, rawValue) in patterns {

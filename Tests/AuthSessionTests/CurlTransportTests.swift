@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 import TokenStore
 
@@ -8,7 +9,7 @@ import TokenStore
 /// `CurlTransport` against hostile answers and a hostile environment: the answer-size limit
 /// (security review finding 8) and proxies for loopback (finding 9), on loopback only.
 /// Serialized: the memory test reads the process's peak RSS.
-@Suite(.serialized, .timeLimit(.minutes(TestTimeLimit.minutes))) struct CurlTransportTests {
+@Suite(.serialized, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct CurlTransportTests {
     static let mebibyte = 1024 * 1024
 
     /// A POST like the client's, to `url`.

@@ -1,12 +1,13 @@
 @testable import AuthSession
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
 
 /// DPoP on the token requests of ``AuthorizationServerClient`` (RFC 9449, issue 27 item 3)
 /// against the real test server, which requires a nonce and binds refresh tokens to the key.
-@Suite("DPoP token requests: nonce retry once, bound refresh tokens", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("DPoP token requests: nonce retry once, bound refresh tokens", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct DPoPClientTests {
     static let scopes = ["openid", "offline_access"]
 

@@ -1,12 +1,13 @@
 @testable import AuthSession
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
 /// DPoP proofs (RFC 9449, issue 27 item 3): the ES256 key and the proof maker, each proof
 /// verified by the test authorization server's independent implementation
 /// (Tests/AuthServer/dpop.py, Python `cryptography`), not by the code that made it.
-@Suite("DPoP proofs: ES256 key, proof shape, verified by the test server", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("DPoP proofs: ES256 key, proof shape, verified by the test server", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct DPoPProofTests {
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
@@ -78,6 +79,6 @@ struct DPoPProofTests {
         #expect(raw == Array(r.dropFirst()) + [UInt8](repeating: 0, count: 31) + [0x01])
         #expect(DPoPKey.rawSignature(der: [0x30, 0x03, 0x02, 0x01, 0x01][...]) == nil, "one integer only")
         #expect(DPoPKey.rawSignature(der: (der + [0x00])[...]) == nil, "trailing bytes")
-        #expect(DPoPProof.jsonString("a\"b\\c\n\u{01}") == "\"a\\\"b\\\\c\\n\\u0001\"")
+        #expect(JSONText.quoted("a\"b\\c\n\u{01}") == "\"a\\\"b\\\\c\\n\\u0001\"")
     }
 }

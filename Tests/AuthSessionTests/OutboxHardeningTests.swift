@@ -1,11 +1,12 @@
 import AuthSession
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
 
 /// Findings 3 and 6 of the security review, against the real authorization server and keyring.
-@Suite("Outbox hardening: flagged entries retried, unreadable rows skipped", sessionKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Outbox hardening: flagged entries retried, unreadable rows skipped", sessionKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct OutboxHardeningTests {
     /// Finding 3: one 403 with an HTML body (a TLS-inspecting proxy's block page) flagged the
     /// entry as a permanent failure, and nothing ever tried it again: `resume` skipped it and a

@@ -1,10 +1,11 @@
 import AuthSession
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
 
-@Suite("Silent renewal against the real authorization server", sessionKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Silent renewal against the real authorization server", sessionKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct RenewalTests {
     /// Signs in with short-lived access tokens, waits for expiry, then makes new ones long-lived.
     func expiredSession(_ f: SessionFixture, appleUserID: String = "user-renew") async throws {

@@ -1,12 +1,13 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 
 @testable import AuthSession
 
 /// `Retry-After` (delta-seconds and the three RFC 9110 HTTP-date formats) and Auth0's
 /// `X-RateLimit-Reset`, parsed and capped.
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct RetryAfterTests {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct RetryAfterTests {
     /// Sun, 06 Nov 1994 08:49:37 GMT — the RFC's own example instant.
     static let rfcExample = Date(timeIntervalSince1970: 784_111_777)
 

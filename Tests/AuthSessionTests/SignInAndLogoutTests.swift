@@ -1,10 +1,11 @@
 import AuthSession
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
 
-@Suite("Sign-in and logout against the real authorization server", sessionKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Sign-in and logout against the real authorization server", sessionKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct SignInAndLogoutTests {
     @Test("sign-in stores the refresh token and Apple user id sealed; state authorized")
     func signIn() async throws {

@@ -1,5 +1,6 @@
 import AuthSession
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
@@ -25,7 +26,7 @@ import TokenStore
 ///
 /// Sizes: CI 6 sequences × 40 steps; `TOKENSTORE_SOAK=1` 60 × 150. Override with
 /// `TOKENSTORE_SM_SEQUENCES` / `TOKENSTORE_SM_LENGTH`; reproduce with `SEED=`.
-@Suite("State machine: random session sequences keep authorized ⇔ usable token", .serialized, sessionKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("State machine: random session sequences keep authorized ⇔ usable token", .serialized, sessionKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct StateMachineTests {
     @Test("random sequences against the real server and keyring: 0 violations")
     func randomSequences() async throws {

@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <spawn.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,10 @@ static void check_refused(ts_session *session, ts_store *store) {
     CHECK_ERROR(ts_session_sign_in_browser(session, NULL, &options, NULL, &err), err, "invalidInput");
     options.struct_size = 0;
     CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
+    options.struct_size = sizeof options + 8; /* a newer header's */
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
+    options.struct_size = offsetof(ts_sign_in_options, dpop) - sizeof(void *); /* no header's */
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
     options_with(&options, &opener, NULL, 2);
     CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
     options_with(&options, &opener, any, 65);
@@ -210,11 +215,14 @@ static int test_sign_in(const char *path, const char *url, const char *user, con
     CHECK(state == TS_STATE_NOT_FOUND);
 
     /* The sign-in that works: the scripted browser follows the login, the Apple page and the
-     * redirect to the loopback listener. */
+     * redirect to the loopback listener. The options are those of a caller built against a
+     * 0.3.0 header (struct_size ends at user_data, no `dpop`): still taken, a Bearer sign-in. */
     ts_sign_in_options options;
     struct opener opener;
     const uint16_t any[] = {0};
     options_with(&options, &opener, any, 1);
+    options.struct_size = offsetof(ts_sign_in_options, dpop);
+    options.dpop = 1; /* past the caller's struct_size: never read */
     opener.useragent = useragent;
     char *user_id = NULL;
     int status = ts_session_sign_in_browser(session, "alice", &options, &user_id, &err);
@@ -229,6 +237,8 @@ static int test_sign_in(const char *path, const char *url, const char *user, con
 
     CHECK(ts_credential_state(store, user, &state, &err) == TS_OK);
     CHECK(state == TS_STATE_AUTHORIZED);
+    int bound = -1;
+    CHECK(ts_session_is_dpop_bound(session, "alice", &bound, &err) == TS_OK && bound == 0);
     uint8_t *bytes = NULL;
     size_t length = 0;
     CHECK(ts_item_get(store, NULL, "alice", TS_KIND_REFRESH_TOKEN, &bytes, &length, &err) == TS_OK);

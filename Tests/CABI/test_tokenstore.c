@@ -254,9 +254,88 @@ static int test_session(const char *path, const char *url, const char *user) {
     return failures;
 }
 
+/* The claims (the middle part, base64url-decoded, NUL-terminated) of the compact JWT `jwt`
+ * into `out`; 0 when it is not one or does not fit. */
+static int jwt_claims(const char *jwt, char *out, size_t size) {
+    const char *start = strchr(jwt, '.');
+    const char *end = start ? strchr(start + 1, '.') : NULL;
+    if (!end) return 0;
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned bits = 0, count = 0;
+    size_t n = 0;
+    for (const char *c = start + 1; c < end; c++) {
+        const char *at = strchr(alphabet, *c);
+        if (!at || !*c) return 0;
+        bits = (bits << 6) | (unsigned)(at - alphabet);
+        count += 6;
+        if (count >= 8) {
+            count -= 8;
+            if (n + 1 >= size) return 0;
+            out[n++] = (char)((bits >> count) & 0xff);
+        }
+    }
+    out[n] = 0;
+    return 1;
+}
+
+/* A session signed in with `tokenctl login --dpop` (issue 27): bound, a proof for its API. */
+static int test_dpop(const char *path, const char *url) {
+    ts_store *store = open_store(path);
+    ts_error *err = NULL;
+    ts_session *session = NULL;
+    CHECK(ts_session_new(store, url, "tokenstore-test", &session, &err) == TS_OK);
+    ts_store_close(store);
+    int bound = -1;
+    CHECK(ts_session_is_dpop_bound(session, "alice", &bound, &err) == TS_OK && bound == 1);
+    CHECK(ts_session_is_dpop_bound(session, "nobody", &bound, &err) == TS_OK && bound == 0);
+    char api[512];
+    snprintf(api, sizeof api, "%s/userinfo?page=2#top", url);
+    char *proof = NULL;
+    int status = ts_session_dpop_proof(session, "alice", "GET", api, &proof, &err);
+    if (status != TS_OK) fprintf(stderr, "  dpop proof: %s: %s\n", ts_error_code(err), ts_error_message(err));
+    CHECK(status == TS_OK && proof != NULL);
+    if (proof) {
+        /* base64url of {"typ":"dpop+jwt","alg":"ES256", : the header's start */
+        CHECK(strncmp(proof, "eyJ0eXAiOiJkcG9wK2p3dCIsImFsZyI6IkVTMjU2Iiw", 43) == 0);
+        int dots = 0;
+        for (const char *c = proof; *c; c++) dots += *c == '.';
+        CHECK(dots == 2);
+        ts_string_free(proof);
+    }
+    proof = NULL;
+    status = ts_session_dpop_proof(session, "alice", "GET", "ftp://example.com/x", &proof, &err);
+    CHECK_ERROR(status, err, "insecureConfiguration");
+    CHECK(proof == NULL);
+    status = ts_session_dpop_proof(session, "nobody", "GET", api, &proof, &err);
+    CHECK_ERROR(status, err, "invalidRequest");
+    status = ts_session_dpop_proof(session, "alice", "GET", api, NULL, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+    /* An API's DPoP-Nonce (RFC 9449 9): kept, and the next proof carries it (its payload,
+     * base64url, holds "nonce":"cabi-nonce_1"). */
+    CHECK(ts_session_record_dpop_nonce(session, api, "cabi-nonce_1", &err) == TS_OK);
+    status = ts_session_dpop_proof(session, "alice", "GET", api, &proof, &err);
+    CHECK(status == TS_OK && proof != NULL);
+    if (proof) {
+        char claims[2048];
+        CHECK(jwt_claims(proof, claims, sizeof claims) && strstr(claims, "\"nonce\":\"cabi-nonce_1\"") != NULL);
+        ts_string_free(proof);
+        proof = NULL;
+    }
+    CHECK_ERROR(ts_session_record_dpop_nonce(session, api, "has space", &err), err, "invalidRequest");
+    CHECK_ERROR(ts_session_record_dpop_nonce(session, api, "", &err), err, "invalidRequest");
+    CHECK_ERROR(ts_session_record_dpop_nonce(session, "ftp://example.com/x", "n", &err), err, "insecureConfiguration");
+    CHECK_ERROR(ts_session_record_dpop_nonce(session, api, NULL, &err), err, "invalidInput");
+    CHECK_ERROR(ts_session_record_dpop_nonce(NULL, api, "n", &err), err, "invalidInput");
+    ts_logout_outcome outcome = (ts_logout_outcome)-1;
+    CHECK(ts_session_logout(session, "alice", &outcome, &err) == TS_OK && outcome == TS_LOGOUT_REVOKED);
+    ts_session_free(session);
+    return failures;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "version") == 0) return test_version(argv[2]) ? 1 : 0;
     if (argc >= 3 && strcmp(argv[1], "items") == 0) return test_items(argv[2]) ? 1 : 0;
+    if (argc >= 4 && strcmp(argv[1], "dpop") == 0) return test_dpop(argv[2], argv[3]) ? 1 : 0;
     if (argc >= 3 && strcmp(argv[1], "tampered") == 0) return test_tampered(argv[2]) ? 1 : 0;
     if (argc >= 3 && strcmp(argv[1], "locked") == 0) return test_locked(argv[2]) ? 1 : 0;
     if (argc >= 5 && strcmp(argv[1], "session") == 0) return test_session(argv[2], argv[3], argv[4]) ? 1 : 0;

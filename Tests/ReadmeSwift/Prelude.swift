@@ -24,3 +24,6 @@ let userID = ""
 let store = try! TokenStore(appID: "com.example.notes")
 let secret = SecretBytes(utf8: "")
 let key = ItemKey(account: "notes", kind: .generic)
+
+/// The `DPoP-Nonce` header of an API's answer.
+let dpopNonce = "n"

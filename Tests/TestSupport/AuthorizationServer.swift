@@ -360,6 +360,8 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
         public var clientID: String?
         /// The API an access token is for (`audience` of its grant), nil for the default.
         public var audience: String? = nil
+        /// The DPoP key's RFC 7638 thumbprint the token is bound to (`cnf.jkt`), nil for Bearer.
+        public var jkt: String? = nil
     }
 
     public func introspect(_ token: String) throws -> Introspection {
@@ -368,7 +370,7 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
             active: j["active"] as? Bool ?? false, kind: j["kind"] as? String,
             familyRevoked: j["family_revoked"] as? Bool ?? false, reason: j["reason"] as? String,
             subject: j["sub"] as? String, scope: j["scope"] as? String, clientID: j["client_id"] as? String,
-            audience: j["audience"] as? String)
+            audience: j["audience"] as? String, jkt: (j["cnf"] as? [String: Any])?["jkt"] as? String)
     }
 
     /// The server's verdict on one DPoP proof (POST /__test/dpop/check, Tests/AuthServer/dpop.py):
@@ -399,8 +401,25 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
             header: j["header"] as? [String: Any] ?? [:], claims: j["claims"] as? [String: Any] ?? [:])
     }
 
+    /// GET /userinfo with `Authorization: authorization` and, when given, a `DPoP` proof: the
+    /// HTTP status (200 when the server accepted the token and its proof).
+    public func userinfoStatus(authorization: String, dpop: String? = nil) throws -> Int {
+        try userinfo(authorization: authorization, dpop: dpop).status
+    }
+
+    /// GET /userinfo as ``userinfoStatus(authorization:dpop:)``, with the `DPoP-Nonce` the answer
+    /// carried (the resource server asking for a nonce: `dpop(["resource_nonce": true])`).
+    public func userinfo(authorization: String, dpop: String? = nil) throws -> (status: Int, dpopNonce: String?) {
+        var request = URLRequest(url: URL(string: baseURL.absoluteString + "/userinfo")!)
+        request.httpMethod = "GET"
+        request.setValue(authorization, forHTTPHeaderField: "Authorization")
+        if let dpop { request.setValue(dpop, forHTTPHeaderField: "DPoP") }
+        let answer = try send(request, path: "/userinfo", timeout: 30)
+        return (answer.status, answer.headers.first { $0.key.lowercased() == "dpop-nonce" }?.value)
+    }
+
     /// The server's DPoP switches (POST /__test/dpop: rotate_nonce, reject_next, required,
-    /// nonce_required, iat_window, forget_jtis); answers the DPoP state (nonce, ...).
+    /// nonce_required, iat_window, forget_jtis, resource_nonce); answers the DPoP state (nonce, ...).
     @discardableResult
     public func dpop(_ switches: [String: Any] = [:]) throws -> [String: Any] {
         try control(switches.isEmpty ? "GET" : "POST", "dpop", switches.isEmpty ? nil : switches)

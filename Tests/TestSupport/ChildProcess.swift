@@ -128,6 +128,10 @@ public final class ChildProcess: @unchecked Sendable {  // `termination` is guar
     ///   - dieWithParent: the child gets SIGKILL when the spawning *thread* ends (that is what
     ///     `PR_SET_PDEATHSIG` watches): only for children awaited on the thread that started
     ///     them, which ``run(_:_:environment:input:standardError:timeout:dieWithParent:)`` does.
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static let addCloseFrom: AddCloseFrom? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+        .map { unsafeBitCast($0, to: AddCloseFrom.self) }
+
     public static func start(
         _ program: String, _ arguments: [String], environment: [String: String]? = nil, input: Data? = nil,
         standardOutput: Output = .capture, standardError: Output = .capture, ownProcessGroup: Bool = true,
@@ -169,6 +173,13 @@ public final class ChildProcess: @unchecked Sendable {  // `termination` is guar
         }
         try route(standardOutput, to: 1, name: "stdout")
         try route(standardError, to: 2, name: "stderr")
+        // Only 0, 1 and 2 reach the child. A descriptor another thread holds without
+        // close-on-exec (tpm2-tss's TPM socket, opened while a TPM session connects) would
+        // otherwise live on in a long-lived child (a test server) and keep swtpm, which serves
+        // one connection at a time, from serving anyone else: seen in CI as every later TPM call
+        // of a time-out test failing, and as a tokenctl child finding fd 250 open.
+        // (glibc ≥ 2.34 has it; Swift's Glibc module does not import it, hence dlsym.)
+        if let closeFrom = Self.addCloseFrom { _ = closeFrom(&actions, 3) }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

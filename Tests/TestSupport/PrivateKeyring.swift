@@ -158,11 +158,19 @@ public enum PrivateKeyring {
         collection: String = "default"
     ) throws {
         let pairs = attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
-        let result = try run(
-            "secret-tool", ["store", "--label=\(label)", "--collection=\(collection)"] + pairs,
-            input: Data(secret))
-        guard result.status == 0 else {
-            throw PrivateKeyringError("secret-tool store failed (\(result.status)): \(result.standardError)")
+        // KWallet now and then answers secret-tool's CreateItem with "Can't find session" for the
+        // session it has just opened for it, while other clients come and go (seen once in the
+        // provider matrix): the library's own calls open a new session and retry
+        // (SecretServiceKeyProvider.reconnecting), and so does this plant, twice at most. Its
+        // create replaces an item with these attributes, the one a failed create may have left.
+        for attempt in 1...3 {
+            let result = try run(
+                "secret-tool", ["store", "--label=\(label)", "--collection=\(collection)"] + pairs,
+                input: Data(secret))
+            if result.status == 0 { return }
+            guard attempt < 3, result.standardError.contains("Can't find session") else {
+                throw PrivateKeyringError("secret-tool store failed (\(result.status)): \(result.standardError)")
+            }
         }
     }
 

@@ -37,6 +37,13 @@ public final class SoftwareTPM: @unchecked Sendable {  // immutable after init; 
     public static func start(state: TemporaryDirectory? = nil) throws -> SoftwareTPM {
         guard isInstalled else { throw Unavailable(description: "swtpm is not installed (run scripts/install-deps)") }
         let directory = try state ?? TemporaryDirectory(prefix: "tokenstore-swtpm")
+        // One start at a time in this process: two starts side by side could each be given the
+        // other's control port (P+1) as a server port, and a test would then talk to the other
+        // swtpm's control channel, which never answers a TPM command (seen as "did not answer
+        // within 10 s" with the TPM suites in parallel). Under the lock, the ports are bound by
+        // swtpm before the next start asks the kernel for free ones.
+        startLock.lock()
+        defer { startLock.unlock() }
         for _ in 0..<20 {
             let port = try LoopbackPorts.free(1)[0]
             guard port < UInt16.max, LoopbackPorts.isBindable(port + 1) else { continue }
@@ -49,13 +56,20 @@ public final class SoftwareTPM: @unchecked Sendable {  // immutable after init; 
                     "--flags", "not-need-init,startup-clear",
                 ],
                 standardOutput: .discard, standardError: .capture)
+            // Listening on P is not enough: a port taken by another program between the check and
+            // swtpm's bind makes swtpm exit, so it must still run, with both ports bound, a moment later.
             if waitUntilListening(port, process) {
-                return SoftwareTPM(port: port, state: directory, process: process)
+                usleep(50_000)
+                if process.isRunning, !LoopbackPorts.isBindable(port + 1) {
+                    return SoftwareTPM(port: port, state: directory, process: process)
+                }
             }
             _ = process.stop()
         }
         throw Unavailable(description: "swtpm did not start listening on a free loopback port")
     }
+
+    private static let startLock = NSLock()
 
     private init(port: UInt16, state: TemporaryDirectory, process: ChildProcess) {
         self.port = port
@@ -68,6 +82,39 @@ public final class SoftwareTPM: @unchecked Sendable {  // immutable after init; 
 
     /// Stops the TPM (its state directory stays until this value is released).
     public func stop() { _ = process.stop() }
+
+    /// Sends `number` to the swtpm process: `SIGSTOP` makes a TPM that accepts connections
+    /// (the kernel completes them) and never answers; `SIGCONT` lets it go on.
+    public func signal(_ number: Int32) { process.signal(number) }
+
+    /// Runs `body` on a thread of its own and waits for it at most `bound`: the result, or nil
+    /// when it has not returned by then (a hang; the thread is left to finish on its own).
+    public static func bounded<T: Sendable>(_ bound: Duration, _ body: @escaping @Sendable () -> T) -> (value: T?, elapsed: Duration) {
+        let done = DispatchSemaphore(value: 0)
+        let box = Box<T>()
+        let start = ContinuousClock.now
+        Thread.detachNewThread {
+            box.value = body()
+            done.signal()
+        }
+        let (seconds, attoseconds) = bound.components
+        let finished = done.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) == .success
+        return (finished ? box.value : nil, ContinuousClock.now - start)
+    }
+
+    private final class Box<T>: @unchecked Sendable {  // written before `done` is signalled, read after
+        var value: T?
+    }
+
+    /// The transient objects the TPM holds now (`tpm2_getcap handles-transient`): 0 when every
+    /// path flushed what it made (swtpm has no resource manager: nothing is flushed for us).
+    public func transientHandleCount() throws -> Int {
+        let result = try ChildProcess.run("tpm2_getcap", ["-T", tcti, "handles-transient"], timeout: .seconds(30))
+        guard result.termination.code == 0 else {
+            throw Unavailable(description: "tpm2_getcap failed: \(result.standardErrorText)")
+        }
+        return result.standardOutputText.split(separator: "\n").filter { $0.contains("0x80") }.count
+    }
 
     /// A TCTI naming a loopback port nobody listens on: an unreachable TPM.
     public static func unreachableTCTI() throws -> String {

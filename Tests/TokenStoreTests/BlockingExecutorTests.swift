@@ -1,12 +1,13 @@
 import Dispatch
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 import TokenStore
 
 /// The package's one bounded executor for blocking work (`BlockingExecutor`): its bound, that
 /// a caller waiting on it holds no cooperative thread, typed errors, and cancellation.
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct BlockingExecutorTests {
+@Suite(.cooperativePool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct BlockingExecutorTests {
     /// Counts the bodies running at once and the most seen.
     final class Occupancy: Sendable {
         private let counts = Locked((now: 0, most: 0, ran: 0))

@@ -1,12 +1,13 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The child-process helper every test and tool starts programs with.
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct ChildProcessTests {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct ChildProcessTests {
     @Test func exitStatusOutputAndInput() throws {
         let result = try ChildProcess.run(
             "sh", ["-c", "cat; echo out; echo err >&2; exit 3"], input: Data("in\n".utf8), timeout: .seconds(30))

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -8,7 +9,7 @@ import TestSupport
 /// transaction that reports an epoch-raising change without registering the epoch's
 /// publication is refused. The first tests use a plain SQLite file (no key is needed); the
 /// last drives a real store and the real Secret Service.
-@Suite("After-commit hooks", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("After-commit hooks", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct CommitHookTests {
     /// A fresh SQLite file with one table.
     func database(_ directory: TemporaryDirectory) throws -> Database {

@@ -1,9 +1,10 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
 
-@Suite("Credential state", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Credential state", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct CredentialStateTests {
     @Test("a sign-in makes the user authorized; transitions are recorded with reasons")
     func transitionsAndHistory() throws {

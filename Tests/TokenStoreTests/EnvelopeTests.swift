@@ -1,9 +1,10 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
 
-@Suite("Encryption envelope", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Encryption envelope", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct EnvelopeTests {
     @Test("canary token, user id and account never appear in the db, -wal or -shm")
     func plaintextScan() throws {

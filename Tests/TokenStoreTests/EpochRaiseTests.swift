@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -10,7 +11,7 @@ import TestSupport
 /// undetected. The record layer now makes every transaction that queues an outbox entry or
 /// records a user `revoked` raise it. Each change below: copy the files, make the change,
 /// put the copy back, open → `storeRolledBack`.
-@Suite("Epoch raised by the record layer", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Epoch raised by the record layer", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct EpochRaiseTests {
     let alice: AccountID = "alice"
     let userA = "000101.a.apple"

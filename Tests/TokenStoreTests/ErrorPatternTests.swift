@@ -1,8 +1,9 @@
 import TestSupport
+import TestTraits
 import Testing
 @testable import TokenStore
 
-@Test(.timeLimit(.minutes(TestTimeLimit.minutes))) func patternMatchingByCode() {
+@Test(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) func patternMatchingByCode() {
     func classify(_ error: any Error) -> String {
         do { throw error }
         catch TokenStoreError.keyringLocked { return "locked" }
@@ -25,7 +26,7 @@ private let everyPattern: [(TokenStoreError, String)] = [
     (.wrongKeyProvider, "wrongKeyProvider"), (.tpmUnavailable, "tpmUnavailable"), (.tpmMismatch, "tpmMismatch"),
 ]
 
-@Test(.timeLimit(.minutes(TestTimeLimit.minutes))) func everyCodeHasAPatternThatMatchesOnlyItsCode() {
+@Test(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) func everyCodeHasAPatternThatMatchesOnlyItsCode() {
     #expect(TokenStoreError.Code.allCases.map(\.rawValue) == everyPattern.map(\.1))
     for (pattern, rawValue) in everyPattern {
         #expect(pattern.code.rawValue == rawValue)
@@ -41,7 +42,7 @@ private let everyPattern: [(TokenStoreError, String)] = [
     #expect(TokenStoreError.Code(rawValue: "noSuchCode").rawValue == "noSuchCode")
 }
 
-@Test(.timeLimit(.minutes(TestTimeLimit.minutes))) func errorsAreEqualByCodeOnly() {
+@Test(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) func errorsAreEqualByCodeOnly() {
     let detailed = TokenStoreError(.databaseBusy, "The database stayed locked.", hint: "wait", cause: .sqlite(extendedCode: 5, message: "busy"))
     #expect(detailed == TokenStoreError.databaseBusy)
     #expect(detailed != TokenStoreError.ioError)

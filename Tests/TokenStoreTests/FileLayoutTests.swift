@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -7,7 +8,7 @@ import Glibc
 #endif
 
 /// Modes, links and hostile directories: Reliability/FileModesLinksTests.swift (file_modes_links).
-@Suite("File modes and links", .serialized, keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("File modes and links", .serialized, keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct FileLayoutTests {
     /// Review finding 14: a store directory that already existed with mode 0755 stayed 0755
     /// (the README promises 0700). It is tightened when this user owns it, refused otherwise.

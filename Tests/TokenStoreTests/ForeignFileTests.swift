@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -8,7 +9,7 @@ import Glibc
 
 /// A file that is not a store is never changed, a read-only open changes nothing, and a failed
 /// first open leaves nothing behind (issue 24, item 11).
-@Suite("Foreign files, read-only opens, failed first opens", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Foreign files, read-only opens, failed first opens", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct ForeignFileTests {
     static func sideFiles(of path: String) -> [String] {
         ["-wal", "-shm", "-journal"].map { path + $0 }.filter { FileManager.default.fileExists(atPath: $0) }

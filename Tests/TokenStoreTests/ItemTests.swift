@@ -1,9 +1,10 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
 
-@Suite("Items", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Items", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct ItemTests {
     @Test("every kind round-trips with its attributes")
     func roundTripEveryKind() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -64,7 +65,7 @@ private func checkSeeded(_ store: TokenStore, accounts: Int, loggingOut: Int, ex
     return problems
 }
 
-@Suite("Key management", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Key management", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeyManagementTests {
     @Test("rotation round trip on 10,000 rows: all readable, lookups and history work, one key left")
     func rotationRoundTrip() throws {
@@ -220,7 +221,7 @@ struct KeyManagementTests {
         #expect(quiet.keyIdentifier == kept)
     }
 
-    @Test("destroyStore deletes the database, -wal, -shm and the key items")
+    @Test("destroyStore deletes the database, -wal, -shm, the locks, the discovery cache and the key items")
     func destroy() throws {
         let t = try TestStore()
         let storeID = t.store.storeIdentifier
@@ -230,10 +231,16 @@ struct KeyManagementTests {
         #expect(try keyItems(storeID) == 1)
         // The session layer's renewal lock is one of the store's files too.
         #expect(FileManager.default.createFile(atPath: FileLayout.renewalLockPath(of: t.path), contents: nil))
+        // So is the session layer's discovery cache (and a temporary copy a crash left).
+        #expect(FileManager.default.createFile(atPath: FileLayout.discoveryCachePath(of: t.path), contents: Data("{}".utf8)))
+        #expect(FileManager.default.createFile(atPath: FileLayout.discoveryCachePath(of: t.path) + ".tmp", contents: nil))
         try t.store.destroyStore(confirm: .yesDestroyEverything)
         for file in FileLayout.allFiles(of: t.path) {
             #expect(!FileManager.default.fileExists(atPath: file), "\(file) left")
         }
+        let directory = (t.path as NSString).deletingLastPathComponent
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory)
+        #expect(left.isEmpty, "left in the store's folder: \(left)")
         #expect(try keyItems(storeID) == 0)
         #expect(throws: TokenStoreError.storeClosed) { try t.store.counts() }
         // Destroying what is already gone succeeds.
@@ -358,7 +365,7 @@ struct KeyManagementTests {
 
 // MARK: - Passphrase provider (no keyring involved)
 
-@Suite("PassphraseKeyProvider", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("PassphraseKeyProvider", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct PassphraseKeyProviderTests {
     /// Key files go to `keys/` beside the store's directory (the default is under $XDG_STATE_HOME).
     private func provider(_ path: String, _ phrase: String) -> PassphraseKeyProvider {
@@ -480,7 +487,7 @@ struct PassphraseKeyProviderTests {
 
 /// The scenario runs in a child that re-runs this test binary inside its own
 /// `scripts/with-keyring`, so locking never disturbs tests that use the shared keyring.
-@Suite("Key management: locked keyring", .serialized, keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Key management: locked keyring", .serialized, keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeyManagementLockedKeyringTests {
     static let scenarioVariable = "TOKENSTORE_KM_CHILD_SCENARIO"
     static let reportVariable = "TOKENSTORE_KM_CHILD_REPORT"
@@ -512,7 +519,7 @@ struct KeyManagementLockedKeyringTests {
     }
 }
 
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct KeyManagementChildScenarioEntry {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct KeyManagementChildScenarioEntry {
     /// The entry point of the child process; skipped in a normal run.
     @Test(.enabled(if: ProcessInfo.processInfo.environment[KeyManagementLockedKeyringTests.scenarioVariable] != nil, "runs only as a child scenario"))
     func keyManagementChildScenario() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -24,7 +25,7 @@ private func openError(_ body: () throws -> Void) -> TokenStoreError? {
     }
 }
 
-@Suite("Key metadata damage", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Key metadata damage", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeyMetadataDamageTests {
     /// Reproduces finding 5: `UPDATE data_keys SET status='retired'` made the open fail with
     /// `dataKeyMissing` and the hint to reset, although the key was intact in the keyring.

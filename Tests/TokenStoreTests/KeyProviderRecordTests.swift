@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -8,7 +9,7 @@ import TestSupport
 /// reset then destroyed every item. The file now records the provider kind under a MAC; another
 /// provider is `wrongKeyProvider` naming the one it needs, reset refuses, and the automatic
 /// choice follows the record.
-@Suite("The store remembers its key provider", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("The store remembers its key provider", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeyProviderRecordTests {
     private func passphrase(_ path: String, _ directory: TemporaryDirectory) -> PassphraseKeyProvider {
         PassphraseKeyProvider(

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -54,7 +55,7 @@ private func schemes(_ db: Database) throws -> [Int64] {
     return out
 }
 
-@Suite("Key separation and keyed fingerprints", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Key separation and keyed fingerprints", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeySeparationTests {
     /// Reproduces finding 16: the data key sealed every value itself (XChaCha20-Poly1305 under
     /// the raw key) while also being the master key of the lookup subkey. Now a sealed value

@@ -1,9 +1,10 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
 
-@Suite("Migrations", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Migrations", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct MigrationTests {
     @Test("the embedded list equals the Migrations folder, numbers strictly increasing")
     func embeddedMatchesFolder() throws {
@@ -196,7 +197,7 @@ struct MigrationTests {
     }
 }
 
-@Test("keyring-backed tests are not silently skipped under make test", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Test("keyring-backed tests are not silently skipped under make test", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 func keyringPresentWhenRequired() {
     if ProcessInfo.processInfo.environment["TOKENSTORE_REQUIRE_KEYRING"] == "1" {
         #expect(PrivateKeyring.isAvailable, "make test must run inside scripts/with-keyring")

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -7,7 +8,7 @@ import TestSupport
 /// bounds, and the maintenance a logout-like transaction leaves owed. Pure: no store, no server
 /// (the suites that drive them through a store and the test server are OutboxHardeningTests,
 /// SignInAndLogoutTests and StateMachineTests).
-@Suite("Outbox rules: states, due rule, backoff, maintenance owed", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Outbox rules: states, due rule, backoff, maintenance owed", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct OutboxRulesTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
 

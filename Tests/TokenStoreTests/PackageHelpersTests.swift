@@ -1,11 +1,12 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
 
 /// The package's shared helpers, through `package` access only (no `@testable`): the one
 /// constant-time comparison and the one set of `Duration` conversions.
-@Suite("Package helpers", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Package helpers", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct PackageHelpersTests {
     @Test("ConstantTime.equal: same bytes, a difference anywhere, another length, empty")
     func constantTimeEqual() {

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -7,7 +8,7 @@ import TestSupport
 // (1 pass, 8 KiB), kept the wrapped key next to the database (one backup was enough to guess
 // offline), and only unlinked a deleted key's file.
 
-@Suite("PassphraseKeyProvider hardening", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("PassphraseKeyProvider hardening", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct PassphraseHardeningTests {
     /// Reproduces finding 15 (limits): 1 pass and 8 KiB were accepted. Now anything below
     /// libsodium's interactive limits is `invalidInput`, and nothing is written.

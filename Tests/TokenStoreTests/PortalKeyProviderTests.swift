@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -21,7 +22,7 @@ private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
     return (0...(haystack.count - needle.count)).contains { Array(haystack[$0..<($0 + needle.count)]) == needle }
 }
 
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct PortalKeyProviderTests {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct PortalKeyProviderTests {
     @Test("the file format: 118 bytes, round trip, no plaintext key, bound to its reference")
     func fileFormat() throws {
         let master = SecretBytes.random(count: 32), key = SecretBytes.random(count: 32)

@@ -1,11 +1,12 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
 
 /// `TokenStore.hardenProcess()` (review N6), in a child process: hardening this test process
 /// would leave it non-dumpable and without core files for every later suite.
-@Suite("Process hardening", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Process hardening", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct ProcessHardeningTests {
     @Test("hardenProcess turns core dumps, core files and ptrace attach off")
     func hardenProcess() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -7,7 +8,7 @@ import TestSupport
 /// schema 7: `verify` called the store healthy and `pending` showed forged values. Schema
 /// version 10 is applied by an open that holds the key and gives every legacy row its MAC in the
 /// same transaction; from then on a NULL MAC is tampering.
-@Suite("Row MACs complete from schema version 10", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Row MACs complete from schema version 10", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct RowMACBackfillTests {
     let gina = "000666.gina"
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -8,7 +9,7 @@ import TestSupport
 /// or postponed a revocation, brought a logging-out account's cached tokens back, or rewrote
 /// the history — and `verify` said ok. Each test below edits one field and failed before the fix
 /// (the read succeeded with the edited value, `verify` reported no bad row).
-@Suite("Row MACs over the outbox schedule, logout marks and credential history", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Row MACs over the outbox schedule, logout marks and credential history", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct RowMACTests {
     /// A store where alice's logout has begun: her token is in the outbox, her mark set, her
     /// cached access token still stored (hidden by the mark).

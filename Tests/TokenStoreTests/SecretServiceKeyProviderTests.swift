@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 @testable import TokenStore
 
@@ -58,7 +59,7 @@ private func error(of body: () throws -> Void) -> TokenStoreError? {
 
 // MARK: - In the shared private keyring
 
-@Suite("SecretServiceKeyProvider against the Secret Service", .serialized, enabledInKeyring, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("SecretServiceKeyProvider against the Secret Service", .serialized, enabledInKeyring, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct SecretServiceKeyProviderTests {
     let provider = SecretServiceKeyProvider()
 
@@ -434,7 +435,7 @@ final class ChildReportWriter {
     }
 }
 
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct SecretServiceChildScenarioEntry {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct SecretServiceChildScenarioEntry {
     /// The entry point of the child process; skipped in a normal run.
     @Test(.enabled(if: ChildScenario.current != nil, "runs only as a child scenario"))
     func secretServiceChildScenario() throws {
@@ -608,7 +609,7 @@ final class ChildReportWriter {
     }
 }
 
-@Suite("libsecret first use from many threads", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("libsecret first use from many threads", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct LibSecretFirstUseTests {
     @Test("a process whose first libsecret calls come from 8 threads at once: every store gets its key")
     func concurrentFirstUse() throws {

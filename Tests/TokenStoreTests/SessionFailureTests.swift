@@ -1,4 +1,5 @@
 import TestSupport
+import TestTraits
 import Testing
 
 @testable import TokenStore
@@ -6,7 +7,7 @@ import Testing
 /// Which keyring errors earn one retry on a new connection (a new Diffie-Hellman transfer
 /// session): KWallet gets about one session in 50 wrong. A pure classification test: the
 /// provider matrix (`make test-providers`) exercises the retries against the real KWallet.
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct SessionFailureTests {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct SessionFailureTests {
     @Test func transferFailuresAreRetriedOtherErrorsAreNot() {
         let retried = [
             TokenStoreError(.ioError, "\(SecretServiceItems.unreadableSecretMessage) (load key)."),

@@ -1,9 +1,10 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
 
-@Suite("Sign-in over a live session", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Sign-in over a live session", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct SignInReplacementTests {
     @Test("a sign-in over a live session queues the replaced refresh token, never drops it")
     func signInOverLiveSession() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -6,7 +7,7 @@ import TestSupport
 /// Issue 15, finding 7: a copy of the database file put back after an offline logout brought
 /// back the tokens, state `authorized` and an empty outbox, and `verify` passed. The store
 /// epoch, kept in the key provider too, now refuses such a copy (`storeRolledBack`).
-@Suite("Store epoch (rollback detection)", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Store epoch (rollback detection)", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct StoreEpochTests {
     let alice: AccountID = "alice"
 

@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 @testable import TokenStore
 
@@ -34,7 +35,9 @@ private func transientHandles(_ tpm: SoftwareTPM) throws -> Int {
     return result.standardOutputText.split(separator: "\n").filter { $0.contains("0x80") }.count
 }
 
-@Suite("TPMKeyProvider on swtpm", swtpmAndKeyring, .timeLimit(.minutes(TestTimeLimit.minutes)))
+// Serialized: its tests share TPMSession's process-wide lock anyway, and in one merged pass
+// five of them at once (width 8) left one waiting in Esys_Unseal on an idle swtpm.
+@Suite("TPMKeyProvider on swtpm", .serialized, swtpmAndKeyring, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct TPMKeyProviderTests {
     @Test func sealUnsealRoundTripKeepsNoRawKeyInTheKeyring() throws {
         let tpm = try SoftwareTPM.start()
@@ -155,6 +158,32 @@ struct TPMKeyProviderTests {
         #expect(!probe.available && probe.reason.contains("did not answer"))
         let device = TPMKeyProvider.probe(tcti: "device:/nonexistent/tpmrm0")
         #expect(!device.available && device.reason.contains("/nonexistent/tpmrm0") && device.reason.contains("does not exist"))
+    }
+
+    @Test func aTPMThatNeverAnswersTimesOutTheOpen() throws {
+        let tpm = try SoftwareTPM.start()
+        let provider = TPMKeyProvider(tcti: tpm.tcti)
+        let reference = DataKeyReference(storeID: randomHex(), keyID: randomHex(), appID: testAppID)
+        defer { try? PrivateKeyring.clearItems(storeID: reference.storeID) }
+        let key = SecretBytes.random(count: 32)
+        try provider.storeKey(key, for: reference)
+        tpm.signal(SIGSTOP)  // the kernel still accepts its connections; nothing answers
+        defer { tpm.signal(SIGCONT) }
+        let open = SoftwareTPM.bounded(.seconds(20)) { thrown { _ = try provider.loadKeyAndStoreEpoch(reference) } }
+        let error = try #require(open.value, "the open hung (no answer after \(open.elapsed))")
+        #expect(error?.code == .tpmUnavailable, "\(error.map { "\($0)" } ?? "no error")")
+        #expect(error?.message.contains("did not answer within") == true && error?.message.contains(tpm.tcti) == true, "\(error?.message ?? "")")
+        #expect(open.elapsed < TPMSession.defaultTimeout + .seconds(3), "bounded by the time-out: \(open.elapsed)")
+        let probe = SoftwareTPM.bounded(.seconds(20)) { TPMKeyProvider.probe(tcti: tpm.tcti) }
+        #expect(probe.value?.available == false && probe.value?.reason.contains("did not answer") == true)
+        tpm.signal(SIGCONT)
+        let deadline = ContinuousClock.now + .seconds(20)
+        var unsealed: SecretBytes?
+        while unsealed == nil, ContinuousClock.now < deadline {
+            unsealed = try? provider.loadKey(reference)
+            if unsealed == nil { usleep(100_000) }
+        }
+        #expect(unsealed == key, "the same key opens once the TPM answers")
     }
 
     @Test func theTierReportSaysWhyAHigherTierIsNotInUse() throws {

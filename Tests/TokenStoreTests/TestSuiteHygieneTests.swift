@@ -1,11 +1,13 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 
 /// Rules that keep the test suite from hanging (a CI run that hangs lands nothing):
-/// every suite has a time limit, and no code starts a program through `Foundation.Process`,
-/// whose exit can go unnoticed on Linux (see `ChildProcess`).
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct TestSuiteHygieneTests {
+/// every suite has a time limit and says where it runs (no test holds the cooperative pool),
+/// and no code starts a program through `Foundation.Process`, whose exit can go unnoticed on
+/// Linux (see `ChildProcess`).
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct TestSuiteHygieneTests {
     /// Every Swift file under `folder`, with its text.
     static func swiftFiles(under folder: String) throws -> [(path: String, text: String)] {
         let root = repositoryRoot.appendingPathComponent(folder)
@@ -20,37 +22,68 @@ import Testing
         text.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
     }
 
-    /// The sign-in suites (a `signIn(… redirectURIs: …)` or the listener itself) and the
-    /// executor's own suite run in the sign-in pass of scripts/run-tests and scripts/sanitizers,
-    /// where no long synchronous test holds the cooperative pool: the library no longer blocks a
-    /// pool thread (``theSessionsAsyncCodeAwaitsTheStore()``), the test suite's synchronous tests
-    /// still do, and one pass timed DiscoveryTests out under ASan on 2 cores.
-    @Test func everySignInSuiteRunsInTheSignInPass() throws {
-        var patterns: [String: Set<String>] = [:]
+    /// One test pass (besides the serialized ExclusiveKeyring one) in scripts/run-tests and
+    /// scripts/sanitizers: no suite needs a pass of its own to find the cooperative pool free,
+    /// because no test holds it (``everySuiteSaysWhereItRuns()``). Replaces the check that the
+    /// sign-in suites were listed in a separate sign-in pass.
+    @Test func oneTestPass() throws {
         for script in ["scripts/run-tests", "scripts/sanitizers"] {
             let text = try String(contentsOf: repositoryRoot.appendingPathComponent(script), encoding: .utf8)
-            let line = try #require(text.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix("signin='") })
-            let value = line.split(separator: "'")[1]
-            patterns[script] = Set(value.split(separator: "|").map(String.init))
+            let code = text.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("#") }
+            let runs = code.filter { $0.contains(" test --skip-build") }
+            let passes = runs.filter { !$0.contains("--filter ExclusiveKeyring") }
+            #expect(passes.count == 1, "\(script): one test pass besides the ExclusiveKeyring one: \(runs)")
+            #expect(!code.contains { $0.contains("signin=") }, "\(script): a separate sign-in pass")
         }
-        var suites: Set<String> = ["BlockingExecutorTests"]
-        for (_, text) in try Self.swiftFiles(under: "Tests/AuthSessionTests") {
-            let code = Self.codeLines(text).joined(separator: "\n")
-            guard code.contains("redirectURIs:") || code.contains("LoopbackRedirectListener.bind") else { continue }
-            for line in Self.codeLines(text) where line.contains("struct ") && line.contains("Tests") {
-                if let name = line.split(separator: "struct ").last?.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).first,
-                    name.hasSuffix("Tests")
-                {
-                    suites.insert(String(name))
+    }
+
+    /// Every suite and free test says where its tests run: `.offPool` (the test suite's own
+    /// threads; Tests/TestTraits) or `.cooperativePool` (only the tests about the pool itself,
+    /// `BlockingExecutorTests`). Swift Testing runs every test on the cooperative pool, as many
+    /// threads as cores: two tests that block there (a child process waited for, a store call,
+    /// a sleep, a crash loop) stall every `async` test's listener and timers (one merged pass
+    /// timed the sign-in suites out under ASan on 2 cores).
+    @Test func everySuiteSaysWhereItRuns() throws {
+        let files = try ["Tests/TokenStoreTests", "Tests/AuthSessionTests", "Tests/tokenctlTests"].flatMap {
+            try Self.swiftFiles(under: $0)
+        }
+        var suites = 0
+        var missing: [String] = []
+        var onThePool: [String] = []
+        for (path, text) in files {
+            var depth = 0  // brace depth: a @Test at depth 0 is a free function, outside any suite
+            for line in Self.codeLines(text) {
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                if trimmed.hasPrefix("@Suite") || (depth == 0 && trimmed.hasPrefix("@Test")) {
+                    suites += 1
+                    if trimmed.contains(".cooperativePool") {
+                        onThePool.append(path)
+                    } else if !trimmed.contains(".offPool") {
+                        missing.append("\(path): \(trimmed)")
+                    }
                 }
+                depth += line.filter { $0 == "{" }.count - line.filter { $0 == "}" }.count
             }
         }
-        #expect(suites.count >= 6, "the walk found the sign-in suites: \(suites.sorted())")
-        for (script, named) in patterns {
-            // `swift test --filter` matches the pattern's alternatives anywhere in a test's name.
-            let missing = suites.filter { suite in !named.contains { suite.contains($0) } }
-            #expect(missing.isEmpty, "\(script): sign-in suites not in the sign-in pass: \(missing.sorted())")
+        #expect(suites > 80, "the walk found the suites (\(suites))")
+        #expect(missing.isEmpty, "neither .offPool nor .cooperativePool:\n\(missing.joined(separator: "\n"))")
+        #expect(onThePool == ["Tests/TokenStoreTests/BlockingExecutorTests.swift"], "on the cooperative pool: \(onThePool)")
+    }
+
+    /// `.offPool` does what it says: this test (a synchronous one, in an `.offPool` suite) runs
+    /// on one of `OffPoolExecutor`'s threads, and so does an `async` test after an `await`.
+    @Test func offPoolTestsRunOffThePool() async throws {
+        #expect(OffPoolExecutor.isCurrentThread, "an .offPool test started on a cooperative thread")
+        try await Task.sleep(for: .milliseconds(1))
+        #expect(OffPoolExecutor.isCurrentThread, "an .offPool test came back to a cooperative thread")
+        let child = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { OffPoolExecutor.isCurrentThread }
+            return await group.next() ?? false
         }
+        #expect(child, "a child task of an .offPool test ran on a cooperative thread")
+        // The suite took its place before it started (outside the time limit), the test its own.
+        #expect(PoolTrait.isInSuitePlace, "an .offPool test ran outside its suite's place")
+        #expect(PoolTrait.isInTestPlace, "an .offPool test ran without a test place")
     }
 
     /// In the session's `async` functions (Sources/AuthSession/Session), the store is reached

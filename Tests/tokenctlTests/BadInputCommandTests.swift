@@ -1,10 +1,11 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
 /// The rows of the new-user trial's bad-input table (new-user-trial.md, section 2) whose
 /// verdict was not "good", one test each: a clear message, the sysexits code, nothing changed.
-@Suite("tokenctl bad input (the trial's table)", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl bad input (the trial's table)", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct BadInputCommandTests {
     @Test("no store named: 64, naming --store, --app-id and TOKENCTL_STORE")
     func noStoreNamed() throws {
@@ -136,7 +137,7 @@ struct BadInputCommandTests {
 }
 
 /// The one trial row that needs the browser sign-in's listener: a foreign request with the wrong state.
-@Suite("tokenctl login: a refused foreign request", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl login: a refused foreign request", tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct ForeignRedirectWordingTests {
     @Test("a request with a wrong state that ends the wait is told as someone else's, not as the user's mistake")
     func stateMismatchReadsAsForeign() throws {

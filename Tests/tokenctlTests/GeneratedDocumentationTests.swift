@@ -1,12 +1,13 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 
 /// `tokenctl __man` and `tokenctl __completion bash|zsh|fish`, which `make install` writes to
 /// share/man and the shells' completion folders: generated from the command table, so every
 /// command and every option `help` shows is in them. (scripts/test-cabi renders the installed
 /// page with `man -l` and loads the bash completion.)
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct GeneratedDocumentationTests {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct GeneratedDocumentationTests {
     /// The commands listed in the SUBCOMMANDS section of `tokenctl help`.
     private func commands() throws -> [String] {
         let help = try TokenctlBinary.run(["help"]).standardOutput

@@ -1,9 +1,10 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
 /// Review findings 1 and 13 through the binary, as the review ran them.
-@Suite("tokenctl hardening", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl hardening", tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct HardeningCommandTests {
     /// Finding 1: after `CREATE TRIGGER … BEFORE INSERT ON pending_revocations … RAISE(IGNORE)`
     /// `tokenctl logout` printed "revoked" while the server got 0 revocation requests and the

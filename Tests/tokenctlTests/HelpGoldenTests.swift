@@ -1,10 +1,11 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 
 /// The help screens, compared with the files in `Golden/`. After an intended change, run
 /// `UPDATE_GOLDENS=1 swift test --filter HelpGoldenTests` and review the diff of the files.
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct HelpGoldenTests {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct HelpGoldenTests {
     private static let goldenFolder = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().appendingPathComponent("Golden")
 

@@ -1,9 +1,10 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
 /// rotate-key, reset --yes, destroy --yes and --passphrase-fd through the binary.
-@Suite("tokenctl key commands", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl key commands", tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeyCommandTests {
     @Test("rotate-key: a new key id, every item still opens, verify is clean; JSON keys")
     func rotateKey() throws {

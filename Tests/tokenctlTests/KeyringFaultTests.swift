@@ -1,11 +1,12 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
 /// Exit codes produced by real keyring situations. The locked-keyring cases run in a child
 /// on its own private keyring (`scripts/with-keyring`), so locking it cannot disturb the
 /// tests running beside this one; the shell script drives tokenctl and gdbus like a person.
-@Suite("tokenctl keyring faults", .serialized, tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl keyring faults", .serialized, tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeyringFaultTests {
     /// Runs `script` with `sh -c` inside a fresh private keyring; `$1` is tokenctl, `$2` the
     /// store path, `$3` a directory for outputs. Returns the outputs by file name.
@@ -146,7 +147,7 @@ struct KeyringFaultTests {
     }
 }
 
-@Suite("tokenctl: damaged key records", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl: damaged key records", tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct DamagedKeyRecordCommandTests {
     /// Reproduces review finding 5 through the binary: a retired status on the active key gave
     /// `dataKeyMissing` with the hint "reset --yes" and status "no data key yet"; `reset` then

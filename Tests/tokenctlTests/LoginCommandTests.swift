@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
@@ -9,7 +10,7 @@ import Glibc
 /// `login --browser` (the scripted user agent as `$BROWSER`), `login` with the Apple code on
 /// stdin, the refused `--apple-code`, and `profile`, through the binary against the real
 /// authorization server on loopback and the private keyring.
-@Suite("tokenctl login (browser, Apple code on stdin) and profile", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl login (browser, Apple code on stdin) and profile", tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct LoginCommandTests {
     typealias Fixture = SessionCommandTests.Fixture
 

@@ -1,11 +1,12 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
 /// The new-user trial's mistakes (new-user-trial.md, section 2, and issue 24 items 10–12): a
 /// name that is not UTF-8, another program's database, a failed first open, a lenient `status`.
 /// Each test drives the built tokenctl as a user would, against the real private keyring.
-@Suite("tokenctl and the user's mistakes: bytes, foreign files, layouts", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl and the user's mistakes: bytes, foreign files, layouts", tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct MistakeCommandTests {
     /// Every command that opens a store, with the arguments it needs.
     static let storeCommands: [[String]] = [

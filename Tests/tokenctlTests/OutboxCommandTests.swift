@@ -1,10 +1,11 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
 /// Findings 3, 4 and 6 through the binary: `resume --include-failed`, `pending` listing an
 /// unreadable row, `discard --entry`, `verify` on an edited schedule.
-@Suite("tokenctl outbox commands", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl outbox commands", tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct OutboxCommandTests {
     typealias Fixture = SessionCommandTests.Fixture
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
@@ -6,7 +7,7 @@ import TestSupport
 /// A line that parses reaches its command, which here fails for want of a store (the
 /// environment names one that does not exist): a command error, never the usage report
 /// and status 64 of a rejected line.
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct ParserTests {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct ParserTests {
     /// Asserts the three-line usage error and status 64.
     private func expectUsageError(
         _ arguments: [String], environment: [String: String] = [:],
@@ -264,7 +265,7 @@ import TestSupport
     private static let loginUsage =
         "tokenctl login [--domain <url>] [--issuer <url>] --client-id <id> --account <account> [--browser] "
         + "[--connection <connection>] [--audience <api>] [--redirect-port <port> ...] [--timeout <seconds>] "
-        + "[--apple-user-id <user-id>] [--allow-user-change] [--first-name <name>] [--last-name <name>] [--scope <scope> ...]"
+        + "[--apple-user-id <user-id>] [--allow-user-change] [--first-name <name>] [--last-name <name>] [--scope <scope> ...] [--dpop]"
     private static let server = ["--domain", "http://127.0.0.1:9", "--client-id", "c", "--account", "a"]
 
     @Test func browserOptionsNeedBrowser() throws {

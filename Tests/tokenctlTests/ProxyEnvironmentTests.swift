@@ -1,9 +1,10 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
 /// tokenctl with a proxy in its environment, talking to a loopback authorization server.
-@Suite("tokenctl with a proxy in the environment", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl with a proxy in the environment", tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct ProxyEnvironmentTests {
     /// Reproduces security review finding 9 the way the review did: `tokenctl` run with
     /// `http_proxy` (and `HTTP_PROXY`, `ALL_PROXY`, `all_proxy`) pointing at a local listener

@@ -1,11 +1,12 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 
 /// The release link's machine-dependent part lives in scripts (issue 25 item 6): Package.swift
 /// probes nothing, scripts/release-link prints the flags for this machine, and
 /// scripts/check-symbol-order (run by `make release`, so by CI) fails on a stale order file.
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct ReleaseLinkTests {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct ReleaseLinkTests {
     private func script(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws
         -> ChildProcess.Result
     {

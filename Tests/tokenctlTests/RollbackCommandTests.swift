@@ -1,11 +1,12 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
 /// Issue 15, finding 7 through the binary: a copy of the store file put back after an offline
 /// logout undid it without a trace (`state` authorized, `pending` empty, `verify` ok). Now
 /// every command that opens the store exits 65 (`storeRolledBack`) with the way out.
-@Suite("tokenctl on a rolled-back store", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl on a rolled-back store", tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct RollbackCommandTests {
     typealias Fixture = SessionCommandTests.Fixture
 

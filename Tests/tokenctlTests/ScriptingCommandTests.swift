@@ -1,11 +1,12 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
 /// What the new-user trial found missing for scripts and support engineers (issue 28): a bare
 /// secret on stdout, `--quiet` on `put`, `--verbose` causes, value-aware completions and the
 /// man page's ENVIRONMENT, FILES, EXAMPLES and EXIT STATUS. The built binary, the private keyring.
-@Suite("tokenctl for scripts and support", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl for scripts and support", tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct ScriptingCommandTests {
     @Test("get --raw prints the secret's bytes alone (no newline off a terminal); absent items print nothing and exit 1")
     func rawPrintsTheSecretAlone() throws {

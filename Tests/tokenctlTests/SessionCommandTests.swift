@@ -1,10 +1,11 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
 /// login / token / logout / resume / pending / state / history through the binary, against
 /// the real authorization server on loopback and the private keyring.
-@Suite("tokenctl session commands", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl session commands", tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct SessionCommandTests {
     /// A store and a server; `--domain` / `--client-id` come from the environment variables.
     struct Fixture {
@@ -42,7 +43,7 @@ struct SessionCommandTests {
 
     /// The keys of `token --json` without `--reveal`.
     static let tokenKeys: Set<String> = [
-        "account", "audience", "expiresAt", "grantedScopes", "scopes", "declinedScopes", "source",
+        "account", "audience", "expiresAt", "grantedScopes", "scopes", "declinedScopes", "source", "tokenType",
     ]
 
     @Test("login → token → logout → state = revoked → history, text and JSON; no token without --reveal")

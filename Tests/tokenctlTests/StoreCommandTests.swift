@@ -1,10 +1,11 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
 /// The store commands run as a user runs them: the built binary, a store in a temporary
 /// directory, the real Secret Service of the private keyring, the `sqlite3` shell for tampering.
-@Suite("tokenctl store commands", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl store commands", tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct StoreCommandTests {
     static let itemKeys: Set<String> = [
         "service", "account", "kind", "label", "createdAt", "updatedAt", "expiresAt", "scopes", "fingerprint", "byteCount",

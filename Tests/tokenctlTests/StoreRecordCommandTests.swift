@@ -1,11 +1,12 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
 /// Issue 24, items 8 and 9, through the binary: a stripped outbox MAC (review N11), and a store
 /// opened with another key provider than the one that made its key (review N7, the new-user
 /// trial's passphrase reset that destroyed every item).
-@Suite("tokenctl: stripped MACs and the recorded key provider", tokenctlKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl: stripped MACs and the recorded key provider", tokenctlKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct StoreRecordCommandTests {
     typealias Fixture = SessionCommandTests.Fixture
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 
@@ -12,7 +13,7 @@ import Glibc
 private let swtpmTrait = Testing.ConditionTrait.enabled(
     if: SoftwareTPM.isInstalled, Comment(rawValue: "needs swtpm (scripts/install-deps)"))
 
-@Suite("tokenctl: TPM-sealed stores", tokenctlKeyringTrait, swtpmTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl: TPM-sealed stores", tokenctlKeyringTrait, swtpmTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct TPMCommandTests {
     static func tpm(_ tcti: String) -> [String: String] { ["TOKENSTORE_TPM_TCTI": tcti] }
 
@@ -112,9 +113,43 @@ struct TPMCommandTests {
         #expect(status.object["protection"] as? String == "keyring")
         let tpm = status.object["tpm"] as? [String: Any]
         #expect(tpm?["available"] as? Bool == false, "\(tpm ?? [:])")
-        #expect(((tpm?["reason"] as? String) ?? "").contains("TPM"), "\(tpm ?? [:])")
+        let reason = tpm?["reason"] as? String ?? ""
+        #expect(reason.contains("TPM"), "\(tpm ?? [:])")
         #expect(((status.object["protectionReason"] as? String) ?? "").isEmpty == false)
         let text = try store.run(["status"], environment: Self.tpm(try SoftwareTPM.unreachableTCTI()))
         #expect(text.exitCode == 0 && text.standardOutput.contains("protection           keyring ("), "\(text.standardOutput)")
+    }
+
+    @Test("a TPM store with login --dpop: token DPoP, a proof the server accepts, bound to the key the TPM holds; no TPM, no proof (69)")
+    func dpopOnATPMStore() throws {
+        let tpm = try SoftwareTPM.start()
+        defer { tpm.stop() }
+        let fixture = try SessionCommandTests.Fixture()
+        let tpmEnvironment = Self.tpm(tpm.tcti).merging(["TOKENCTL_KEY_PROVIDER": "tpm"]) { _, given in given }
+        let environment = fixture.environment.merging(tpmEnvironment) { _, given in given }
+        let login = try DPoPCommandTests.loginDPoP(fixture, environment: tpmEnvironment)
+        #expect(login.exitCode == 0, "\(login.standardError)")
+        #expect(try fixture.store.json(["status"], environment: environment).object["protection"] as? String == "hardware")
+        let token = try fixture.store.json(["token", "--account", "alice", "--reveal"], environment: environment)
+        #expect(token.object["tokenType"] as? String == "DPoP", "\(token.result.standardError)")
+        let accessToken = try #require(token.object["accessToken"] as? String)
+        let url = fixture.server.baseURL.absoluteString + "/userinfo"
+        let result = try fixture.store.run(["proof", "--account", "alice", "--method", "GET", "--url", url], environment: environment)
+        #expect(result.exitCode == 0, "\(result.standardError)")
+        let proof = result.standardOutput.trimmingCharacters(in: .newlines)
+        let verdict = try fixture.server.checkDPoPProof(proof, method: "GET", url: url, accessToken: accessToken)
+        #expect(verdict.error == nil, "\(verdict.description ?? "")")
+        let boundTo = try fixture.server.introspect(accessToken).jkt
+        #expect(verdict.jkt != nil && verdict.jkt == boundTo, "the token is bound to the proving key")
+        // A proof is good once (the check above spent its jti): the API call gets a fresh one.
+        let fresh = try fixture.store.run(["proof", "--account", "alice", "--method", "GET", "--url", url], environment: environment)
+        #expect(fresh.standardOutput != result.standardOutput, "a fresh jti each proof")
+        #expect(try fixture.server.userinfoStatus(
+            authorization: "DPoP " + accessToken, dpop: fresh.standardOutput.trimmingCharacters(in: .newlines)) == 200)
+        // Without the TPM the store does not open: no proof, no fallback to a software key.
+        tpm.stop()
+        let without = try fixture.store.run(["proof", "--account", "alice", "--method", "GET", "--url", url], environment: environment)
+        #expect(without.exitCode == 69 && without.standardError.contains("TPM"), "\(without.standardError)")
+        #expect(without.standardOutput.isEmpty)
     }
 }

@@ -143,6 +143,8 @@ namespace TokenStore {
         /* null: the system browser ($BROWSER, GIO, xdg-open). Keep the delegate alive during the call. */
         [CCode (delegate_target_cname = "user_data")]
         public unowned OpenUrlFunc? open_url;
+        /* Non-zero: bind the sign-in to the store's DPoP key (RFC 9449). 0: Bearer. */
+        public int dpop;
     }
 
     /* A session over a store talking to one authorization server (ts_session). */
@@ -168,6 +170,18 @@ namespace TokenStore {
 
         [CCode (cname = "ts_session_resume")]
         public int resume (out int still_pending, out ErrorDetails? error);
+
+        /* Whether the account's session is DPoP-bound (RFC 9449): `bound` 1 or 0. */
+        [CCode (cname = "ts_session_is_dpop_bound")]
+        public int is_dpop_bound (string account, out int bound, out ErrorDetails? error);
+
+        /* A DPoP proof for `method` on `url` with the account's current access token (ath). */
+        [CCode (cname = "ts_session_dpop_proof")]
+        public int dpop_proof (string account, string method, string url, out string? proof, out ErrorDetails? error);
+
+        /* Keeps an API's DPoP-Nonce (RFC 9449 9) for the proofs made to its origin from now on. */
+        [CCode (cname = "ts_session_record_dpop_nonce")]
+        public int record_dpop_nonce (string url, string nonce, out ErrorDetails? error);
 
         /* Blocks until the browser's redirect came back (at most the time-out) and the tokens are
          * stored. `user_id`: the Apple user id, or null. */

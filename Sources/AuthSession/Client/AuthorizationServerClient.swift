@@ -264,7 +264,7 @@ public struct AuthorizationServerClient: Sendable {
             }
             if let dpop {
                 do {
-                    request.headers["DPoP"] = try dpop.proof(method: "POST", url: url)  // a fresh jti each attempt
+                    request.headers["DPoP"] = try await dpop.sharedProof(method: "POST", url: url)  // a fresh jti each attempt
                 } catch {
                     return (.permanent(AuthSessionError(.unexpectedResponse, "The DPoP proof could not be made.")), nil)
                 }
@@ -275,7 +275,7 @@ public struct AuthorizationServerClient: Sendable {
                 let response = try await transport.send(request)
                 received = response
                 if let dpop, let nonce = response.headers["DPoP-Nonce"], !nonce.isEmpty {
-                    dpop.record(nonce: nonce, for: url)
+                    await dpop.recordShared(nonce: nonce, for: url)
                 }
                 if dpop != nil, DPoPNonceAnswer.asksForNonce(response) {
                     if !nonceRetried {

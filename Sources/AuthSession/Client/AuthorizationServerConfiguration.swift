@@ -48,6 +48,11 @@ public struct AuthorizationServerConfiguration: Sendable {
     /// The API access tokens are for when a call names none (Auth0's `audience`); `nil`: the
     /// tenant's default (an opaque token for `/userinfo` unless the tenant sets a default audience).
     public var audience: String?
+    /// Whether sign-ins bind the session to the store's DPoP key (RFC 9449; Auth0 calls it
+    /// sender-constraining): the authorize request carries `dpop_jkt`, every token request a
+    /// proof, and the tokens come back `DPoP`. An account signed in so keeps its binding by
+    /// itself in every later process, whatever this says. Off by default.
+    public var usesDPoP = false
 
     /// A validated configuration.
     /// - Throws: ``AuthSessionError/Code/insecureConfiguration`` for a URL that is not
@@ -113,6 +118,7 @@ public struct AuthorizationServerConfiguration: Sendable {
         clientSecret = other.clientSecret
         requestTimeout = other.requestTimeout
         audience = other.audience
+        usesDPoP = other.usesDPoP
         self.issuer = issuer
         usesDiscovery = true
         sendsConnection = false

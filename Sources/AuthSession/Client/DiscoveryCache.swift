@@ -111,33 +111,10 @@ package actor DiscoveryCache {
     private static func get(
         _ url: URL, configuration: AuthorizationServerConfiguration, transport: any HTTPTransport
     ) async throws(AuthSessionError) -> [UInt8] {
-        let response: HTTPResponse
-        do {
-            response = try await transport.send(
-                HTTPRequest(method: "GET", url: url, headers: ["Accept": "application/json"], timeout: configuration.requestTimeout))
-        } catch let failure as TransportFailure {
-            throw ResponseClassifier.classify(failure).error
-                ?? AuthSessionError(.unexpectedResponse, "The discovery document could not be fetched.")
-        } catch is CancellationError {
-            throw AuthSessionError(.cancelled, "Fetching the discovery document was cancelled.")
-        } catch {
-            throw AuthSessionError(
-                .unexpectedResponse, "The discovery document could not be fetched.", cause: .other("\(type(of: error))"))
-        }
-        switch response.status {
-        case 200..<300:
-            guard response.body.count <= maximumBodyBytes else {
-                throw AuthSessionError(.unexpectedResponse, "The discovery document is too large.", httpStatus: response.status)
-            }
-            return [UInt8](response.body)
-        case 429:
-            throw AuthSessionError(.rateLimited, "The server is rate limiting discovery.", httpStatus: response.status)
-        case 500..<600:
-            throw AuthSessionError(.serverError, "The server failed to serve its discovery document.", httpStatus: response.status)
-        default:
-            throw AuthSessionError(
-                .unexpectedResponse, "The discovery request got an unexpected status.", httpStatus: response.status)
-        }
+        let body = try await MetadataFetch.get(
+            url, .init(noun: "the discovery document"), timeout: configuration.requestTimeout,
+            maximumBytes: maximumBodyBytes, transport: transport)
+        return [UInt8](body)
     }
 
     // MARK: File

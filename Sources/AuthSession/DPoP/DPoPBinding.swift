@@ -4,19 +4,59 @@ import TokenStore
 /// A client's DPoP binding (RFC 9449): the key every token request proves and the latest
 /// `DPoP-Nonce` each server gave, keyed by the endpoint's origin. A copy of a client shares
 /// it (a class), so the nonce learned by one request serves the next without a 400 first.
-/// The nonce is kept in this process only for now (sharing it between processes through the
-/// store is the next step of issue 27).
+/// With a `store`, the latest nonce of each origin is also kept in the store (sealed), so
+/// another process of the same store starts with it: ``sharedProof(method:url:accessToken:)``
+/// reads the store's when this process has none for the origin, ``recordShared(nonce:for:)``
+/// writes each new one (last writer wins).
 package final class DPoPBinding: Sendable {
     /// The key whose thumbprint the server binds the tokens to.
-    package let key: DPoPKey
+    package let key: any DPoPSigningKey
+    /// The store the nonces are shared through, if any.
+    package let store: TokenStore?
     private let nonces = Locked<[String: String]>([:])
     /// The clock of `iat` (seconds since 1970); a test may fix it.
     private let now: @Sendable () -> Int64
 
-    /// A binding to `key`.
-    package init(key: DPoPKey, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    /// A binding to `key`, sharing its nonces through `store` when given.
+    package init(
+        key: any DPoPSigningKey, store: TokenStore? = nil,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
         self.key = key
+        self.store = store
         self.now = now
+    }
+
+    /// A fresh proof as ``proof(method:url:accessToken:)``, with the store's nonce for `url`'s
+    /// origin when this process has none (a store that cannot be read gives none: the server
+    /// then asks for one).
+    package func sharedProof(method: String, url: URL, accessToken: String? = nil) async throws(DPoPSigningFailure) -> String {
+        if let store, nonce(for: url) == nil, let stored = try? await store.async.dpopNonce(origin: Self.origin(url)) {
+            nonces.withLock { if $0[Self.origin(url)] == nil { $0[Self.origin(url)] = stored } }
+        }
+        return try await offPoolProof(method: method, url: url, accessToken: accessToken)
+    }
+
+    /// ``proof(method:url:accessToken:)`` from async code: a TPM-resident key signs with a TPM
+    /// session (milliseconds, up to the TPM's time-out), so its proofs are made on the blocking
+    /// executor, never on a cooperative thread; a software key signs in microseconds, in place.
+    package func offPoolProof(method: String, url: URL, accessToken: String? = nil) async throws(DPoPSigningFailure) -> String {
+        guard key.residence == .tpm else { return try proof(method: method, url: url, accessToken: accessToken) }
+        return try await BlockingExecutor.shared.run { () throws(DPoPSigningFailure) -> String in
+            try self.proof(method: method, url: url, accessToken: accessToken)
+        }
+    }
+
+    /// Keeps `nonce` for `url`'s origin in this process and, when it is new, in the store.
+    /// A store write that fails is only a lost shortcut: the next process pays one 400.
+    package func recordShared(nonce: String, for url: URL) async {
+        let origin = Self.origin(url)
+        let changed = nonces.withLock { nonces in
+            defer { nonces[origin] = nonce }
+            return nonces[origin] != nonce
+        }
+        guard changed, let store else { return }
+        _ = try? await store.async.recordDPoPNonce(nonce, origin: origin)
     }
 
     /// The latest nonce `url`'s server gave, if any.
@@ -32,13 +72,14 @@ package final class DPoPBinding: Sendable {
     }
 
     /// A fresh proof (new `jti`) for `method` on `url` with the server's latest nonce.
-    package func proof(method: String, url: URL, accessToken: String? = nil) throws(DPoPKey.Failure) -> String {
+    package func proof(method: String, url: URL, accessToken: String? = nil) throws(DPoPSigningFailure) -> String {
         try DPoPProof.make(
             key: key, method: method, url: url.absoluteString, nonce: nonce(for: url), accessToken: accessToken,
             issuedAt: now())
     }
 
-    private static func origin(_ url: URL) -> String {
+    /// `scheme://host[:port]` of `url`: what a nonce is kept under.
+    package static func origin(_ url: URL) -> String {
         "\(url.scheme ?? "")://\(url.host ?? "")\(url.port.map { ":\($0)" } ?? "")"
     }
 }

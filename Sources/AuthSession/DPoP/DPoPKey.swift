@@ -1,4 +1,5 @@
 internal import CCrypto
+import TokenStore
 
 /// The P-256 key of DPoP (RFC 9449) proofs, held by OpenSSL's libcrypto (loaded at the first
 /// key, ``CryptoLibrary``): made fresh for a store, or rebuilt from the private scalar and
@@ -6,7 +7,7 @@ internal import CCrypto
 /// JWS wants it: raw r‖s, 64 bytes, not DER.
 // @unchecked Sendable: the EVP_PKEY is never changed after init, and OpenSSL 3 lets several
 // threads sign with one key at once, each call with its own EVP_MD_CTX.
-package final class DPoPKey: @unchecked Sendable {
+package final class DPoPKey: DPoPSigningKey, @unchecked Sendable {
     private let key: OpaquePointer
     private let api: tokenstore_crypto
     /// The public point, uncompressed (0x04 ‖ x ‖ y, 65 bytes).
@@ -18,12 +19,10 @@ package final class DPoPKey: @unchecked Sendable {
     package let thumbprint: String
 
     /// Why a key could not be made or used (no secret in the text).
-    package enum Failure: Error, Equatable {
-        /// libcrypto.so.3 could not be loaded or lacks a function.
-        case libraryUnavailable
-        /// libcrypto refused the key material (not a P-256 key pair) or the operation.
-        case refused(String)
-    }
+    package typealias Failure = DPoPSigningFailure
+
+    /// In software: this process's memory, sealed in the store at rest.
+    package var residence: DPoPKeyResidence { .software }
 
     /// A new random key.
     package static func generate() throws(Failure) -> DPoPKey {
@@ -113,6 +112,9 @@ package final class DPoPKey: @unchecked Sendable {
         guard let raw = try Self.rawSignature(der: signDER(message)[...]) else { throw Self.refusal(api, "ES256 signing") }
         return raw
     }
+
+    /// The ES256 signature of `message`: r‖s, 64 bytes (``sign(_:)``).
+    package func signES256(_ message: [UInt8]) throws(Failure) -> [UInt8] { try sign(message) }
 
     private func verify(signatureDER: [UInt8], message: [UInt8]) -> Bool {
         defer { api.ERR_clear_error() }

@@ -80,4 +80,6 @@ extension AuthSessionError {
         .authorizationMisconfigured, "The authorization server refused the sign-in request as misconfigured.")
     /// Matches ``Code/issuerMismatch``.
     public static let issuerMismatch = Self(.issuerMismatch, "The sign-in redirect named another issuer.")
+    /// Matches ``Code/dpopKeyLost``.
+    public static let dpopKeyLost = Self(.dpopKeyLost, "The account's DPoP key is lost; the user must sign in again.")
 }

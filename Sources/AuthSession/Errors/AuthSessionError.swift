@@ -109,6 +109,10 @@ public struct AuthSessionError: CodedError {
         /// The sign-in redirect's `iss` (RFC 9207) was missing or named another issuer, while
         /// the server says it sends one: the answer may come from another server (mix-up).
         public static let issuerMismatch = Code(rawValue: "issuerMismatch")
+        /// The app must act, sign the user in again: the DPoP key (RFC 9449) the account's
+        /// refresh token is bound to is gone from the store, changed, or unusable here. The
+        /// account's session was cleared locally (a new key is never made for an old session).
+        public static let dpopKeyLost = Code(rawValue: "dpopKeyLost")
 
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
@@ -117,7 +121,7 @@ public struct AuthSessionError: CodedError {
             .invalidGrant, .unexpectedResponse, .tlsFailure, .cancelled, .insecureConfiguration,
             .storage, .authorizationFailed, .stateMismatch, .idTokenInvalid, .loopbackUnavailable,
             .browserUnavailable, .minimumTTLTooLarge, .userChanged, .notRevocable, .authorizationMisconfigured,
-            .issuerMismatch,
+            .issuerMismatch, .dpopKeyLost,
         ]
     }
 

@@ -1,5 +1,6 @@
 internal import CCurl
 import FoundationEssentials
+import TokenStore
 
 /// The ``HTTPTransport`` of AuthSession: libcurl (Debian's OpenSSL build) called directly,
 /// without FoundationNetworking.

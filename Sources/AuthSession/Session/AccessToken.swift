@@ -27,11 +27,16 @@ public struct AccessToken: Sendable, CustomStringConvertible {
     /// for them with `requiringScopes:` and gets ``AuthSessionError/Code/serverDeclinedScopes``.
     public let declinedScopes: [String]
     public let source: Source
+    /// `DPoP` for a token bound to the store's DPoP key (RFC 9449: send it with a proof from
+    /// ``TokenSession/dpopProof(method:url:accessToken:)``), otherwise `Bearer`. Kept with the
+    /// cached token, so a token from the cache says it too.
+    public let tokenType: String
 
     package init(
         token: SecretBytes, expiresAt: Date?, audience: String?, grantedScopes: [String], declinedScopes: [String],
-        source: Source
+        source: Source, tokenType: String? = nil
     ) {
+        self.tokenType = Self.normalizedType(tokenType)
         self.token = token
         self.expiresAt = expiresAt
         self.audience = audience
@@ -40,10 +45,16 @@ public struct AccessToken: Sendable, CustomStringConvertible {
         self.source = source
     }
 
-    /// The value of an HTTP `Authorization` header: `Bearer <token>`. This is the one place
-    /// the token becomes a `String`: send it, do not keep or log it.
+    /// The value of an HTTP `Authorization` header: `Bearer <token>`, or `DPoP <token>` for a
+    /// DPoP-bound one (``tokenType``). This is the one place the token becomes a `String`:
+    /// send it, do not keep or log it.
     public func authorizationHeaderValue() -> String {
-        "Bearer " + (token.stringValue() ?? "")
+        tokenType + " " + (token.stringValue() ?? "")
+    }
+
+    /// `DPoP` for a server's `token_type` of DPoP in any case, `Bearer` otherwise.
+    static func normalizedType(_ type: String?) -> String {
+        type?.lowercased() == "dpop" ? "DPoP" : "Bearer"
     }
 
     /// Whether the token is still valid for at least `minimumTTL` (false without an expiry).
@@ -55,7 +66,7 @@ public struct AccessToken: Sendable, CustomStringConvertible {
     public var description: String {
         "AccessToken(\(token), expires \(expiresAt.map { "\($0)" } ?? "unknown"), "
             + "audience \(audience ?? "default"), scopes \(grantedScopes.joined(separator: " ")), "
-            + "from \(source.rawValue))"
+            + "from \(source.rawValue), \(tokenType))"
     }
 }
 

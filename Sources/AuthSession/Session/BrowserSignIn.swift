@@ -41,6 +41,8 @@ extension TokenSession {
     ///     as another one (its previous user is then recorded `revoked`). `false` (the
     ///     default): another user's sign-in throws ``AuthSessionError/Code/userChanged``,
     ///     stores nothing and revokes the refresh token it got.
+    ///   - usesDPoP: whether this sign-in binds the session to the store's DPoP key (RFC 9449);
+    ///     `nil` (the default): ``AuthorizationServerConfiguration/usesDPoP``.
     ///   - onAuthorizationURL: called before the browser opens with the address the browser
     ///     is given, so that the app can show it for the user to open by hand: the listener's
     ///     one-time `http://127.0.0.1:PORT/start/<id>`, which redirects once, and only for
@@ -62,7 +64,7 @@ extension TokenSession {
         account: AccountID, redirectURIs: [URL], connection: String? = "apple",
         scopes: [String] = ["openid", "profile", "email"], audience: String? = nil, maxAge: Duration? = nil,
         timeout: Duration = .seconds(300), browser: any BrowserOpener = SystemBrowserOpener(),
-        allowsUserChange: Bool = false, onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
+        allowsUserChange: Bool = false, usesDPoP: Bool? = nil, onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
     ) async throws -> SignInResult {
         try storage { try SessionLedger.validateSignIn(account: account, appleUserID: nil) }
         let audience = audience ?? client.configuration.audience
@@ -71,13 +73,14 @@ extension TokenSession {
         let metadata = try await client.metadata()
         let requested = Self.withRequiredScopes(
             scopes, offlineAccess: client.configuration.requestsOfflineAccess ?? metadata.offersOfflineAccess)
+        let dpop = try await signInBinding(usesDPoP: usesDPoP)
         let listener = try LoopbackRedirectListener.bind(
             redirectURIs: redirectURIs, expectedState: secrets.state, logger: logger)
         let callback: AuthorizationCallback
         do {
             let url = authorizationURL(
                 redirectURI: listener.redirectURI, secrets: secrets, scopes: requested, connection: connection,
-                audience: audience, maxAge: maxAge, metadata: metadata)
+                audience: audience, maxAge: maxAge, metadata: metadata, dpopThumbprint: dpop?.key.thumbprint)
             let start = listener.startURL(for: url)
             onAuthorizationURL(start)
             try await browser.open(start)
@@ -91,17 +94,17 @@ extension TokenSession {
             throw Self.configurationError(error)
         }
         try Self.checkIssuer(callback, metadata: metadata)
-        let response = try await client.exchangeAuthorizationCode(
+        let response = try await client.withDPoP(dpop).exchangeAuthorizationCode(
             callback.code, codeVerifier: secrets.pkce.verifier, redirectURI: callback.redirectURI, scopes: requested)
         return try await completeSignIn(
             response, requested: requested, audience: audience, account: account, nonce: secrets.nonce, maxAge: maxAge,
-            expectedAppleUserID: nil, allowsUserChange: allowsUserChange)
+            expectedAppleUserID: nil, allowsUserChange: allowsUserChange, dpop: dpop)
     }
 
     /// `{domain}/authorize?response_type=code&…` for one attempt.
     func authorizationURL(
         redirectURI: URL, secrets: SignInSecrets, scopes: [String], connection: String?, audience: String?,
-        maxAge: Duration?, metadata: AuthorizationServerMetadata? = nil
+        maxAge: Duration?, metadata: AuthorizationServerMetadata? = nil, dpopThumbprint: String? = nil
     ) -> URL {
         let metadata = metadata ?? .auth0(domain: client.configuration.domain)
         var query: [(String, FormValue)] = [
@@ -118,6 +121,8 @@ extension TokenSession {
         // Auth0's `audience`; RFC 8707 `resource` everywhere else.
         if let audience, !audience.isEmpty { query.append((metadata.isAuth0 ? "audience" : "resource", .text(audience))) }
         if let maxAge { query.append(("max_age", .text("\(maxAge.components.seconds)"))) }
+        // RFC 9449 10: the code is bound to the key that will redeem it.
+        if let dpopThumbprint { query.append(("dpop_jkt", .text(dpopThumbprint))) }
         let endpoint = metadata.authorizationEndpoint.absoluteString
         // Form encoding writes a space as `+` (a `+` itself as `%2B`); a URL query says `%20`.
         let encoded = String(decoding: FormEncoding.encode(query), as: UTF8.self).replacing("+", with: "%20")

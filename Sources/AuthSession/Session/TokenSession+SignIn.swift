@@ -7,7 +7,7 @@ extension TokenSession {
     /// Signs in with an Apple authorization code (Auth0's native token exchange): for apps
     /// that get a code from Apple themselves — a companion device, a web page using Sign in
     /// with Apple JS. A Linux desktop app has no way to get one: it signs in through the
-    /// browser with ``signIn(account:redirectURIs:connection:scopes:audience:maxAge:timeout:browser:allowsUserChange:onAuthorizationURL:)``.
+    /// browser with ``signIn(account:redirectURIs:connection:scopes:audience:maxAge:timeout:browser:allowsUserChange:usesDPoP:onAuthorizationURL:)``.
     ///
     /// `openid` and `offline_access` are always requested. The ID token is validated as in
     /// the browser sign-in (without a nonce: the native exchange has none), and the refresh
@@ -35,11 +35,12 @@ extension TokenSession {
         // Bad names are refused before the server issues tokens that could then not be stored.
         try storage { try SessionLedger.validateSignIn(account: account, appleUserID: appleUserID) }
         let requested = Self.withRequiredScopes(scopes)
-        let response = try await client.exchangeAppleAuthorizationCode(
+        let dpop = try await signInBinding()
+        let response = try await client.withDPoP(dpop).exchangeAppleAuthorizationCode(
             authorizationCode, scopes: requested, userProfile: fullName.flatMap(Self.appleUserProfile))
         return try await completeSignIn(
             response, requested: requested, audience: client.configuration.audience, account: account, nonce: nil,
-            maxAge: nil, expectedAppleUserID: appleUserID, allowsUserChange: allowsUserChange)
+            maxAge: nil, expectedAppleUserID: appleUserID, allowsUserChange: allowsUserChange, dpop: dpop)
     }
 
     /// The scopes of a sign-in: `openid` (for the ID token) always and `offline_access`
@@ -68,10 +69,11 @@ extension TokenSession {
     /// transaction, and revokes what it replaced. Nothing is stored when the ID token fails
     /// a check, or signs another user into an account that has one without
     /// `allowsUserChange`; the refresh token the server issued is then revoked (one try), so
-    /// it does not stay valid unseen.
+    /// it does not stay valid unseen. With `dpop`, a `DPoP` answer records the account bound
+    /// to that key (a `Bearer` one from a server without DPoP stays unbound).
     func completeSignIn(
         _ response: TokenResponse, requested: [String], audience: String?, account: AccountID, nonce: String?,
-        maxAge: Duration?, expectedAppleUserID: String?, allowsUserChange: Bool
+        maxAge: Duration?, expectedAppleUserID: String?, allowsUserChange: Bool, dpop: DPoPBinding? = nil
     ) async throws -> SignInResult {
         let identity: SignInIdentity
         let appleUserID: String
@@ -114,13 +116,15 @@ extension TokenSession {
         // Checked above.
         let refreshToken = response.refreshToken!
         let access = Self.token(from: response, requested: requested, audience: audience, source: .signIn)
+        let boundTo = access.tokenType == "DPoP" ? dpop?.key.thumbprint : nil
         let replacedSession: Bool
         do {
             replacedSession = try await asyncStorage {
                 try await self.store.ledger.async.saveSignIn(
                     account: account, refreshToken: refreshToken, appleUserID: appleUserID,
                     accessToken: Self.cacheEntry(access),
-                    cacheKey: AccessTokenKey(account: account, audience: audience, scopes: requested), identity: identity)
+                    cacheKey: AccessTokenKey(account: account, audience: audience, scopes: requested), identity: identity,
+                    dpopThumbprint: boundTo)
             }
         } catch {
             await revokeUnstored(refreshToken, because: error)

@@ -25,6 +25,8 @@ public final class TokenSession: Sendable {
     let idTokenValidator: IDTokenValidator
     private let renewals = KeyedSerializer()
     private let renewalLock: RenewalLock
+    /// The DPoP binding of the store's key, made at its first use (``client(for:)``).
+    let dpopBindings = Locked<DPoPBinding?>(nil)
 
     /// A session over `store` talking to the server in `configuration`.
     public convenience init(
@@ -42,7 +44,7 @@ public final class TokenSession: Sendable {
     public init(store: TokenStore, client: AuthorizationServerClient, logger: TokenStoreLogger = .disabled) {
         self.store = store
         // An issuer's discovery document is also kept beside the store, for the next process.
-        let client = client.keepingDiscovery(inFile: store.path + ".discovery.json")
+        let client = client.keepingDiscovery(inFile: FileLayout.discoveryCachePath(of: store.path))
         self.client = client
         self.logger = logger
         logoutCoordinator = LogoutCoordinator(store: store, client: client, logger: logger)
@@ -193,7 +195,7 @@ public final class TokenSession: Sendable {
         }
         let response: TokenResponse
         do {
-            response = try await client.refresh(presented, scopes: key.scopes, audience: key.audience)
+            response = try await client(for: account).refresh(presented, scopes: key.scopes, audience: key.audience)
         } catch let error as AuthSessionError where error.code == .interactionRequired && error.oauthError == "invalid_grant" {
             // Refused for good (expired, revoked, reused). An OIDC "user must act" answer
             // (mfa_required, consent_required...) is also interactionRequired, but the token stays.
@@ -231,13 +233,13 @@ public final class TokenSession: Sendable {
         AccessToken(
             token: response.accessToken, expiresAt: response.expiresAt, audience: audience,
             grantedScopes: response.grantedScopes, declinedScopes: response.declinedScopes(requested: requested),
-            source: source)
+            source: source, tokenType: response.tokenType)
     }
 
     static func token(_ entry: AccessTokenEntry, audience: String?, source: AccessToken.Source) -> AccessToken {
         AccessToken(
             token: entry.token, expiresAt: entry.expiresAt, audience: audience, grantedScopes: entry.scopes,
-            declinedScopes: entry.declinedScopes, source: source)
+            declinedScopes: entry.declinedScopes, source: source, tokenType: entry.tokenType)
     }
 
     /// The cache entry of `token`, or `nil` when it cannot be cached: no expiry (never served
@@ -245,7 +247,8 @@ public final class TokenSession: Sendable {
     static func cacheEntry(_ token: AccessToken) -> AccessTokenEntry? {
         guard let expiresAt = token.expiresAt else { return nil }
         let entry = AccessTokenEntry(
-            token: token.token, expiresAt: expiresAt, scopes: token.grantedScopes, declinedScopes: token.declinedScopes)
+            token: token.token, expiresAt: expiresAt, scopes: token.grantedScopes, declinedScopes: token.declinedScopes,
+            tokenType: token.tokenType == "DPoP" ? "DPoP" : nil)
         return entry.isCacheable ? entry : nil
     }
 

@@ -1,5 +1,6 @@
 internal import CGlibcExtensions
 import FoundationEssentials
+import TokenStore
 
 #if canImport(Glibc)
 import Glibc

@@ -81,29 +81,10 @@ actor JSONWebKeySetCache {
     private func fetch() async throws(AuthSessionError) -> [String: JSONWebKey] {
         fetchCount += 1
         logger.debug("fetching the tenant's signing keys", metadata: ["jwks.fetch": "\(fetchCount)"])
-        let response: HTTPResponse
-        do {
-            response = try await transport.send(
-                HTTPRequest(method: "GET", url: url, headers: ["Accept": "application/json"], timeout: timeout))
-        } catch let failure as TransportFailure {
-            throw ResponseClassifier.classify(failure).error
-                ?? AuthSessionError(.unexpectedResponse, "The key set could not be fetched.")
-        } catch {
-            throw AuthSessionError(.unexpectedResponse, "The key set could not be fetched.", cause: .other("\(type(of: error))"))
-        }
-        switch response.status {
-        case 200..<300:
-            break
-        case 429:
-            throw AuthSessionError(.rateLimited, "The server is rate limiting key-set requests.", httpStatus: response.status)
-        case 500..<600:
-            throw AuthSessionError(.serverError, "The server failed to serve its key set.", httpStatus: response.status)
-        default:
-            throw AuthSessionError(
-                .unexpectedResponse, "The key set request got an unexpected status.", httpStatus: response.status)
-        }
-        guard response.body.count <= Self.maximumBodyBytes, let keys = JSONWebKeySet.keys(in: response.body) else {
-            throw AuthSessionError(.unexpectedResponse, "The key set is not a JSON Web Key Set.", httpStatus: response.status)
+        let body = try await MetadataFetch.get(
+            url, .init(noun: "the key set"), timeout: timeout, maximumBytes: Self.maximumBodyBytes, transport: transport)
+        guard let keys = JSONWebKeySet.keys(in: body) else {
+            throw AuthSessionError(.unexpectedResponse, "The key set is not a JSON Web Key Set.")
         }
         return keys
     }

@@ -64,14 +64,14 @@ final class LoopbackRedirectListener: @unchecked Sendable {
     let limits: Limits
     let logger: TokenStoreLogger
 
-    private enum Phase { case bound, serving, closed }
+    enum Phase { case bound, serving, closed }
 
-    private let lock = Locked(())
-    private var phase = Phase.bound
-    private var stopRequested = false
-    private var listenDescriptor: Int32
-    private var wakeRead: Int32
-    private var wakeWrite: Int32
+    let lock = Locked(())
+    var phase = Phase.bound
+    var stopRequested = false
+    var listenDescriptor: Int32
+    var wakeRead: Int32
+    var wakeWrite: Int32
     /// The authorization URL the start page redirects to, once ``startURL(for:)`` gave it.
     private var startLocation: String?
 
@@ -210,44 +210,6 @@ final class LoopbackRedirectListener: @unchecked Sendable {
             case .closed: break
             }
         }
-    }
-
-    // MARK: - Stopping
-
-    private func stop() {
-        lock.withLock { _ in
-            stopRequested = true
-            wakeLocked()
-        }
-    }
-
-    /// Wakes the serving thread's `poll`. Under `lock`, so the socket cannot be closed meanwhile.
-    private func wakeLocked() {
-        guard wakeWrite >= 0 else { return }
-        var byte: UInt8 = 1
-        _ = send(wakeWrite, &byte, 1, Int32(MSG_NOSIGNAL))  // a full buffer already wakes it
-    }
-
-    private var isStopRequested: Bool { lock.withLock { _ in stopRequested } }
-
-    /// Closes every descriptor still open and marks the listener closed.
-    private func closeDescriptors() {
-        lock.withLock { _ in closeDescriptorsLocked() }
-    }
-
-    private func closeDescriptorsLocked() {
-        // A program another thread is spawning holds a copy of the listening socket until its
-        // exec, and a plain close would leave the port listening until then. Shutting the
-        // socket down takes it out of LISTEN for every holder, so the port is free at once
-        // (for a new SO_REUSEADDR bind, as the next listener makes).
-        if listenDescriptor >= 0 { shutdown(listenDescriptor, Int32(SHUT_RDWR)) }
-        for descriptor in [listenDescriptor, wakeRead, wakeWrite] where descriptor >= 0 {
-            Glibc.close(descriptor)
-        }
-        listenDescriptor = -1
-        wakeRead = -1
-        wakeWrite = -1
-        phase = .closed
     }
 
     // MARK: - Serving (on the listener's thread)

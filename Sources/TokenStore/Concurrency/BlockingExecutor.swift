@@ -1,4 +1,3 @@
-internal import CGlibcExtensions
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -68,7 +67,8 @@ package final class BlockingExecutor: @unchecked Sendable {  // every `var` is g
             guard cancelledError != nil else { return }
             drop(job)
         }
-        return try result.get()
+        // What the executor's thread published (the same value), read under its lock.
+        return try (job.published.withLock { $0 } ?? result).get()
     }
 
     // MARK: - Queue
@@ -135,20 +135,9 @@ package final class BlockingExecutor: @unchecked Sendable {  // every `var` is g
     }
 
     private func startThread() -> Bool {
-        let box = Unmanaged.passRetained(self).toOpaque()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        var thread = pthread_t()
-        let status = pthread_create(&thread, &attributes, { raw in
-            let executor = Unmanaged<BlockingExecutor>.fromOpaque(raw!).takeRetainedValue()
-            _ = tokenstore_set_thread_name(executor.name)
-            while let job = executor.take(waiting: true) { job.execute() }
-            return nil
-        }, box)
-        if status != 0 { Unmanaged<BlockingExecutor>.fromOpaque(box).release() }
-        return status == 0
+        DetachedThread.start(name: name) { [self] in
+            while let job = take(waiting: true) { job.execute() }
+        }
     }
 
     // MARK: - Jobs
@@ -175,9 +164,17 @@ package final class BlockingExecutor: @unchecked Sendable {  // every `var` is g
             self.cancelledError = cancelledError
         }
 
+        /// The body's result, published under a pthread mutex before the caller is resumed and
+        /// read under it after: a happens-before edge ThreadSanitizer sees between the executor's
+        /// thread (which made the value: a SecretBytes decoded there, say) and the caller's. The
+        /// continuation's own resume was not seen as one (CI's TSan reported the handoff of a
+        /// store read's SecretBytes to the cooperative thread that used it).
+        let published = Locked<Result<R, E>?>(nil)
+
         override func execute() {
             let result: Result<R, E>
             do throws(E) { result = .success(try body()) } catch { result = .failure(error) }
+            published.withLock { $0 = result }
             continuation?.resume(returning: result)
         }
 

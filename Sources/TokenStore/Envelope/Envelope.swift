@@ -11,6 +11,8 @@ enum LookupDomain: UInt8 {
     case user = 3
     /// A cached access token: (service, account, audience, scope set) — `access_tokens.lookup`.
     case accessToken = 4
+    /// A DPoP entry: (entry kind, its name) — `dpop_state.lookup` (``DPoPStateRecord``).
+    case dpop = 5
     /// MAC of a `pending_revocations` row's clear columns (schedule, flag, attempts).
     case outboxRowMAC = 65
     /// MAC of an `account_marks` row (logging out, the entry that finishes it).

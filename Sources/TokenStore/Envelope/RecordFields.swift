@@ -8,6 +8,7 @@ package struct RecordFields {
         case service = 1, account = 2, itemKind = 3, secret = 4, label = 5, expiresAt = 6, scopes = 7
         case appleUserID = 8, keyCheck = 9, userID = 10, credentialState = 11, audience = 12
         case requestedScopes = 13, declinedScopes = 14
+        case dpopEntry = 15, dpopName = 16, dpopResidence = 17, tokenType = 18
         /// In a credential state: the MAC of its user's last history row (schema 7 on).
         case historyHead = 32
     }

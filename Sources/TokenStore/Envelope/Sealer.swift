@@ -91,6 +91,7 @@ package enum RecordKind: UInt8, CustomStringConvertible {
     case credentialUser = 3
     case pendingRevocation = 4
     case accessToken = 5
+    case dpop = 6
 
     package var description: String {
         switch self {
@@ -99,6 +100,7 @@ package enum RecordKind: UInt8, CustomStringConvertible {
         case .credentialUser: return "credential-state"
         case .pendingRevocation: return "pending-revocation"
         case .accessToken: return "access-token"
+        case .dpop: return "dpop"
         }
     }
 }

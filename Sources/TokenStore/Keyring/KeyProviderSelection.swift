@@ -38,12 +38,22 @@ public enum KeyProviderSelection {
 
     /// The choice above, with `sandboxed` given (tests choose as inside a sandbox this way).
     static func automatic(storePath: String, probeTimeout: Duration, sandboxed: Bool) -> any KeyProvider {
-        switch KeyProviderRecord.recorded(atPath: storePath) {
+        automatic(storePath: storePath, recorded: { KeyProviderRecord.recorded(atPath: storePath) }, probeTimeout: probeTimeout, sandboxed: sandboxed)
+    }
+
+    /// The choice above, the store's recorded provider read by `recorded` (nil: no store, or it
+    /// records none) only inside a sandbox: outside one the record changes nothing (the Secret
+    /// Service either way), and no database connection is opened to read it. The open passes
+    /// a read on the connection it checks the file with, instead of a connection of its own.
+    static func automatic(
+        storePath: String, recorded: () -> KeyProviderKind?, probeTimeout: Duration = .seconds(3), sandboxed: Bool = isSandboxed()
+    ) -> any KeyProvider {
+        guard sandboxed else { return SecretServiceKeyProvider() }
+        switch recorded() {
         case .secretService?: return SecretServiceKeyProvider()
         case .portal? where sandboxed: return PortalKeyProvider(storePath: storePath)
         default: break
         }
-        guard sandboxed else { return SecretServiceKeyProvider() }
         return secretServiceReachable(timeout: probeTimeout) ? SecretServiceKeyProvider() : PortalKeyProvider(storePath: storePath)
     }
 

@@ -25,18 +25,8 @@ extension SecretServiceItems {
         _ key: SecretBytes, for reference: DataKeyReference, in backend: any SecretServiceBackend,
         _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) {
-        try withService(cancellable, operation: operation) { service throws(TokenStoreError) in
-            guard let collection = try defaultCollection(service, cancellable, operation: operation) else {
-                throw noDefaultCollection(operation, cancellable)
-            }
-            defer { g_object_unref(collection) }
-            if try isLocked(collection, of: service, cancellable, operation: operation) {
-                guard try unlockWithoutPrompt(service, collection, cancellable, operation: operation) else {
-                    throw TokenStoreError(
-                        .keyringLocked, "The keyring holding the data key is locked (\(operation)).",
-                        hint: TokenStoreError.unlockHint)
-                }
-            }
+        try withWritableDefaultCollection(holding: "the data key", cancellable, operation: operation) {
+            collection throws(TokenStoreError) in
             let before = try itemsBeforeWrite(reference, in: backend, cancellable, operation: operation)
             if before.locked > 0 {
                 throw TokenStoreError(
@@ -94,6 +84,16 @@ extension SecretServiceItems {
     static func requireWritableDefaultCollection(
         _ cancellable: GLibCancellable, operation: String
     ) throws(TokenStoreError) {
+        try withWritableDefaultCollection(holding: "the store epoch", cancellable, operation: operation) { _ throws(TokenStoreError) in }
+    }
+
+    /// Runs `body` with the default collection once it is known to exist and to be unlocked (see
+    /// ``requireWritableDefaultCollection(_:operation:)``); `holding` names what the keyring
+    /// holds, for the `keyringLocked` text.
+    private static func withWritableDefaultCollection(
+        holding: String, _ cancellable: GLibCancellable, operation: String,
+        _ body: (UnsafeMutablePointer<SecretCollection>) throws(TokenStoreError) -> Void
+    ) throws(TokenStoreError) {
         try withService(cancellable, operation: operation) { service throws(TokenStoreError) in
             guard let collection = try defaultCollection(service, cancellable, operation: operation) else {
                 throw noDefaultCollection(operation, cancellable)
@@ -103,9 +103,10 @@ extension SecretServiceItems {
                 try !unlockWithoutPrompt(service, collection, cancellable, operation: operation)
             {
                 throw TokenStoreError(
-                    .keyringLocked, "The keyring holding the store epoch is locked (\(operation)).",
+                    .keyringLocked, "The keyring holding \(holding) is locked (\(operation)).",
                     hint: TokenStoreError.unlockHint)
             }
+            try body(collection)
         }
     }
 

@@ -34,12 +34,16 @@ enum TPMDiagnosis {
     }
 
     /// The sealed key was made by another TPM (or this TPM's owner seed was cleared since).
-    static func mismatch(tcti: String, detail: String) -> TokenStoreError {
-        TokenStoreError(
+    /// `subject` says what was made ("This store's data key was sealed", "This DPoP key was made").
+    static func mismatch(tcti: String, detail: String, subject: String = "This store's data key was sealed") -> TokenStoreError {
+        let dataKey = subject.hasPrefix("This store")
+        return TokenStoreError(
             .tpmMismatch,
-            "This store's data key was sealed by another TPM than \(naming(tcti)) (or that TPM was cleared since, "
-                + "or the sealed key was altered); nothing was changed.",
-            hint: "Open the store on the machine (or with the TOKENSTORE_TPM_TCTI) whose TPM sealed it; the same files open again there.",
+            "\(subject) by another TPM than \(naming(tcti)) (or that TPM was cleared since, "
+                + "or the \(dataKey ? "sealed key" : "key's blob") was altered); nothing was changed.",
+            hint: dataKey
+                ? "Open the store on the machine (or with the TOKENSTORE_TPM_TCTI) whose TPM sealed it; the same files open again there."
+                : "Use the key on the machine (or with the TOKENSTORE_TPM_TCTI) whose TPM made it.",
             cause: .other(detail))
     }
 

@@ -21,7 +21,8 @@ import Glibc
 ///
 /// The epoch items stay in the Secret Service (as ``SecretServiceKeyProvider``'s).
 ///
-/// Errors: no usable TPM (no device, no permission to open it, a TCTI that does not answer) is
+/// Errors: no usable TPM (no device, no permission to open it, a TCTI that does not answer, or
+/// not within 10 s: a TPM that accepts the connection and stays silent is a time-out, not a hang) is
 /// `tpmUnavailable` naming the TPM and the reason, never a fallback to the keyring alone; a key
 /// sealed by another TPM is `tpmMismatch` naming this one, and nothing is changed.
 ///

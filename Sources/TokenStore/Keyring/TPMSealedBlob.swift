@@ -1,12 +1,28 @@
-/// A data key sealed by a TPM, as ``TPMKeyProvider`` keeps it in its Secret Service item.
+/// A data key sealed by a TPM, as ``TPMKeyProvider`` keeps it in its Secret Service item, or a
+/// TPM-resident DPoP key's blob (``TPMSigningKey``), which the session layer keeps sealed in the store.
 ///
-/// Layout (version 1): the magic `TSTP`, a version byte (1), then three parts each preceded by
-/// its length (2 bytes, big-endian): the TPM name of the primary key it was sealed under, the
-/// sealed object's TPM2B_PUBLIC and its TPM2B_PRIVATE (both in the TPM's wire form). The private
-/// part is encrypted by the TPM under that primary key; nothing in the blob is the key itself.
+/// Layout (version 1): the magic (`TSTP` for a data key, `TSDK` for a DPoP key), a version byte
+/// (1), then three parts each preceded by its length (2 bytes, big-endian): the TPM name of the
+/// primary key the object was made under, the object's TPM2B_PUBLIC and its TPM2B_PRIVATE (both
+/// in the TPM's wire form). The private part is encrypted by the TPM under that primary key;
+/// nothing in the blob is the key itself.
 struct TPMSealedBlob: Equatable {
-    static let magic: [UInt8] = Array("TSTP".utf8)
+    /// What the blob holds: its magic and its name in error messages.
+    enum Kind: Equatable {
+        /// A sealed data key (``TPMKeyProvider``).
+        case dataKey
+        /// A DPoP signing key's TPM object (``TPMSigningKey``).
+        case signingKey
+
+        var magic: [UInt8] { Array((self == .dataKey ? "TSTP" : "TSDK").utf8) }
+        var noun: String { self == .dataKey ? "TPM-sealed key" : "TPM-resident DPoP key" }
+    }
+
+    static let magic: [UInt8] = Kind.dataKey.magic
     static let version: UInt8 = 1
+
+    /// What the blob holds.
+    var kind: Kind = .dataKey
 
     /// The TPM name (nameAlg + digest of the public area) of the primary key sealed under.
     var parentName: [UInt8]
@@ -17,7 +33,7 @@ struct TPMSealedBlob: Equatable {
 
     /// The blob's bytes.
     var encoded: [UInt8] {
-        var bytes = Self.magic + [Self.version]
+        var bytes = kind.magic + [Self.version]
         for part in [parentName, publicPart, privatePart] {
             bytes += [UInt8(part.count >> 8), UInt8(part.count & 0xff)] + part
         }
@@ -27,14 +43,15 @@ struct TPMSealedBlob: Equatable {
     /// Reads a blob.
     /// - Throws: `dataKeyCorrupt` when `bytes` are not a version-1 blob (for example a raw key of
     ///   a Secret Service store: the record check normally says `wrongKeyProvider` first).
-    init(decoding bytes: [UInt8]) throws(TokenStoreError) {
-        guard bytes.count > 5, Array(bytes.prefix(4)) == Self.magic else {
+    init(decoding bytes: [UInt8], kind: Kind = .dataKey) throws(TokenStoreError) {
+        guard bytes.count > 5, Array(bytes.prefix(4)) == kind.magic else {
+            let holder = kind == .dataKey ? "The key item" : "The blob"
             throw TokenStoreError(
-                .dataKeyCorrupt, "The key item does not hold a TPM-sealed key (\(bytes.count) bytes); nothing was changed.")
+                .dataKeyCorrupt, "\(holder) does not hold a \(kind.noun) (\(bytes.count) bytes); nothing was changed.")
         }
         guard bytes[4] == Self.version else {
             throw TokenStoreError(
-                .dataKeyCorrupt, "The TPM-sealed key has version \(bytes[4]), which this version does not read; nothing was changed.")
+                .dataKeyCorrupt, "The \(kind.noun) has version \(bytes[4]), which this version does not read; nothing was changed.")
         }
         var parts: [[UInt8]] = []
         var index = 5
@@ -47,14 +64,16 @@ struct TPMSealedBlob: Equatable {
             index += count
         }
         guard parts.count == 3, index == bytes.count else {
-            throw TokenStoreError(.dataKeyCorrupt, "The TPM-sealed key is truncated or has trailing bytes; nothing was changed.")
+            throw TokenStoreError(.dataKeyCorrupt, "The \(kind.noun) is truncated or has trailing bytes; nothing was changed.")
         }
+        self.kind = kind
         parentName = parts[0]
         publicPart = parts[1]
         privatePart = parts[2]
     }
 
-    init(parentName: [UInt8], publicPart: [UInt8], privatePart: [UInt8]) {
+    init(kind: Kind = .dataKey, parentName: [UInt8], publicPart: [UInt8], privatePart: [UInt8]) {
+        self.kind = kind
         self.parentName = parentName
         self.publicPart = publicPart
         self.privatePart = privatePart

@@ -5,71 +5,127 @@ import Glibc
 
 /// One connection to a TPM 2.0 (a TCTI context and an ESYS context over it), for
 /// ``TPMKeyProvider``: creates, loads and flushes transient objects, seals and unseals.
-/// A later TPM-resident signing key (DPoP) adds its create/sign here.
+/// ``TPMSigningKey`` adds its create and sign (`TPMSession+Signing.swift`).
 ///
 /// A TPM without a resource manager (swtpm over TCP, `/dev/tpm0`) has 3 transient object slots
-/// and serves one connection at a time, so: only one session exists in a process at a time
-/// (``with(tcti:_:)`` holds a process-wide lock), every object a call makes is flushed before
+/// and serves one connection at a time, so: only one session per TPM exists in a process at a
+/// time (``with(tcti:timeout:_:)`` holds that TPM's lock), every object a call makes is flushed before
 /// the call returns (errors included: ``withTransient(_:_:)``), and the session is closed
-/// (ESYS, then the TCTI) before ``with(tcti:_:)`` returns.
+/// (ESYS, then the TCTI) before the session's work returns. A TPM that does not answer within
+/// the time-out is `tpmUnavailable` (``TPMDeadline``), never a hang.
 ///
-/// Not Sendable: used only inside ``with(tcti:_:)`` on the calling thread.
+/// Not Sendable: used only inside ``with(tcti:timeout:_:)``, on the session's thread.
 final class TPMSession {
     /// The TCTI configuration, as the TCTI loader takes it: `device:/dev/tpmrm0`, `swtpm:host=…,port=…`.
     let tcti: String
     /// tpm2-tss's functions.
-    private let api: tokenstore_tss2
+    let api: tokenstore_tss2
     private var tctiContext: OpaquePointer?
     private var esys: OpaquePointer?
     /// TPM commands sent through this session, for the benchmark (``TPMKeyProvider/operationsPerOpen``).
-    private(set) var commands = 0
+    var commands = 0
 
-    /// The one lock behind "one TCTI context at a time".
-    private static let lock = StoreLock()
-    /// TPM commands sent by every session of this process.
-    nonisolated(unsafe) private static var totalCommands = 0
+    /// How long one session (a store's open, a signature) may wait for the TPM: a session is at
+    /// most 6 commands (a few ms on swtpm, 0.1–0.6 s on a real TPM), but a TPM behind a resource
+    /// manager may be busy with another process's long command, and a loaded machine under a
+    /// sanitizer has taken over 5 s for one swtpm session.
+    static let defaultTimeout: Duration = .seconds(10)
 
-    /// TPM commands sent by every session of this process so far (read under the lock).
-    static var commandCount: Int { (try? lock.withLock { totalCommands }) ?? 0 }
+    /// The locks behind "one TCTI context at a time", one per TPM (TCTI configuration).
+    private static let locks = Locked([String: StoreLock]())
+
+    /// TPM commands sent by the sessions of this process: in all, and per TCTI.
+    private static let sent = Locked((total: 0, byTCTI: [String: Int]()))
+
+    /// TPM commands sent by every session of this process so far.
+    static var commandCount: Int { sent.withLock { $0.total } }
+
+    /// TPM commands sent to the TPM `tcti` names by this process so far (for tests and
+    /// benchmarks that share the process with other TPMs' users).
+    static func commandCount(tcti: String) -> Int { sent.withLock { $0.byTCTI[tcti] ?? 0 } }
 
     private init(tcti: String, api: tokenstore_tss2) {
         self.tcti = tcti
         self.api = api
     }
 
-    /// Opens a session on `tcti`, runs `body`, closes the session, all under the process-wide lock.
-    /// - Throws: `tpmUnavailable` (no TPM answers at `tcti`), and whatever `body` throws.
-    static func with<R>(tcti: String, _ body: (TPMSession) throws(TokenStoreError) -> R) throws(TokenStoreError) -> R {
+    /// Opens a session on `tcti`, runs `body`, closes the session, under that TPM's lock, on a
+    /// thread of its own (``TPMDeadline``) that the caller waits for at most `timeout`.
+    /// - Throws: `tpmUnavailable` (no TPM answers at `tcti`, or not within `timeout`), and
+    ///   whatever `body` throws.
+    static func with<R>(
+        tcti: String, timeout: Duration = defaultTimeout, _ body: @escaping (TPMSession) throws(TokenStoreError) -> R
+    ) throws(TokenStoreError) -> R {
         let api = try TSS2Library.loaded().api
-        let result: Result<R, TokenStoreError>
-        do {
-            result = try lock.withLock { () -> Result<R, TokenStoreError> in
-                let session = TPMSession(tcti: tcti, api: api)
-                defer {
-                    session.close()
-                    totalCommands += session.commands
-                }
-                do {
-                    try session.open()
-                    return .success(try body(session))
-                } catch let error as TokenStoreError {
-                    return .failure(error)
-                }
-            }
-        } catch let error as TokenStoreError {
-            throw error
-        } catch {
-            throw TokenStoreError(.ioError, "The TPM lock failed.")
+        let lock = locks.withLock { locks in
+            if let lock = locks[tcti] { return lock }
+            let lock = StoreLock()
+            locks[tcti] = lock
+            return lock
         }
-        return try result.get()
+        return try TPMDeadline.run(tcti: tcti, timeout: timeout) { () -> Result<R, TokenStoreError> in
+            do {
+                return try lock.withLock { () -> Result<R, TokenStoreError> in
+                    let session = TPMSession(tcti: tcti, api: api)
+                    defer {
+                        session.close()
+                        sent.withLock {
+                            $0.total += session.commands
+                            $0.byTCTI[tcti, default: 0] += session.commands
+                        }
+                    }
+                    do {
+                        try session.open()
+                        return .success(try body(session))
+                    } catch let error as TokenStoreError {
+                        return .failure(error)
+                    }
+                }
+            } catch let error as TokenStoreError {
+                return .failure(error)
+            } catch {
+                return .failure(TokenStoreError(.ioError, "The TPM lock failed."))
+            }
+        }
     }
 
     // MARK: - Connection
 
+    /// The descriptors open in this process now (`/proc/self/fd`).
+    private static func openDescriptors() -> Set<Int32> {
+        guard let directory = opendir("/proc/self/fd") else { return [] }
+        defer { closedir(directory) }
+        var found = Set<Int32>()
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if let descriptor = Int32(name) { found.insert(descriptor) }
+        }
+        return found
+    }
+
+    /// Sets FD_CLOEXEC on `descriptors` (one another thread opened in the same instant gets it
+    /// too: it then does not reach a program started later, as if opened with O_CLOEXEC).
+    private static func markCloseOnExec(_ descriptors: Set<Int32>) {
+        for descriptor in descriptors {
+            let flags = fcntl(descriptor, F_GETFD)
+            if flags >= 0 { _ = fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) }
+        }
+    }
+
     private func open() throws(TokenStoreError) {
         Self.quietLibraryLog()
         var context: OpaquePointer?
+        // tpm2-tss opens its socket or device without O_CLOEXEC: a program this process starts
+        // meanwhile (the browser of a sign-in, any child) would inherit the TPM connection and
+        // keep it open after this session closed its copy, and swtpm or a TPM without a resource
+        // manager, which serve one connection at a time, would then serve nobody else (seen in
+        // the test suite: a test server spawned during a TPM session held swtpm's connection, and
+        // every later TPM call timed out). The descriptors the loader opens are marked here.
+        let before = Self.openDescriptors()
         let loaded = tcti.withCString { api.tctildr_initialize($0, &context) }
+        Self.markCloseOnExec(Self.openDescriptors().subtracting(before))
         guard loaded == TSS2_RC_SUCCESS, let context else {
             throw TPMDiagnosis.unavailable(tcti: tcti, rc: loaded, step: "connecting")
         }
@@ -101,7 +157,7 @@ final class TPMSession {
         if getenv("TSS2_LOG") == nil { setenv("TSS2_LOG", "all+NONE", 0) }
     }
 
-    private func context() throws(TokenStoreError) -> OpaquePointer {
+    func context() throws(TokenStoreError) -> OpaquePointer {
         guard let esys else { throw TokenStoreError(.ioError, "The TPM session is closed.") }
         return esys
     }
@@ -158,7 +214,6 @@ final class TPMSession {
     /// TPM2_Create of a sealed data object holding `data` under `parent`.
     /// - Returns: the object's public and private parts, marshalled (TPM2B_PUBLIC, TPM2B_PRIVATE).
     func seal(_ data: SecretBytes, under parent: Object) throws(TokenStoreError) -> (public: [UInt8], private: [UInt8]) {
-        let esys = try context()
         var template = TPM2B_PUBLIC()
         tokenstore_tpm_sealed_template(&template)
         var sensitive = TPM2B_SENSITIVE_CREATE()
@@ -167,6 +222,15 @@ final class TPMSession {
             tokenstore_tpm_sensitive(&sensitive, bytes.bindMemory(to: UInt8.self).baseAddress, bytes.count)
         }
         guard filled == 0 else { throw TokenStoreError(.invalidInput, "The data to seal is too long for the TPM.") }
+        return try create(&template, &sensitive, under: parent)
+    }
+
+    /// TPM2_Create of an object from `template` and `sensitive` under `parent`.
+    /// - Returns: the object's public and private parts, marshalled (TPM2B_PUBLIC, TPM2B_PRIVATE).
+    func create(
+        _ template: inout TPM2B_PUBLIC, _ sensitive: inout TPM2B_SENSITIVE_CREATE, under parent: Object
+    ) throws(TokenStoreError) -> (public: [UInt8], private: [UInt8]) {
+        let esys = try context()
         var outside = TPM2B_DATA()
         var pcrs = TPML_PCR_SELECTION()
         var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
@@ -188,7 +252,10 @@ final class TPMSession {
     /// TPM2_Load of a sealed object's marshalled parts under `parent`.
     /// - Throws: `tpmMismatch` when the TPM refuses the parts (sealed by another TPM or another
     ///   primary key), `integrityCheckFailed` when they do not unmarshal.
-    func load(public publicBytes: [UInt8], private privateBytes: [UInt8], under parent: Object) throws(TokenStoreError) -> Object {
+    func load(
+        public publicBytes: [UInt8], private privateBytes: [UInt8], under parent: Object,
+        subject: String = "This store's data key was sealed"
+    ) throws(TokenStoreError) -> Object {
         let esys = try context()
         var inPublic = try TPMMarshal.unmarshalPublic(publicBytes, api)
         var inPrivate = try TPMMarshal.unmarshalPrivate(privateBytes, api)
@@ -203,7 +270,7 @@ final class TPMSession {
             // TPM (or another owner seed). Any other answer (no object slot left, …) is not that.
             let formatOne = rc & tokenstore_rc_layer_mask == 0 && rc & 0x80 != 0
             if formatOne && [0x1F, 0x25].contains(rc & 0x3F) {
-                throw TPMDiagnosis.mismatch(tcti: tcti, detail: TPMDiagnosis.decode(rc))
+                throw TPMDiagnosis.mismatch(tcti: tcti, detail: TPMDiagnosis.decode(rc), subject: subject)
             }
             throw TPMDiagnosis.failed("TPM2_Load", tcti: tcti, rc: rc)
         }

@@ -55,7 +55,7 @@ struct KeyRotation {
     private func beginNewKey() throws -> DataKey {
         let key = try DataKey.generate(scheme: connection.newKeyScheme)
         try connection.write { db, envelope in
-            for table in SealedTables.rotationTables { try db.run("DELETE FROM \(table)") }
+            for table in try SealedTables.existing(SealedTables.rotationTables, in: db) { try db.run("DELETE FROM \(table)") }
             try db.run(
                 "INSERT INTO data_keys(key_id, status, key_check, created_at, scheme) VALUES (?, 'next', ?, ?, ?)",
                 [.blob(key.keyID), .blob(KeyCheck.seal(storeID: envelope.storeID, key: key)),
@@ -89,7 +89,7 @@ struct KeyRotation {
     private func rollBack(_ nextID: [UInt8]) throws {
         try connection.keyProvider.deleteKey(connection.reference(nextID))
         try connection.write { db, _ in
-            for table in SealedTables.rotationTables { try db.run("DELETE FROM \(table)") }
+            for table in try SealedTables.existing(SealedTables.rotationTables, in: db) { try db.run("DELETE FROM \(table)") }
             try db.run("DELETE FROM data_keys WHERE key_id = ? AND status = 'next'", [.blob(nextID)])
         }
     }
@@ -150,7 +150,7 @@ struct KeyRotation {
             guard db.changes == 1 else {
                 throw TokenStoreError(.ioError, "The new data key's record disappeared during the switch; nothing was switched.")
             }
-            for table in SealedTables.rotationTables { try db.run("DELETE FROM \(table)") }
+            for table in try SealedTables.existing(SealedTables.rotationTables, in: db) { try db.run("DELETE FROM \(table)") }
             // A copy of the file from before the switch is an older copy now (raised under `next`).
             db.requireEpochRaise(.keySwitched)
             try KeyProviderRecord.rewrite(db, from: current, to: next)

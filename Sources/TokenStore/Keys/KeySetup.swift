@@ -22,7 +22,16 @@ struct KeySetup {
         if let existing = try readState(), let keyID = existing.activeKeyID {
             return try load(storeID: existing.storeID, keyID: keyID, created: false)
         }
-        // New store (or a crash before its key was recorded): decide under the write lock.
+        // New store (or a crash before its key was recorded). One opener at a time makes the key:
+        // the others wait on the key lock for as long as the maker's provider calls take. Without
+        // it they waited only for SQLite's bounded busy time-out on the write lock below, which a
+        // maker's keyring calls outlast on a loaded machine (a second opener failed with
+        // databaseBusy instead of finding the key made).
+        let keyLock = try RotationLock.acquireWaiting(storePath: database.path)
+        defer { withExtendedLifetime(keyLock) {} }
+        if let existing = try readState(), let keyID = existing.activeKeyID {
+            return try load(storeID: existing.storeID, keyID: keyID, created: false)  // made while we waited
+        }
         var keyLost = false
         let outcome = try database.writeTransaction { () throws -> Result? in
             var state = try readState()
@@ -44,6 +53,7 @@ struct KeySetup {
             let hasScheme = try KeyCheck.hasSchemeColumn(database)
             let key = try DataKey.generate(scheme: hasScheme ? newKeyScheme : .legacy)
             try provider.storeKey(key.material, for: reference(storeID: state.storeID, keyID: key.keyID))
+            CrashPoint.reach("keySetup.afterStoreKey")
             try database.run(
                 "INSERT INTO data_keys(key_id, status, key_check, created_at) VALUES (?, 'active', ?, ?)",
                 [.blob(key.keyID), .blob(KeyCheck.seal(storeID: state.storeID, key: key)), .int(Timestamp.nowMillis())])

@@ -10,8 +10,8 @@ public enum StoreDestructionConfirmation: Sendable {
 }
 
 extension TokenStore {
-    /// Deletes the store: its data keys from the key provider, then the database and its
-    /// -wal, -shm and lock files. The store object is closed first; later calls throw
+    /// Deletes the store: its data keys from the key provider, then the database, its
+    /// -wal, -shm and lock files and the session layer's discovery cache. The store object is closed first; later calls throw
     /// `storeClosed`.
     ///
     /// Keys go first: a crash in between leaves a database whose key is missing (destroy it
@@ -27,8 +27,8 @@ extension TokenStore {
     }
 
     /// Deletes the store at `path` without opening it (its key may be missing or locked
-    /// away): the data keys it records, then the database and its -wal, -shm and lock
-    /// files. Succeeds when there is nothing left to delete.
+    /// away): the data keys it records, then the database, its -wal, -shm and lock
+    /// files and the discovery cache. Succeeds when there is nothing left to delete.
     /// - Warning: every secret, every pending revocation and the whole history are gone for good.
     /// - Throws: as ``destroyStore(confirm:)``, and `invalidInput`, `databaseCorrupt`, `notAStore` (another
     ///   program's database at `path`: nothing is deleted), `wrongKeyProvider` (the store records another

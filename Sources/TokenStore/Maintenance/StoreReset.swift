@@ -112,7 +112,8 @@ extension TokenStore {
                          .text(CredentialStateDetail.pendingRevocationLost)])
                 }
                 let items = try ItemRecord.count(db)
-                for table in SealedTables.all.map({ $0.table }) + ["account_marks", "data_keys"] + SealedTables.rotationTables {
+                let tables = SealedTables.all.map({ $0.table }) + ["account_marks", "data_keys"] + SealedTables.rotationTables
+                for table in try SealedTables.existing(tables, in: db) {
                     try db.run("DELETE FROM \(table)")
                 }
                 let lastHistory = try db.scalarInt("SELECT coalesce(max(id), 0) FROM credential_history") ?? 0

@@ -34,7 +34,7 @@ enum AccessTokenRecord: SealedTable {
         }
         let entry = AccessTokenEntry(
             token: token, expiresAt: Timestamp.date(fromMillis: expiresAt), scopes: Self.split(granted),
-            declinedScopes: Self.split(fields.string(.declinedScopes) ?? ""))
+            declinedScopes: Self.split(fields.string(.declinedScopes) ?? ""), tokenType: fields.string(.tokenType))
         return (CachedAccessToken(key: key, entry: entry, updatedAt: Timestamp.date(fromMillis: row.int(4))), fields)
     }
 
@@ -74,6 +74,7 @@ enum AccessTokenRecord: SealedTable {
         fields.set(.scopes, entry.scopes.joined(separator: " "))
         fields.set(.declinedScopes, entry.declinedScopes.joined(separator: " "))
         fields.set(.expiresAt, int: Timestamp.millis(from: entry.expiresAt))
+        if let tokenType = entry.tokenType { fields.set(.tokenType, tokenType) }
         fields.setSecret(entry.token)
         let now = Timestamp.nowMillis()
         let accountRef = envelope.accountRef(key.account)

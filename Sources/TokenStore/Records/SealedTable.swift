@@ -38,7 +38,8 @@ extension SealedTable {
     }
 
     static func rotationCopies(_ db: Database) throws -> Int {
-        Int(try db.scalarInt("SELECT count(*) FROM \(rotationTable)") ?? 0)
+        guard try !SealedTables.existing([rotationTable], in: db).isEmpty else { return 0 }
+        return Int(try db.scalarInt("SELECT count(*) FROM \(rotationTable)") ?? 0)
     }
 
     static func switchMismatch() -> TokenStoreError {
@@ -58,11 +59,19 @@ extension SealedTable {
 /// Every sealed table of the store.
 enum SealedTables {
     static let all: [any SealedTable.Type] = [
-        ItemRecord.self, AccessTokenRecord.self, OutboxRecord.self, CredentialRecord.self,
+        ItemRecord.self, AccessTokenRecord.self, OutboxRecord.self, CredentialRecord.self, DPoPStateRecord.self,
     ]
 
     /// Every rotation work table (the sealed tables' and the keyed-hash map).
     static var rotationTables: [String] { all.map { $0.rotationTable } + ["rotation_refs"] }
+
+    /// Those of `tables` the store's schema has: a store a test left below the newest version
+    /// (or one looked at before it is migrated) lacks the newer ones (`dpop_state`, version 12).
+    static func existing(_ tables: [String], in db: Database) throws -> [String] {
+        try tables.filter {
+            (try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text($0)]) ?? 0) > 0
+        }
+    }
 
     /// Rows of all sealed tables.
     static func rowCount(_ db: Database) throws -> Int {

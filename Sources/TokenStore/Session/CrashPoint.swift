@@ -7,13 +7,16 @@ import Glibc
 /// Compiled in only in debug builds: a child process started with
 /// `TOKENSTORE_CRASH_POINT=<name>` writes `crash point reached: <name>` to standard error and
 /// kills itself with SIGKILL when it reaches that point, so a test can tell a death at the
-/// point from any other. Release builds contain no hook.
+/// point from any other. `TOKENSTORE_STOP_POINT=<name>` instead writes `stop point reached: <name>`
+/// and stops the process (SIGSTOP) there, holding whatever it holds, until it gets SIGCONT: a
+/// process that is slow at that point. Release builds contain no hook.
 package enum CrashPoint {
     #if DEBUG
     private static let armed: String? = getenv("TOKENSTORE_CRASH_POINT").map { String(cString: $0) }
+    private static let stopAt: String? = getenv("TOKENSTORE_STOP_POINT").map { String(cString: $0) }
     #endif
 
-    /// Dies here if this point is armed (debug builds only).
+    /// Dies (or stops) here if this point is armed (debug builds only).
     @inline(__always)
     package static func reach(_ name: StaticString) {
         #if DEBUG
@@ -21,6 +24,11 @@ package enum CrashPoint {
             let line = Array("crash point reached: \(armed)\n".utf8)
             _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
             kill(getpid(), SIGKILL)
+        }
+        if let stopAt, stopAt == name.description {
+            let line = Array("stop point reached: \(stopAt)\n".utf8)
+            _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            kill(getpid(), SIGSTOP)
         }
         #endif
     }

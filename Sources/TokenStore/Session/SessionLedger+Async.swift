@@ -16,16 +16,16 @@ extension SessionLedger {
             return try await BlockingExecutor.shared.run { () throws(any Error) -> R in try body(ledger) }
         }
 
-        /// ``SessionLedger/saveSignIn(account:refreshToken:appleUserID:accessToken:cacheKey:identity:)`` on the blocking executor.
+        /// ``SessionLedger/saveSignIn(account:refreshToken:appleUserID:accessToken:cacheKey:identity:dpopThumbprint:)`` on the blocking executor.
         @discardableResult
         package func saveSignIn(
             account: AccountID, refreshToken: SecretBytes, appleUserID: String, accessToken: AccessTokenEntry?,
-            cacheKey: AccessTokenKey? = nil, identity: SignInIdentity? = nil
+            cacheKey: AccessTokenKey? = nil, identity: SignInIdentity? = nil, dpopThumbprint: String? = nil
         ) async throws -> Bool {
             try await run {
                 try $0.saveSignIn(
                     account: account, refreshToken: refreshToken, appleUserID: appleUserID, accessToken: accessToken,
-                    cacheKey: cacheKey, identity: identity)
+                    cacheKey: cacheKey, identity: identity, dpopThumbprint: dpopThumbprint)
             }
         }
 

@@ -27,13 +27,15 @@ package struct SessionLedger: Sendable {
     /// A refresh token the account already held is never dropped: it goes to the
     /// pending-revocation outbox, and when it belonged to another Apple user, that user is
     /// recorded `revoked` (reason `replacedBySignIn`, revocation pending).
+    /// With `dpopThumbprint`, the refresh token is recorded bound to that DPoP key (without, any
+    /// earlier binding of the account is dropped).
     /// - Returns: whether a previous refresh token was queued for revocation.
     /// - Throws: `invalidInput`, storage errors. Nothing is stored when it throws.
     @discardableResult
     package func saveSignIn(
         account: AccountID, refreshToken: SecretBytes,
         appleUserID: String, accessToken: AccessTokenEntry?, cacheKey: AccessTokenKey? = nil,
-        identity: SignInIdentity? = nil
+        identity: SignInIdentity? = nil, dpopThumbprint: String? = nil
     ) throws -> Bool {
         let rtKey = ItemKey(account: account, kind: .refreshToken)
         let cacheKey = cacheKey ?? AccessTokenKey(account: account, audience: nil, scopes: accessToken?.scopes ?? [])
@@ -67,6 +69,11 @@ package struct SessionLedger: Sendable {
             try ItemRecord.delete(db, rtKey.sibling(.accessToken), envelope: envelope)
             if let accessToken { try AccessTokenRecord.upsert(db, cacheKey, accessToken, envelope: envelope) }
             try AccountMarks.clear(db, account, envelope: envelope)
+            if let dpopThumbprint {
+                try DPoPStateRecord.upsert(db, .binding(account), secret: SecretBytes(utf8: dpopThumbprint), envelope: envelope)
+            } else {
+                try DPoPStateRecord.delete(db, .binding(account), envelope: envelope)
+            }
             try CredentialRecord.record(db, userID: appleUserID, to: .authorized, reason: .signIn, detail: nil, envelope: envelope)
             return queued
         }
@@ -364,6 +371,7 @@ package struct SessionLedger: Sendable {
         }
         try AccessTokenRecord.deleteAll(db, of: account, envelope: envelope)
         try AccountMarks.clear(db, account, envelope: envelope)
+        try DPoPStateRecord.delete(db, .binding(account), envelope: envelope)
     }
 
     /// In the transaction that may have removed the store's last secret: when nothing secret

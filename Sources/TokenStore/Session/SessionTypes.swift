@@ -89,12 +89,18 @@ package struct AccessTokenEntry: Sendable {
     package let scopes: [String]
     /// The scopes asked for and not granted.
     package let declinedScopes: [String]
+    /// The token's `token_type` as the server gave it, `DPoP` for a DPoP-bound one; `nil` for
+    /// Bearer (and for every entry cached before schema version 12).
+    package let tokenType: String?
 
-    package init(token: SecretBytes, expiresAt: Date, scopes: [String], declinedScopes: [String] = []) {
+    package init(
+        token: SecretBytes, expiresAt: Date, scopes: [String], declinedScopes: [String] = [], tokenType: String? = nil
+    ) {
         self.token = token
         self.expiresAt = expiresAt
         self.scopes = scopes
         self.declinedScopes = declinedScopes
+        self.tokenType = tokenType
     }
 
     var attributes: ItemAttributes { ItemAttributes(expiresAt: expiresAt, scopes: scopes) }

@@ -14,16 +14,21 @@ package enum FileLayout {
     /// SQLite's side files of a database in WAL mode (and of one left in rollback mode).
     static let sqliteSuffixes = ["-wal", "-shm", "-journal"]
 
-    /// The lock that lets one key rotation run at a time.
+    /// The lock that lets one change of the data keys run at a time (a rotation, a new store's first key).
     static func rotationLockPath(of databasePath: String) -> String { databasePath + "-keyrotation.lock" }
 
     /// The lock held while a refresh token is presented and its successor stored (session layer).
     package static func renewalLockPath(of databasePath: String) -> String { databasePath + ".renewal-lock" }
 
+    /// The session layer's copy of the issuer's discovery document (public metadata, kept
+    /// unsealed), and the temporary file it is written through.
+    package static func discoveryCachePath(of databasePath: String) -> String { databasePath + ".discovery.json" }
+
     /// Every file of the store at `databasePath`, the database last.
     static func allFiles(of databasePath: String) -> [String] {
         sqliteSuffixes.map { databasePath + $0 }
-            + [rotationLockPath(of: databasePath), renewalLockPath(of: databasePath), databasePath]
+            + [rotationLockPath(of: databasePath), renewalLockPath(of: databasePath),
+               discoveryCachePath(of: databasePath), discoveryCachePath(of: databasePath) + ".tmp", databasePath]
     }
 
     /// What ``prepare(databasePath:)`` made, so that a failed open can remove it again.
@@ -48,11 +53,12 @@ package enum FileLayout {
         return created
     }
 
-    /// Removes what a failed open created (``prepare(databasePath:)``): the database file and
-    /// its side files, then the directories made for it while they are empty.
+    /// Removes what a failed open created (``prepare(databasePath:)``): the database file, its
+    /// side files and the key lock its first key was to be made under, then the directories made
+    /// for it while they are empty.
     static func removeCreated(_ created: Created, databasePath path: String) {
         guard created.file else { return }
-        for file in sqliteSuffixes.map({ path + $0 }) + [path] { unlink(file) }
+        for file in sqliteSuffixes.map({ path + $0 }) + [rotationLockPath(of: path), path] { unlink(file) }
         for directory in created.directories.reversed() { rmdir(directory) }
     }
 

@@ -26,10 +26,17 @@ enum SchemaCheck {
 
     /// What differs between `db`'s schema and the one `migrator`'s migrations make at the
     /// store's version, one line each (names clipped to printable ASCII); empty when it matches.
+    ///
+    /// The version and the schema are read in one read transaction: read apart, another process's
+    /// migration committed between the two reads made a store at the new schema look tampered with
+    /// against the old version's (a second first opener failed `schemaTampered` in CI).
     static func differences(in db: Database, migrator: Migrator = Migrator()) throws -> [String] {
-        let version = try migrator.currentVersion(in: db)
+        let (version, found) = try db.readTransaction { () throws -> (Int, Set<Object>) in
+            let version = try migrator.currentVersion(in: db)
+            CrashPoint.reach("schemaCheck.betweenReads")
+            return (version, try objects(in: db))
+        }
         let expected = try expectedObjects(version: version, migrator: migrator)
-        let found = try objects(in: db)
         var lines: [String] = []
         let expectedByName = Dictionary(expected.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let foundByName = Dictionary(found.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })

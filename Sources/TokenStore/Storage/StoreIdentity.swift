@@ -42,9 +42,18 @@ enum StoreIdentity {
     /// - Returns: the verdict (`.store` or `.emptyDatabase`).
     @discardableResult
     static func check(path: String, vfs: String? = nil) throws -> Verdict {
+        try checkedConnection(path: path, vfs: vfs).verdict
+    }
+
+    /// As ``check(path:vfs:)``, and the read-only connection it checked the file on, for the
+    /// open to read on (a read-only open reads the store on it; a writing open reads the
+    /// recorded key provider on it, then closes it): one connection and one parse of the schema
+    /// instead of one per look.
+    static func checkedConnection(path: String, vfs: String? = nil) throws -> (db: Database, verdict: Verdict) {
+        let db: Database
         let verdict: Verdict
         do {
-            let db = try Database.openForReading(path: path, vfs: vfs)
+            db = try Database.openForReading(path: path, vfs: vfs)
             verdict = try db.readTransaction { try Self.verdict(db) }
         } catch let error as TokenStoreError where error.code == .databaseCorrupt {
             throw TokenStoreError(
@@ -52,7 +61,7 @@ enum StoreIdentity {
                 hint: "Check the store path. If it names the store, restore the store file from a backup.", cause: error.cause)
         }
         guard verdict != .foreign else { throw notAStoreError }
-        return verdict
+        return (db, verdict)
     }
 
     /// The refusal of another program's database.

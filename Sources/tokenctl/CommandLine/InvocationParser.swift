@@ -112,6 +112,15 @@ private struct OptionValues {
             }
             values[option.name] = [value]
         }
+        // A flag's variable sets it with `1` (`TOKENCTL_DPOP=1`); another value is refused.
+        for option in options where !option.takesValue && !flags.contains(option.name) {
+            guard let variable = option.environmentVariable, let value = environment[variable], !value.isEmpty
+            else { continue }
+            guard value == "1" || value == "0" else {
+                return .invalidValue(option: option.synopsis, environmentVariable: variable, expectation: "1 or 0")
+            }
+            if value == "1" { flags.insert(option.name) }
+        }
         return nil
     }
 }

@@ -27,12 +27,14 @@ struct OptionSpec: Sendable {
     let rule: ValueRule
 
     /// A flag such as `--reveal`; a required flag (`--yes`) is a confirmation the user must type.
+    /// With `environment`, the variable set to `1` sets the flag when it is not given.
     static func flag(
-        _ name: String, short shortName: Character? = nil, required: Bool = false, _ abstract: String
+        _ name: String, short shortName: Character? = nil, required: Bool = false, environment: String? = nil,
+        _ abstract: String
     ) -> OptionSpec {
         OptionSpec(
             name: name, shortName: shortName, arity: .flag, abstract: abstract, isRequired: required,
-            isRepeatable: false, environmentVariable: nil, rule: .any)
+            isRepeatable: false, environmentVariable: environment, rule: .any)
     }
 
     /// An option taking a value, such as `--account <account>`.

@@ -116,7 +116,9 @@ struct CommandContext {
                 .noInput, "the store file is empty: nothing was stored in it yet",
                 hint: "'tokenctl put' or 'tokenctl login' makes it a store")
         }
-        let provider = try keyProvider(storePath: location.path)
+        // The automatic choice is the library's own (it reads the recorded provider on its first connection).
+        let automatic = global.passphraseFileDescriptor == nil && global.keyProvider == .auto
+        let provider = automatic ? nil : try keyProvider(storePath: location.path)
         let directory = PathNames.directory(of: location.path)
         let modeFiles = [(directory.isEmpty ? "." : directory, "store directory", 0o700), (location.path, "database file", 0o600)]
         let before = modeFiles.map { FileLayout.mode(of: $0.0) }

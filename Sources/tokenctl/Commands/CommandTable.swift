@@ -23,7 +23,7 @@ enum CommandTable {
         StatusCommand.self, ListCommand.self, GetCommand.self, PutCommand.self, DeleteCommand.self,
         StateCommand.self, HistoryCommand.self,
         // Driving the session and the logout
-        LoginCommand.self, ProfileCommand.self, AccountsCommand.self, TokenCommand.self, LogoutCommand.self,
+        LoginCommand.self, ProfileCommand.self, AccountsCommand.self, TokenCommand.self, ProofCommand.self, LogoutCommand.self,
         ClearCommand.self, ResumeCommand.self, PendingCommand.self, DiscardCommand.self,
         // Maintenance
         VerifyCommand.self, MigrateCommand.self, RotateKeyCommand.self, UnlockCommand.self, ResetCommand.self,

@@ -81,7 +81,7 @@ enum ErrorMapping {
         // Another user signed in, and replacing the account's user was not allowed: nothing was stored.
         case .userChanged:
             return .noPermission
-        case .interactionRequired, .serverDeclinedScopes, .invalidClient, .invalidRequest, .unsupportedTokenType,
+        case .interactionRequired, .dpopKeyLost, .serverDeclinedScopes, .invalidClient, .invalidRequest, .unsupportedTokenType,
             .invalidGrant, .unexpectedResponse, .insecureConfiguration, .storage:
             return .failure
         default:  // a code added after this table
@@ -211,7 +211,7 @@ enum ErrorMapping {
             if let after = error.retryAfter { return "the server asked to wait \(after.components.seconds) s; try again then" }
             return "the server is rate limiting; try again later"
         case .serverError: return "the server failed; try again later"
-        case .interactionRequired: return "sign in again with 'tokenctl login'"
+        case .interactionRequired, .dpopKeyLost: return "sign in again with 'tokenctl login'"
         case .minimumTTLTooLarge:
             guard let lifetime = error.tokenLifetime else {
                 return "minimumTTLTooLarge: ask for a shorter --min-ttl"

@@ -76,6 +76,7 @@ struct ManPage {
         ("TOKENCTL_DOMAIN, TOKENCTL_CLIENT_ID", "The authorization server (Auth0, by domain) and the client id for the session commands when --domain and --client-id are not given."),
         ("TOKENCTL_ISSUER", "Any OpenID Connect provider's issuer URL (found by discovery) when --issuer is not given; not combined with a domain."),
         ("TOKENCTL_KEY_PROVIDER", "The key provider when --key-provider is not given: auto, secret-service, portal or tpm."),
+        ("TOKENCTL_DPOP", "Set to 1: login makes the session DPoP-bound, as --dpop."),
         ("TOKENSTORE_TPM_TCTI", "The TPM of --key-provider tpm and of status's tpm report, as a tpm2-tss TCTI (default device:/dev/tpmrm0; e.g. swtpm:host=127.0.0.1,port=2321)."),
         ("XDG_DATA_HOME", "Where --app-id ID finds its store: $XDG_DATA_HOME/ID/tokens.sqlite (default ~/.local/share)."),
         ("XDG_STATE_HOME", "Where the passphrase and portal key providers keep key files and store epochs: $XDG_STATE_HOME/tokenstore/keys (default ~/.local/state)."),

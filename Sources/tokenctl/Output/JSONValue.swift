@@ -1,3 +1,5 @@
+import AuthSession
+
 /// A JSON value and its writer, for `--json` output: one document, object keys sorted,
 /// two-space indentation, a newline at the end. Deterministic, so tests and scripts can
 /// compare documents byte for byte.
@@ -57,25 +59,9 @@ enum JSONValue: Sendable, Equatable {
 
     private static func spaces(_ level: Int) -> String { String(repeating: "  ", count: level) }
 
-    /// Writes a JSON string literal, escaping quotes, backslashes and control characters.
+    /// Writes a JSON string literal (``JSONText/quoted(_:)``).
     private static func writeString(_ string: String, to output: inout String) {
-        output += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case "\u{08}": output += "\\b"
-            case "\u{0C}": output += "\\f"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F || scalar == "\u{2028}" || scalar == "\u{2029}":
-                let hex = String(scalar.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        output += "\""
+        output += JSONText.quoted(string)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 import TokenStore
 
@@ -11,7 +12,7 @@ import Glibc
 
 /// `SystemBrowserOpener` through `$BROWSER` only (GIO and xdg-open are left out so no real
 /// browser can open on a developer's desktop), with small scripts that record their arguments.
-@Suite("Browser opener", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Browser opener", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct BrowserOpenerTests {
     /// A URL with every character a shell would act on.
     static let url = URL(

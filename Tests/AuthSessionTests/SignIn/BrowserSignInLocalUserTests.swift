@@ -1,5 +1,6 @@
 import AuthSession
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
@@ -11,7 +12,7 @@ import Glibc
 /// The browser sign-in end to end against another local user (review N1): what goes on a
 /// command line, and a sign-in that would put another user under an account. The real
 /// authorization server, the scripted user agent behind a `$BROWSER` wrapper, the real keyring.
-@Suite("Browser sign-in against other local users", sessionKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Browser sign-in against other local users", sessionKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct BrowserSignInLocalUserTests {
     /// `$BROWSER` as a shell script that records its arguments (and its own
     /// /proc/PID/cmdline, what every local user can read), then runs the scripted user agent.

@@ -1,5 +1,6 @@
 import AuthSession
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
@@ -11,7 +12,7 @@ import Glibc
 /// `TokenSession.signIn` end to end: the real authorization server (an OIDC provider with an
 /// emulated Apple), the scripted user agent as `$BROWSER` (it follows redirects and submits
 /// the form_post page as a browser does), the real loopback listener, the real keyring.
-@Suite("Browser sign-in (RFC 8252 loopback + PKCE) end to end", sessionKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Browser sign-in (RFC 8252 loopback + PKCE) end to end", sessionKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct BrowserSignInTests {
     /// The scripted user agent as the only way to open a URL (no real browser opens).
     static func scriptedBrowser(environment extra: [String: String] = [:]) -> SystemBrowserOpener {

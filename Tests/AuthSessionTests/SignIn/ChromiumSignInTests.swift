@@ -1,5 +1,6 @@
 import AuthSession
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
@@ -25,7 +26,7 @@ let chromiumInstalled: Bool = {
 /// form_post page that submits itself from JavaScript), the real loopback listener and the
 /// real keyring. Each test also waits for the wrapper to end and checks that no Chromium
 /// process is left.
-@Suite("Browser sign-in with a real browser (headless Chromium) end to end", sessionKeyringTrait, chromiumTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Browser sign-in with a real browser (headless Chromium) end to end", sessionKeyringTrait, chromiumTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct ChromiumSignInTests {
     static var wrapper: URL { repositoryRoot.appendingPathComponent("scripts/headless-chromium") }
 

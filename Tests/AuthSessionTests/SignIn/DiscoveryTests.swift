@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
@@ -8,7 +9,7 @@ import TokenStore
 /// Discovery by issuer (OIDC Discovery 1.0, RFC 8414), the exact issuer, RFC 9207's `iss` on
 /// the redirect and the authorization endpoint's configuration errors (issue 26), against the
 /// real test server's provider profiles.
-@Suite("Discovery, exact issuer, RFC 9207, redirect configuration errors", sessionKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Discovery, exact issuer, RFC 9207, redirect configuration errors", sessionKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct DiscoveryTests {
     static func configuration(_ issuer: String) throws -> AuthorizationServerConfiguration {
         try AuthorizationServerConfiguration(

@@ -1,5 +1,6 @@
 import AuthSession
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
@@ -12,9 +13,8 @@ import TokenStore
 ///
 /// DOT's OIDC discovery document has no `revocation_endpoint`; its RFC 8414 document at
 /// `{issuer}/.well-known/oauth-authorization-server` has `/o/revoke_token/`, and the client
-/// takes it from there, so logout revokes. The name ends in ChromiumSignInTests so that
-/// scripts/run-tests runs it in the sign-in pass.
-@Suite("django-oauth-toolkit by issuer with headless Chromium", sessionKeyringTrait, chromiumTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+/// takes it from there, so logout revokes.
+@Suite("django-oauth-toolkit by issuer with headless Chromium", sessionKeyringTrait, chromiumTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct DjangoOAuthChromiumSignInTests {
     static func session(_ server: DjangoOAuthServer, store: TokenStore) throws -> TokenSession {
         let configuration = try AuthorizationServerConfiguration(

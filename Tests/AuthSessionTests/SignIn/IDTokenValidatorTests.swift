@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 import TokenStore
 
@@ -7,7 +8,7 @@ import TokenStore
 
 /// `IDTokenValidator` against tokens signed here with RSA keys made by libcrypto, the key set
 /// served from memory. One case per check, the good path, the leeway edges and the key-set cache.
-@Suite("ID token validator", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("ID token validator", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct IDTokenValidatorTests {
     static let key = TestRSAKey()
     static let otherKey = TestRSAKey()

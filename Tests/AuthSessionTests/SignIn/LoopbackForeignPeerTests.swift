@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 import TokenStore
 
@@ -13,7 +14,7 @@ import Glibc
 /// that are not the browser's: same-uid peers only, a one-time start page, `Host`, idle
 /// connections. "Another local user" is a real process running as uid 65534 (`setpriv`), so
 /// these tests need root and util-linux's setpriv; they are skipped, saying so, otherwise.
-@Suite("Loopback listener against other local users", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Loopback listener against other local users", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct LoopbackForeignPeerTests {
     typealias Support = SignInTestSupport
 
@@ -83,14 +84,14 @@ struct LoopbackForeignPeerTests {
         let waiting = Task { try await listener.waitForCallback(timeout: .seconds(60)) }
         var environment = ProcessInfo.processInfo.environment
         environment["FOREIGN_STATE"] = Self.state
-        let callback = try await Support.offPool { [environment] in
+        let callback = try await offPool { [environment] in
             try ChildProcess.run(Self.setpriv, Self.foreignArguments("callback", "\(port)"), environment: environment)
         }
         #expect(callback.termination.succeeded, "\(callback)")
         #expect(callback.standardOutputText == "received 0\n", "the other user got an answer: \(callback)")
         // The one-time start page is not theirs either, and stays usable.
         environment["FOREIGN_TARGET"] = start.path
-        let foreignStart = try await Support.offPool { [environment] in
+        let foreignStart = try await offPool { [environment] in
             try ChildProcess.run(Self.setpriv, Self.foreignArguments("callback", "\(port)"), environment: environment)
         }
         #expect(foreignStart.standardOutputText == "received 0\n", "\(foreignStart)")
@@ -116,7 +117,7 @@ struct LoopbackForeignPeerTests {
         try await Task.sleep(for: .seconds(3))
         let began = ContinuousClock.now
         // A browser gives up on a connection after about 20 s; this one after 8.
-        let answer = try await Support.offPool { () -> Support.HTTPAnswer in
+        let answer = try await offPool { () -> Support.HTTPAnswer in
             let descriptor = try Support.connect(port: port, timeout: 8)
             defer { close(descriptor) }
             try Support.send(
@@ -139,7 +140,7 @@ struct LoopbackForeignPeerTests {
         // A first request answered: the listener's thread is serving (on a loaded machine the
         // task that starts it may run late, and a connection counts from its accept).
         #expect(try await Support.get(port: port, "/favicon.ico").status == 404)
-        let idle = try await Support.offPool { () -> Duration in
+        let idle = try await offPool { () -> Duration in
             let descriptor = try Support.connect(port: port, timeout: 30)
             defer { close(descriptor) }
             let began = ContinuousClock.now

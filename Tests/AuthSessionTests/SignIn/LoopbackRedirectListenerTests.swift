@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import TestTraits
 import Testing
 import TokenStore
 
@@ -11,7 +12,7 @@ import Glibc
 
 /// The loopback redirect listener over real sockets on 127.0.0.1, driven by a raw HTTP client.
 /// Each test binds its own listener (port 0 unless the test is about ports), so tests run in parallel.
-@Suite("Loopback redirect listener", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Loopback redirect listener", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct LoopbackRedirectListenerTests {
     typealias Support = SignInTestSupport
 
@@ -165,7 +166,7 @@ struct LoopbackRedirectListenerTests {
         defer { close(slow) }
         try Support.send(slow, Array("GET /callback?co".utf8))
         let dropped = Task {
-            try await Support.offPool { () -> (bytes: Int, seconds: Double) in
+            try await offPool { () -> (bytes: Int, seconds: Double) in
                 let start = ContinuousClock.now
                 let bytes = try Support.receiveAll(slow)  // ends when the listener drops the connection
                 let (seconds, atto) = (ContinuousClock.now - start).components

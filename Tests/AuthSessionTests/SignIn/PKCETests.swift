@@ -1,11 +1,12 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
 
 @testable import AuthSession
 
-@Suite("PKCE and sign-in random values", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("PKCE and sign-in random values", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct PKCETests {
     /// RFC 7636 Appendix B: the 32 octets, their verifier and its S256 challenge.
     @Test func rfc7636AppendixB() {

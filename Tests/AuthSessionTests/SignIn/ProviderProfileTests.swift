@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 import TokenStore
@@ -10,7 +11,7 @@ import TokenStore
 /// in the scripted browser, the cached token, rotation, concurrent renewal, logout and offline
 /// logout (issue 26). The endpoints come only from discovery: every profile but auth0 answers
 /// 404 to Auth0's paths.
-@Suite("Provider profiles by issuer (OIDC Discovery)", sessionKeyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Provider profiles by issuer (OIDC Discovery)", sessionKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct ProviderProfileTests {
     /// The issuer an app configures for `profile` (base `http://127.0.0.1:PORT`).
     static func issuer(_ profile: String, _ server: AuthorizationServer) -> String {

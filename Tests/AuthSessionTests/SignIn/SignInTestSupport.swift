@@ -1,5 +1,6 @@
 import AuthSession
 import Foundation
+import TestSupport
 import Testing
 import TokenStore
 
@@ -9,17 +10,6 @@ import Glibc
 
 /// Blocking helpers of the sign-in tests, run off the cooperative pool.
 enum SignInTestSupport {
-    /// Runs blocking work on a thread of its own. Not on GCD: on Linux the cooperative pool and
-    /// the global queues share libdispatch's workers (as many as cores), so blocked GCD work
-    /// would stall the very listener task it waits for until libdispatch adds a thread.
-    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { continuation.resume(with: Result { try work() }) }
-            thread.name = "signin-test-io"
-            thread.start()
-        }
-    }
-
     struct SocketError: Error, CustomStringConvertible {
         let call: String
         let number: Int32

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -8,7 +9,7 @@ import TestSupport
 /// reopens the store and checks: `integrity_check` ok, every row opens, and the refresh token of
 /// every account and the outbox are exactly what the acknowledged writes left — or that plus
 /// the one write in flight (the kill may land between its commit and its ACK).
-@Suite("Reliability: crash_kill9", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Reliability: crash_kill9", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct CrashKill9Tests {
     /// What the store must hold: each account's refresh token and the outbox's tokens.
     struct Model: Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -12,7 +13,7 @@ import Glibc
 /// directory or FIFO where the database should be — refused with `unsafeFileLayout` without
 /// following or touching anything. (Moved here from FileLayoutTests: modes, tightening,
 /// symlink, hard link, writable directory, symlinked -wal.)
-@Suite("Reliability: file_modes_links", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Reliability: file_modes_links", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct FileModesLinksTests {
     /// A private directory (0700) with a closed store in it.
     struct Layout {

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -7,7 +8,7 @@ import TestSupport
 /// for the whole busy timeout (~5 s) in `wal_checkpoint(TRUNCATE)` and returned with the
 /// logged-out account's sealed blobs still in the database file and the -wal. Now the
 /// checkpoint never waits, is counted as owed, and the next write or open finishes it.
-@Suite("Reliability: checkpoint held back by a reader", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Reliability: checkpoint held back by a reader", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct HeldCheckpointTests {
     /// Alice's and Bob's sign-ins (two accounts: logging Alice out leaves secrets, so no
     /// crypto-erase rotation runs), and Alice's sealed blobs as they are in the file.

@@ -1,5 +1,6 @@
 import CFaultVFS
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -18,7 +19,7 @@ import Glibc
 /// The keys live in a ``MemoryKeyProvider``: every point starts from a copy of one baseline
 /// store *and* of its keys, which a rotation replaces (the shared keyring cannot hand back a
 /// deleted key per point). The key provider is not what is under test here; SQLite is real.
-@Suite("Reliability: io_faults", .serialized, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Reliability: io_faults", .serialized, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct IOFaultTests {
     enum Operation: String, CaseIterable { case signIn, refresh, logout, rotate }
 

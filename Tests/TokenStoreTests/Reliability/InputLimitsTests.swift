@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -8,7 +9,7 @@ import TestSupport
 /// Unicode in both normal forms, and at / over the 4 KiB limit (10 KiB ids); labels, scopes and
 /// user ids at and over their limits. Over a limit: `invalidInput` and nothing written.
 /// Otherwise: an exact round trip (through a reopen).
-@Suite("Reliability: input_limits", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Reliability: input_limits", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct InputLimitsTests {
     @Test("limits enforced with invalidInput; exact round trip otherwise")
     func inputLimits() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -16,7 +17,7 @@ import Glibc
 /// and gnome-keyring of its own (a nested `scripts/with-keyring`), so they never disturb
 /// suites using the shared keyring at the same time. The no-bus faults run the test child
 /// with the bus taken away.
-@Suite("Reliability: keyring_faults", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Reliability: keyring_faults", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct KeyringFaultTests {
     static let scenarioVariable = "TOKENSTORE_KEYRING_FAULT_REPORT"
 
@@ -102,7 +103,7 @@ struct KeyringFaultTests {
     }
 }
 
-@Suite(.timeLimit(.minutes(TestTimeLimit.minutes))) struct KeyringFaultChildScenarioEntry {
+@Suite(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) struct KeyringFaultChildScenarioEntry {
     /// The child half of ``KeyringFaultTests``; runs only inside its own private keyring.
     @Test(.enabled(if: ProcessInfo.processInfo.environment[KeyringFaultTests.scenarioVariable] != nil, "runs only as a child scenario"))
     func keyringFaultChildScenario() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -26,7 +27,7 @@ import Glibc
 /// empty store (its WAL dropped at a damaged frame, or truncated to nothing) gets a new data key
 /// (counted as `new_keys_made`); a new key beside any sealed row, or with any secret read back,
 /// is the unacceptable outcome `newKeyBesideSealedRows`.
-@Suite("Reliability: malformed_db", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Reliability: malformed_db", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct MalformedDBTests {
     static let acceptable: Set<String> = [
         "ok", "databaseCorrupt", "integrityCheckFailed", "dataKeyMissing", "dataKeyCorrupt", "schemaTooNew", "migrationFailed",

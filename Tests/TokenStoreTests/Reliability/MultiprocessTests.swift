@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -8,7 +9,7 @@ import TestSupport
 /// through the compare-and-swap `replaceRefreshToken` (a lost CAS puts its token in the outbox),
 /// appends log items, and reads. At the end every counter, the shared counter, the outbox and
 /// the log must add up: no lost update, and no `databaseBusy` may escape the API.
-@Suite("Reliability: multiprocess", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Reliability: multiprocess", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct MultiprocessTests {
     @Test("processes × mixed operations: no busy escapes, no lost update")
     func multiprocess() throws {

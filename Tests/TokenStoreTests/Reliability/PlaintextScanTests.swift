@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -10,7 +11,7 @@ import TestSupport
 /// A second part runs sign-in → renewal (rotation) → logout through TokenSession against the
 /// real authorization server in a child process with a trace logger writing to a file, and
 /// scans that store directory and log the same way. No canary may appear anywhere.
-@Suite("Reliability: plaintext_scan", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Reliability: plaintext_scan", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct PlaintextScanTests {
     final class Capture: @unchecked Sendable {  // guarded by `lock`
         private let lock = NSLock()

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -6,7 +7,7 @@ import TestSupport
 /// row_swap: sealed blobs moved between accounts, kinds, services, tables (items ↔
 /// pending_revocations ↔ credential_states ↔ data_keys.key_check), between outbox entries,
 /// and from another store. Every moved blob must be rejected where it lands.
-@Suite("Reliability: row_swap", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Reliability: row_swap", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct RowSwapTests {
     /// One sealed value in the store: where it is and how the API reads it.
     struct Slot {

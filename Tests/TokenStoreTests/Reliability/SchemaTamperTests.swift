@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -9,7 +10,7 @@ import TestSupport
 /// revoked, while the logout still reported success. Tampering needs write access to the file
 /// but not the key. Before the fix the store opened such a file, the trigger ran, and
 /// `verify` called the store healthy.
-@Suite("Reliability: planted schema objects", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Reliability: planted schema objects", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct SchemaTamperTests {
     static let ignoreOutboxInserts =
         "CREATE TRIGGER t BEFORE INSERT ON pending_revocations BEGIN SELECT RAISE(IGNORE); END"

@@ -1,4 +1,5 @@
 import Foundation
+import TestTraits
 import Testing
 import TestSupport
 @testable import TokenStore
@@ -8,7 +9,7 @@ import TestSupport
 /// column (lookup / entry_id / user_ref) — and each blob is truncated to every shorter length
 /// and extended. Every change must read as `integrityCheckFailed` (for a moved row key: not
 /// found by its old key, and `integrityCheckFailed` where it now is), never plaintext, never a crash.
-@Suite("Reliability: tamper_bits", keyringTrait, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Reliability: tamper_bits", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct TamperBitsTests {
     struct Target {
         let name: String

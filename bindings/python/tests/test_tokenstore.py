@@ -4,6 +4,7 @@ package finds PREFIX/lib/libtokenstore.so.1 itself).
 
     python3 test_tokenstore.py items STORE                 open, set/get/delete, bad input, tamper
     python3 test_tokenstore.py session STORE URL USER      state, access token, logout, resume
+    python3 test_tokenstore.py dpop STORE URL              a DPoP-bound session: proof, logout
     python3 test_tokenstore.py locked STORE                the keyring is locked: keyringLocked
     python3 test_tokenstore.py signin STORE URL USER UA    browser sign-in: an open_url callback
                                                            and the default opener ($BROWSER),
@@ -133,6 +134,34 @@ def arm_next_user(url, user):
     urllib.request.urlopen(request, timeout=10).read()
 
 
+def test_dpop(path, url):
+    """A session signed in with `tokenctl login --dpop`: bound; a proof the test server accepts."""
+    import base64
+    import urllib.request
+    with Store(APP, path) as store, store.session(url, "tokenstore-test") as session:
+        check(session.is_dpop_bound("alice"), "alice is DPoP-bound")
+        check(not session.is_dpop_bound("nobody"), "nobody is not")
+        api = url + "/userinfo?page=2#top"
+        proof = session.dpop_proof("alice", "GET", api)
+        header = json.loads(base64.urlsafe_b64decode(proof.split(".")[0] + "=="))
+        check(header["typ"] == "dpop+jwt" and header["alg"] == "ES256" and "d" not in header["jwk"], "proof header")
+        token = session.access_token("alice").token.decode()
+        request = urllib.request.Request(url + "/__test/dpop/check", headers={"Content-Type": "application/json"},
+                                         data=json.dumps({"proof": proof, "method": "GET", "url": api,
+                                                          "access_token": token}).encode())
+        verdict = json.load(urllib.request.urlopen(request, timeout=10))
+        check("error" not in verdict and verdict["claims"]["htu"] == url + "/userinfo", "the server accepts the proof")
+        expect_error("insecureConfiguration", session.dpop_proof, "alice", "GET", "ftp://example.com/x")
+        expect_error("invalidRequest", session.dpop_proof, "nobody", "GET", api)
+        # An API's DPoP-Nonce (RFC 9449 9) is kept for the origin: the next proof carries it.
+        session.record_dpop_nonce(api, "py-nonce_1")
+        claims = json.loads(base64.urlsafe_b64decode(session.dpop_proof("alice", "GET", api).split(".")[1] + "=="))
+        check(claims.get("nonce") == "py-nonce_1", f"the recorded nonce is in the proof: {claims.get('nonce')}")
+        expect_error("invalidRequest", session.record_dpop_nonce, api, "has space")
+        expect_error("insecureConfiguration", session.record_dpop_nonce, "ftp://example.com/x", "n")
+        check(session.logout("alice") == LogoutOutcome.REVOKED, "logout of the DPoP session")
+
+
 def test_signin(path, url, user, useragent):
     agent_env = {"TOKENSTORE_USERAGENT_DETACH": "1", "TOKENSTORE_USERAGENT_TIMEOUT": "120"}
     seen = []
@@ -174,6 +203,15 @@ def test_signin(path, url, user, useragent):
         check(len(store.get("alice", Kind.REFRESH_TOKEN) or b"") > 0, "refresh token stored")
         check(len(session.access_token("alice", scopes=["openid"]).token) > 0, "access token after the sign-in")
         check(session.logout("alice") == LogoutOutcome.REVOKED, "logout after the sign-in")
+        check(not session.is_dpop_bound("alice"), "a sign-in without dpop is Bearer")
+
+        # dpop=True: the sign-in binds the session to the store's DPoP key.
+        arm_next_user(url, user + ".dpop")
+        check(session.sign_in_browser("carol", ports=[0], open_url=open_url, dpop=True) == user + ".dpop",
+              "DPoP sign-in returns the user id")
+        check(session.is_dpop_bound("carol"), "the dpop=True sign-in is DPoP-bound")
+        check(session.dpop_proof("carol", "GET", url + "/userinfo").count(".") == 2, "a proof for the bound session")
+        check(session.logout("carol") == LogoutOutcome.REVOKED, "logout of the DPoP sign-in")
 
         # The default opener ($BROWSER first) and the default ports 53180-53183.
         arm_next_user(url, user + ".default")
@@ -251,6 +289,6 @@ def test_locked(path):
 
 if __name__ == "__main__":
     phase, arguments = sys.argv[1], sys.argv[2:]
-    {"items": test_items, "session": test_session, "locked": test_locked, "signin": test_signin,
+    {"items": test_items, "session": test_session, "dpop": test_dpop, "locked": test_locked, "signin": test_signin,
      "race": test_race, "harden": test_harden}[phase](*arguments)
     sys.exit(1 if failures else 0)

@@ -269,7 +269,7 @@ class Session:
         return AccessToken(token, expires_at.value or None)
 
     def sign_in_browser(self, account, *, ports=None, connection="apple", scopes=None, audience=None, timeout=300,
-                        open_url=None, redirect_path=None):
+                        open_url=None, redirect_path=None, dpop=False):
         """Signs ``account`` in through the user's browser (loopback redirect, PKCE); blocks until
         the browser's redirect came back and the tokens are stored, at most ``timeout`` seconds
         (plus the token exchange). Returns the Apple user id, or None for a user who did not
@@ -284,7 +284,8 @@ class Session:
         authorization URL; do not log it) that starts a browser and returns promptly; it runs on the
         thread that called this method, and returning False or raising means no browser could
         be opened (``browserUnavailable``, the exception as ``__cause__``). None: the system
-        browser ($BROWSER, GIO, xdg-open).
+        browser ($BROWSER, GIO, xdg-open). ``dpop``: bind the session to the store's DPoP key
+        (RFC 9449; the server must take DPoP): its tokens are then DPoP tokens (:meth:`is_dpop_bound`).
         """
         lib = _native.library()
         options = _native.SignInOptions()
@@ -306,6 +307,7 @@ class Session:
         if not isinstance(timeout, int) or not 1 <= timeout <= 2**31 - 1:
             raise TokenStoreError("invalidInput", "The time-out must be a positive number of seconds.")
         options.timeout_seconds = timeout
+        options.dpop = 1 if dpop else 0
         raised = []
         if open_url is not None:
             def trampoline(url, _user_data):
@@ -343,6 +345,34 @@ class Session:
         pending = ctypes.c_int()
         _call(lib.ts_session_resume, self._live(), ctypes.byref(pending))
         return pending.value
+
+    def is_dpop_bound(self, account):
+        """Whether ``account``'s session is DPoP-bound (RFC 9449): its access tokens are then
+        sent as ``Authorization: DPoP <token>`` with a proof from :meth:`dpop_proof`."""
+        lib = _native.library()
+        bound = ctypes.c_int()
+        _call(lib.ts_session_is_dpop_bound, self._live(), _text(account, "account"), ctypes.byref(bound))
+        return bound.value == 1
+
+    def dpop_proof(self, account, method, url):
+        """A DPoP proof (a JWT, ``str``) for ``method`` on ``url`` with ``account``'s current
+        access token (``ath``), signed by the store's DPoP key; for a DPoP-bound session."""
+        lib = _native.library()
+        proof = ctypes.c_void_p()
+        _call(lib.ts_session_dpop_proof, self._live(), _text(account, "account"), _text(method, "method"),
+              _text(url, "url"), ctypes.byref(proof))
+        try:
+            return ctypes.string_at(proof).decode()
+        finally:
+            lib.ts_string_free(proof)
+
+    def record_dpop_nonce(self, url, nonce):
+        """Keeps ``nonce``, the ``DPoP-Nonce`` header of an answer from the API at ``url`` (RFC 9449
+        9: a 401 ``use_dpop_nonce``, or any answer bringing a new one), for the proofs
+        :meth:`dpop_proof` makes to that origin from now on (shared with the app's other
+        processes through the store). Retry the refused request with a new proof."""
+        lib = _native.library()
+        _call(lib.ts_session_record_dpop_nonce, self._live(), _text(url, "url"), _text(nonce, "nonce"))
 
     def close(self):
         """Releases the session. Safe while other threads use it (their later calls raise

@@ -46,6 +46,7 @@ class SignInOptions(ctypes.Structure):
         ("timeout_seconds", ctypes.c_int),
         ("open_url", OPEN_URL),
         ("user_data", ctypes.c_void_p),
+        ("dpop", ctypes.c_int),
     ]
 
 
@@ -73,6 +74,9 @@ def _declare(lib):
                                             ctypes.POINTER(ctypes.c_int64), err]),
         "ts_session_logout": (c_int, [c_void_p, c_char_p, ctypes.POINTER(c_int), err]),
         "ts_session_resume": (c_int, [c_void_p, ctypes.POINTER(c_int), err]),
+        "ts_session_is_dpop_bound": (c_int, [c_void_p, c_char_p, ctypes.POINTER(c_int), err]),
+        "ts_session_dpop_proof": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, ctypes.POINTER(c_void_p), err]),
+        "ts_session_record_dpop_nonce": (c_int, [c_void_p, c_char_p, c_char_p, err]),
         "ts_sign_in_options_init": (None, [ctypes.POINTER(SignInOptions)]),
         "ts_session_sign_in_browser": (c_int, [c_void_p, c_char_p, ctypes.POINTER(SignInOptions), handle_out, err]),
         "ts_string_free": (None, [c_void_p]),

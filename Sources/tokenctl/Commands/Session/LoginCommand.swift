@@ -20,6 +20,9 @@ struct LoginCommand: TokenctlCommand {
         "allow-user-change", "Let the sign-in replace the account's user with another one (refused by default).")
     static let firstName = OptionSpec.value("first-name", "name", "The first name Apple gave on the first sign-in.")
     static let lastName = OptionSpec.value("last-name", "name", "The last name Apple gave on the first sign-in.")
+    static let dpop = OptionSpec.flag(
+        "dpop", environment: "TOKENCTL_DPOP",
+        "Bind the session to this store's DPoP key (RFC 9449); later commands use the binding by themselves.")
 
     /// The code is a credential: on the command line every local user could read it.
     static let appleCode = RefusedOption(
@@ -46,6 +49,11 @@ struct LoginCommand: TokenctlCommand {
             and stores nothing, unless --allow-user-change is given; then the output says the \
             user changed.
 
+            With --dpop (or TOKENCTL_DPOP=1) the session is DPoP-bound: the sign-in and every \
+            later refresh prove the store's DPoP key (made at the first such sign-in, sealed in \
+            the store), the tokens are of type DPoP, and a copied refresh token is useless \
+            without the key. Later commands need no --dpop.
+
             Without --browser, reads the Apple authorization code from stdin, never from an \
             argument:
 
@@ -53,7 +61,7 @@ struct LoginCommand: TokenctlCommand {
             """,
         options: [
             ServerOptions.domain, ServerOptions.issuer, ServerOptions.clientID, ItemOptions.account, browser, connection,
-            audience, redirectPort, timeout, appleUserID, allowUserChange, firstName, lastName, ServerOptions.scope,
+            audience, redirectPort, timeout, appleUserID, allowUserChange, firstName, lastName, ServerOptions.scope, dpop,
         ],
         refusedOptions: [appleCode])
 
@@ -74,6 +82,7 @@ struct LoginCommand: TokenctlCommand {
         var server = try ServerOptions(parsed)
         // An issuer configuration sends Auth0's connection only when it is given.
         if server.configuration.usesDiscovery { server.configuration.sendsConnection = parsed.value(Self.connection) != nil }
+        server.configuration.usesDPoP = parsed.isSet(Self.dpop)
         self.server = server
         account = try parsed.requiredValue(ItemOptions.account)
         allowsUserChange = parsed.isSet(Self.allowUserChange)

@@ -31,6 +31,9 @@ struct TokenCommand: TokenctlCommand {
             refresh: after at most one refresh the command exits 78 (EX_CONFIG: the server's \
             configuration cannot give what was asked) with a hint naming the lifetime. \
             A required scope the server declines exits 1 (serverDeclinedScopes).
+
+            The token type is DPoP for a session signed in with 'login --dpop' (from the cache \
+            too), else Bearer; 'tokenctl proof' makes the proof to send with a DPoP token.
             """,
         options: [
             ServerOptions.domain, ServerOptions.issuer, ServerOptions.clientID, ItemOptions.account, audience, ServerOptions.scope,
@@ -74,7 +77,7 @@ struct TokenCommand: TokenctlCommand {
             "expiresAt": Format.date(token.expiresAt), "grantedScopes": Format.strings(token.grantedScopes),
             // `scopes` predates `grantedScopes` and stays: JSON keys are never removed.
             "scopes": Format.strings(token.grantedScopes), "declinedScopes": Format.strings(token.declinedScopes),
-            "source": .string(token.source.rawValue),
+            "source": .string(token.source.rawValue), "tokenType": .string(token.tokenType),
         ]
         if reveal {
             RevealWarning.emitIfNeeded(on: context.console)
@@ -89,6 +92,7 @@ struct TokenCommand: TokenctlCommand {
             table.append(["scopes", token.grantedScopes.joined(separator: " ")])
             table.append(["declined", token.declinedScopes.isEmpty ? "-" : token.declinedScopes.joined(separator: " ")])
             table.append(["source", token.source.rawValue])
+            table.append(["type", token.tokenType])
             if reveal { table.append(["access token", token.token.stringValue() ?? "(not UTF-8)"]) }
             return table.rendered()
         }

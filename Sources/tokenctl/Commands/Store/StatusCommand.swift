@@ -85,7 +85,7 @@ struct StatusCommand: TokenctlCommand {
         let modes = inspection.fileModes
         // The endpoints discovery found for an `--issuer` server (the public document kept
         // beside the store by the session commands), when there is one.
-        let discovery = DiscoveryCache.document(atPath: location.path + ".discovery.json")
+        let discovery = DiscoveryCache.document(atPath: FileLayout.discoveryCachePath(of: location.path))
         let discoveryDocument: JSONValue = discovery.map { found in
             [
                 "issuer": .string(found.issuer), "fetchedAt": .string(Format.date(found.fetchedAt)),

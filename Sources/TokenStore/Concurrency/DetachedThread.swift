@@ -4,18 +4,20 @@ import FoundationEssentials
 import Glibc
 #endif
 
-/// A detached POSIX thread running one closure: the blocking work of the transport, the
-/// loopback listener and the browser opener stays off the cooperative pool. (Foundation's
-/// `Thread` is not in FoundationEssentials.)
+/// The package's one way to start a thread: a detached POSIX thread, named, running one closure.
+/// (Foundation's `Thread` is not in FoundationEssentials.) Its users:
 ///
-/// Not the package's `BlockingExecutor`: its jobs wait on other parties for as long as they take
-/// (a redirect the user gives after minutes, a browser's exit, a transfer up to its time limit),
-/// and on a bounded executor they would hold its threads from the store's work.
-enum DetachedThread {
+/// - ``BlockingExecutor``'s own threads;
+/// - work that may wait on another party for as long as it takes, which on the bounded executor
+///   would hold its threads from the store's work: the session layer's transfers (up to their
+///   time limit), the loopback listener (a redirect the user gives after minutes), the browser
+///   opener and reaper (a browser's exit), and a TPM session (``TPMDeadline``: one that never
+///   answers is abandoned with its thread).
+package enum DetachedThread {
     /// Starts `body` on a new detached thread named `name` (the first 15 bytes).
     /// - Returns: false when no thread could be made (`body` then never runs).
     @discardableResult
-    static func start(name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) -> Bool {
+    package static func start(name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) -> Bool {
         let box = Unmanaged.passRetained(Box(name: name, body: body)).toOpaque()
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)

@@ -1,0 +1,43 @@
+/// A P-256 key that signs DPoP proofs (RFC 9449) with ES256: the seam between the proof maker
+/// (AuthSession's `DPoPProof`) and where the private key lives — in software, sealed in the store
+/// under the data key (AuthSession's `DPoPKey`, libcrypto), or inside this machine's TPM
+/// (`TPM2_Sign` per proof, the private part never leaves the chip).
+package protocol DPoPSigningKey: Sendable {
+    /// The public key as a JWK with exactly RFC 7638's members in its order (crv, kty, x, y), so
+    /// the same text is the proof header's `jwk` and the thumbprint's input. Cached: reading it
+    /// costs no key operation.
+    var publicJWK: String { get }
+    /// The RFC 7638 thumbprint (base64url SHA-256 of ``publicJWK``): the `jkt` the server binds
+    /// the tokens to. Cached like ``publicJWK``.
+    var thumbprint: String { get }
+    /// Where the private key is.
+    var residence: DPoPKeyResidence { get }
+    /// The ES256 signature of `message` (SHA-256, then ECDSA P-256) as JWS wants it: raw r‖s,
+    /// 64 bytes, not DER.
+    func signES256(_ message: [UInt8]) throws(DPoPSigningFailure) -> [UInt8]
+}
+
+/// Where a DPoP private key lives.
+package enum DPoPKeyResidence: String, Sendable, Equatable {
+    /// In this process's memory, sealed in the store at rest.
+    case software
+    /// Inside the TPM; only its sealed blob is kept.
+    case tpm
+}
+
+/// Why a DPoP key could not be made or used (no secret in the text).
+package enum DPoPSigningFailure: Error, Equatable {
+    /// libcrypto.so.3 could not be loaded or lacks a function.
+    case libraryUnavailable
+    /// The key material or the operation was refused (not a P-256 key pair, a signing error).
+    case refused(String)
+    /// The TPM holding the key could not sign: unavailable (`tpmUnavailable`), another TPM
+    /// (`tpmMismatch`), or a TPM error.
+    case store(TokenStoreError)
+}
+
+extension TokenStore {
+    /// The TCTI of the TPM that seals this store's data key (the `hardware` tier), where its
+    /// DPoP key is made and signs too; nil for every other key provider.
+    package var hardwareKeyTCTI: String? { (keyProvider as? TPMKeyProvider)?.tcti }
+}

@@ -1,0 +1,151 @@
+internal import CSodium
+internal import CTSS2
+
+/// A DPoP (RFC 9449) ES256 key that lives inside this machine's TPM 2.0: the private key is made
+/// by the TPM (TPM2_Create, sensitiveDataOrigin) and never leaves it; every signature is a
+/// TPM2_Sign. A copy of the user's files — the store, the keyring, this key's blob — signs
+/// nothing on another machine.
+///
+/// The key is an unrestricted ECC P-256 signing key (scheme ECDSA SHA-256; fixedTPM,
+/// fixedParent, userWithAuth with an empty password, noDA, no PCR policy) made under the same
+/// owner-hierarchy primary key ``TPMKeyProvider`` derives (TPM2_CreatePrimary with the same
+/// template: the same key each time on the same TPM, nothing persistent). What the caller keeps
+/// is the blob ``create(tcti:)`` returns (`TPMSealedBlob`, magic `TSDK`: the primary's
+/// name, the key's TPM2B_PUBLIC, and its TPM2B_PRIVATE, which the TPM encrypted under the
+/// primary); the session layer keeps it sealed in the store.
+///
+/// **Cached** (computed once, in ``create(tcti:)`` or ``load(blob:tcti:)``,
+/// from the public area's x and y, with no TPM command): ``publicJWK`` and ``thumbprint``.
+/// **Per proof**: SHA-256 of the message outside the TPM, then one TPM session of
+/// ``commandsPerProof`` commands (TPM2_Startup, TPM2_CreatePrimary, TPM2_Load, TPM2_Sign, and
+/// a TPM2_FlushContext each for the key and the primary).
+///
+/// **One TPM connection per proof, none held between proofs.** A TPM without a resource manager
+/// (swtpm over TCP, `/dev/tpm0`) has 3 object slots and serves one connection at a time: a key
+/// that kept its connection (and its loaded object) open would lock every other user of the TPM
+/// out — this process's own store opens (``TPMKeyProvider``), `tokenctl`, another app — for as
+/// long as it lives. So each signature opens the TCTI, loads the key, signs, flushes both
+/// objects and closes (under ``TPMSession``'s process-wide lock, errors included). On a real
+/// TPM behind `/dev/tpmrm0` that costs about five commands more than a key kept loaded would
+/// (BENCHMARKS.md estimates the time); the resource manager would allow keeping it, swtpm and
+/// `/dev/tpm0` would not.
+///
+/// Errors (as `DPoPSigningFailure.store`): no TPM answering is
+/// `tpmUnavailable` with the reason; a blob made by another TPM (or altered) is `tpmMismatch`
+/// naming the TPM. No text holds key material.
+package final class TPMSigningKey: DPoPSigningKey {
+    /// The TPM commands one signature sends: TPM2_Startup, TPM2_CreatePrimary, TPM2_Load,
+    /// TPM2_Sign and two TPM2_FlushContext (for estimating a real TPM's cost per proof).
+    package static let commandsPerProof = 6
+
+    /// The TCTI configuration of the TPM holding the key (as ``TPMKeyProvider/tcti``).
+    package let tcti: String
+    /// The public key as a JWK, RFC 7638 members in order (crv, kty, x, y). Cached.
+    package let publicJWK: String
+    /// The RFC 7638 thumbprint (base64url SHA-256 of ``publicJWK``). Cached.
+    package let thumbprint: String
+    /// The public point, uncompressed (0x04 ‖ x ‖ y, 65 bytes), from the key's public area.
+    package let publicPoint: [UInt8]
+    private let blob: TPMSealedBlob
+
+    /// Inside the TPM.
+    package var residence: DPoPKeyResidence { .tpm }
+
+    /// Makes a new signing key in the TPM `tcti` names (TPM2_Startup, TPM2_CreatePrimary,
+    /// TPM2_Create, one flush).
+    /// - Returns: the key, and the blob to keep (nothing in it is the private key in clear).
+    /// - Throws: `tpmUnavailable` (no TPM answers; a TPM error).
+    package static func create(
+        tcti: String
+    ) throws(TokenStoreError) -> (key: TPMSigningKey, blob: [UInt8]) {
+        let blob = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> TPMSealedBlob in
+            let (primary, parentName) = try session.createPrimary()
+            return try session.withTransient(primary) { primary throws(TokenStoreError) in
+                let made = try session.createSigningKey(under: primary)
+                return TPMSealedBlob(kind: .signingKey, parentName: parentName, publicPart: made.public, privatePart: made.private)
+            }
+        }
+        return (try TPMSigningKey(blob: blob, tcti: tcti), blob.encoded)
+    }
+
+    /// The key a blob from ``create(tcti:)`` holds, for the TPM `tcti` names. Sends no
+    /// TPM command: the blob is read and its public area checked here; the TPM first sees it at
+    /// the first signature (a blob made by another TPM is `tpmMismatch` then).
+    /// - Throws: `dataKeyCorrupt` (not such a blob, or not a P-256 ECDSA signing key),
+    ///   `integrityCheckFailed` (a part is not a TPM object), `tpmUnavailable` (no tpm2-tss).
+    package static func load(
+        blob: [UInt8], tcti: String
+    ) throws(TokenStoreError) -> TPMSigningKey {
+        try TPMSigningKey(blob: TPMSealedBlob(decoding: blob, kind: .signingKey), tcti: tcti)
+    }
+
+    private init(blob: TPMSealedBlob, tcti: String) throws(TokenStoreError) {
+        let api = try TSS2Library.loaded().api
+        var area = try TPMMarshal.unmarshalPublic(blob.publicPart, api)
+        _ = try TPMMarshal.unmarshalPrivate(blob.privatePart, api)
+        var x = [UInt8](repeating: 0, count: 32)
+        var y = [UInt8](repeating: 0, count: 32)
+        let read = x.withUnsafeMutableBufferPointer { x in
+            y.withUnsafeMutableBufferPointer { y in tokenstore_tpm_signing_point(&area, x.baseAddress, y.baseAddress) }
+        }
+        guard read == 0 else {
+            throw TokenStoreError(
+                .dataKeyCorrupt, "The TPM-resident DPoP key's public part is not a P-256 ECDSA signing key; nothing was changed.")
+        }
+        self.blob = blob
+        self.tcti = tcti
+        publicPoint = [0x04] + x + y
+        let jwk = "{\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"\(Self.base64URL(x))\",\"y\":\"\(Self.base64URL(y))\"}"
+        publicJWK = jwk
+        thumbprint = Self.base64URL(Self.sha256(Array(jwk.utf8)))
+    }
+
+    /// The ES256 signature of `message`: SHA-256 here, TPM2_Sign in the TPM; r‖s, 64 bytes.
+    /// - Throws: `.store` with `tpmUnavailable` or `tpmMismatch` (see the type's doc).
+    package func signES256(_ message: [UInt8]) throws(DPoPSigningFailure) -> [UInt8] {
+        let digest = Self.sha256(message)
+        let blob = blob
+        let tcti = tcti
+        do {
+            return try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> [UInt8] in
+                let (primary, parentName) = try session.createPrimary()
+                let key = try session.withTransient(primary) { primary throws(TokenStoreError) -> TPMSession.Object in
+                    guard parentName == blob.parentName else {
+                        throw TPMDiagnosis.mismatch(tcti: tcti, detail: "the primary key's name differs", subject: Self.subject)
+                    }
+                    return try session.load(public: blob.publicPart, private: blob.privatePart, under: primary, subject: Self.subject)
+                }  // the primary is flushed before signing: one object slot in use, not two
+                return try session.withTransient(key) { key throws(TokenStoreError) in try session.sign(digest: digest, with: key) }
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    private static let subject = "This DPoP key was made"
+
+    private static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        Sodium.ensureInitialized()
+        var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
+        _ = digest.withUnsafeMutableBufferPointer { output in
+            bytes.withUnsafeBufferPointer { crypto_hash_sha256(output.baseAddress!, $0.baseAddress, UInt64($0.count)) }
+        }
+        return digest
+    }
+
+    /// Unpadded base64url (RFC 4648 §5), as the JWK and the thumbprint want it.
+    private static func base64URL(_ bytes: [UInt8]) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        var output: [UInt8] = []
+        var index = 0
+        while index < bytes.count {
+            let count = min(3, bytes.count - index)
+            var value = UInt32(bytes[index]) << 16
+            if count > 1 { value |= UInt32(bytes[index + 1]) << 8 }
+            if count > 2 { value |= UInt32(bytes[index + 2]) }
+            for position in 0...count { output.append(alphabet[Int(value >> UInt32(18 - 6 * position) & 0x3F)]) }
+            index += 3
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}
