@@ -22,9 +22,12 @@ public let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
 
 /// The time limit of every test suite, in minutes (`@Suite(…, .timeLimit(.minutes(TestTimeLimit.minutes)))`).
 ///
-/// A hang becomes a failure that names the test instead of a silent stall. Sized for a busy
-/// 2-core machine under ThreadSanitizer (the slowest CI-size test takes about 3 minutes there);
-/// soak sizes (`TOKENSTORE_SOAK=1`, `make soak`) run for hours and get 4 hours.
+/// A hang becomes a failure that names the test instead of a silent stall: a detector of hangs,
+/// not a speed goal (speed is shown by `make bench`). The limit counts a test's wait for a place
+/// among the tests under way (`OffPoolWidth.tests`) as well as its run, and on CI's 2-core machine
+/// a one-line test waited 9 minutes of a ThreadSanitizer pass (the slowest CI-size test runs about
+/// 4 minutes there), so 10 minutes failed tests for being slow: 20. Soak sizes
+/// (`TOKENSTORE_SOAK=1`, `make soak`) run for hours and get 4 hours.
 public enum TestTimeLimit {
-    public static var minutes: Int { ProcessInfo.processInfo.environment["TOKENSTORE_SOAK"] == "1" ? 240 : 10 }
+    public static var minutes: Int { ProcessInfo.processInfo.environment["TOKENSTORE_SOAK"] == "1" ? 240 : 20 }
 }
