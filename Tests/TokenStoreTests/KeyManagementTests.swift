@@ -38,7 +38,7 @@ private func seed(_ store: TokenStore, accounts: Int, loggingOut: Int, extraOutb
         for n in 0..<extraOutbox {
             try OutboxRecord.insert(
                 db, AccountID("gone-\(n)"), appleUserID: "gone-user-\(n)",
-                token: secret("old-rt-\(n)"), reason: .userLogout, envelope: envelope)
+                token: secret("old-rt-\(n)"), reason: .userLogout, endpoints: nil, envelope: envelope)
         }
     }
     for n in 0..<loggingOut { _ = try store.ledger.beginLogout(account: AccountID("acct-\(n)")) }
@@ -232,8 +232,8 @@ struct KeyManagementTests {
         // The session layer's renewal lock is one of the store's files too.
         #expect(FileManager.default.createFile(atPath: FileLayout.renewalLockPath(of: t.path), contents: nil))
         // So is the session layer's discovery cache (and a temporary copy a crash left).
-        #expect(FileManager.default.createFile(atPath: FileLayout.discoveryCachePath(of: t.path), contents: Data("{}".utf8)))
-        #expect(FileManager.default.createFile(atPath: FileLayout.discoveryCachePath(of: t.path) + ".tmp", contents: nil))
+        #expect(FileManager.default.createFile(atPath: FileLayout.legacyDiscoveryPath(of: t.path), contents: Data("{}".utf8)))
+        #expect(FileManager.default.createFile(atPath: FileLayout.legacyDiscoveryPath(of: t.path) + ".tmp", contents: nil))
         try t.store.destroyStore(confirm: .yesDestroyEverything)
         for file in FileLayout.allFiles(of: t.path) {
             #expect(!FileManager.default.fileExists(atPath: file), "\(file) left")

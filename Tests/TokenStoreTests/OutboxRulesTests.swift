@@ -15,7 +15,7 @@ struct OutboxRulesTests {
     func entry(attempts: Int = 0, next: Date? = nil, failureCode: String? = nil) -> PendingRevocation {
         PendingRevocation(
             id: String(repeating: "ab", count: 16), account: "alice", appleUserID: "000101.a.apple",
-            refreshToken: SecretBytes(utf8: "RT-ONE"), reason: .userLogout, attempts: attempts,
+            refreshToken: SecretBytes(utf8: "RT-ONE"), reason: .userLogout, endpoints: nil, attempts: attempts,
             nextAttemptAt: next ?? now, lastError: nil, failureCode: failureCode, createdAt: now)
     }
 

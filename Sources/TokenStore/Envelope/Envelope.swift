@@ -13,6 +13,8 @@ enum LookupDomain: UInt8 {
     case accessToken = 4
     /// A DPoP entry: (entry kind, its name) — `dpop_state.lookup` (``DPoPStateRecord``).
     case dpop = 5
+    /// A server's discovery document: its configured issuer — `discovery.lookup` (``DiscoveryRecord``).
+    case discovery = 6
     /// MAC of a `pending_revocations` row's clear columns (schedule, flag, attempts).
     case outboxRowMAC = 65
     /// MAC of an `account_marks` row (logging out, the entry that finishes it).

@@ -9,6 +9,12 @@ package struct RecordFields {
         case appleUserID = 8, keyCheck = 9, userID = 10, credentialState = 11, audience = 12
         case requestedScopes = 13, declinedScopes = 14
         case dpopEntry = 15, dpopName = 16, dpopResidence = 17, tokenType = 18
+        /// A server's issuer, and (schema 13 on) a discovery document as fetched, the RFC 8414
+        /// document that supplied its revocation endpoint, and when it was fetched.
+        case issuer = 19, document = 20, supplement = 21, fetchedAt = 22
+        /// The endpoints a refresh token is bound to (in its item and its outbox entry), or a
+        /// discovery document's previous ones when they changed (with `changedAt`).
+        case tokenEndpoint = 23, revocationEndpoint = 24, changedAt = 25
         /// In a credential state: the MAC of its user's last history row (schema 7 on).
         case historyHead = 32
     }

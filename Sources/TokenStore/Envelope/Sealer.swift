@@ -92,6 +92,7 @@ package enum RecordKind: UInt8, CustomStringConvertible {
     case pendingRevocation = 4
     case accessToken = 5
     case dpop = 6
+    case discovery = 7
 
     package var description: String {
         switch self {
@@ -101,6 +102,7 @@ package enum RecordKind: UInt8, CustomStringConvertible {
         case .pendingRevocation: return "pending-revocation"
         case .accessToken: return "access-token"
         case .dpop: return "dpop"
+        case .discovery: return "discovery"
         }
     }
 }

@@ -14,6 +14,8 @@ struct ItemRecord: SealedTable {
     let attributes: ItemAttributes
     let createdAt: Date
     let updatedAt: Date
+    /// The endpoints a refresh token is bound to (``ServerEndpoints``); `nil` for other kinds.
+    let endpoints: ServerEndpoints?
     /// The opened fields, re-sealed as they are by a key rotation.
     private let fields: RecordFields
 
@@ -56,6 +58,7 @@ struct ItemRecord: SealedTable {
         self.key = key
         self.secret = secret
         self.fields = fields
+        endpoints = ServerEndpoints(fields)
         attributes = ItemAttributes(
             label: fields.string(.label),
             expiresAt: fields.int(.expiresAt).map(Timestamp.date(fromMillis:)),
@@ -93,9 +96,11 @@ struct ItemRecord: SealedTable {
         }
     }
 
-    /// Stores `secret` at `key` (an upsert), sealed under `envelope`.
+    /// Stores `secret` at `key` (an upsert), sealed under `envelope`, with the server
+    /// `endpoints` a refresh token is bound to.
     static func upsert(
-        _ db: Database, _ key: ItemKey, secret: SecretBytes, attributes: ItemAttributes = .init(), envelope: Envelope
+        _ db: Database, _ key: ItemKey, secret: SecretBytes, attributes: ItemAttributes = .init(),
+        endpoints: ServerEndpoints? = nil, envelope: Envelope
     ) throws {
         let lookup = envelope.itemLookup(key)
         var fields = RecordFields()
@@ -105,6 +110,10 @@ struct ItemRecord: SealedTable {
         if let label = attributes.label { fields.set(.label, label) }
         if let expiresAt = attributes.expiresAt { fields.set(.expiresAt, int: Timestamp.millis(from: expiresAt)) }
         if !attributes.scopes.isEmpty { fields.set(.scopes, attributes.scopes.joined(separator: " ")) }
+        if let endpoints {
+            try endpoints.validate()
+            endpoints.add(to: &fields)
+        }
         fields.setSecret(secret)
         let now = Timestamp.nowMillis()
         try db.run(

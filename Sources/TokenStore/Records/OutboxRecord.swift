@@ -31,7 +31,7 @@ enum OutboxRecord: SealedTable {
         let entry = PendingRevocation(
             id: Hex.encode(entryID), account: account, appleUserID: fields.string(.appleUserID),
             refreshToken: token, reason: CredentialStateReason(rawValue: fields.string(.label) ?? "userLogout"),
-            attempts: Int(schedule.attempts), nextAttemptAt: Timestamp.date(fromMillis: schedule.nextAttemptAt),
+            endpoints: ServerEndpoints(fields), attempts: Int(schedule.attempts), nextAttemptAt: Timestamp.date(fromMillis: schedule.nextAttemptAt),
             lastError: schedule.lastError, failureCode: schedule.failedCode,
             createdAt: Timestamp.date(fromMillis: schedule.createdAt))
         return (entry, fields)
@@ -78,12 +78,13 @@ enum OutboxRecord: SealedTable {
             .entries.filter { $0.account == account }
     }
 
-    /// Queues `token` in the outbox; returns the new entry's id. The transaction raises the store
-    /// epoch (a copy of the file from before it lacks the entry: the token would never be revoked).
+    /// Queues `token` in the outbox, with the `endpoints` it is bound to; returns the new entry's
+    /// id. The transaction raises the store epoch (a copy of the file from before it lacks the
+    /// entry: the token would never be revoked).
     @discardableResult
     static func insert(
         _ db: Database, _ account: AccountID, appleUserID: String?, token: SecretBytes,
-        reason: CredentialStateReason, envelope: Envelope
+        reason: CredentialStateReason, endpoints: ServerEndpoints?, envelope: Envelope
     ) throws -> [UInt8] {
         let entryID = SecretBytes.random(count: 16).copyBytes()
         var fields = RecordFields()
@@ -91,6 +92,7 @@ enum OutboxRecord: SealedTable {
         fields.set(.account, account.name)
         if let appleUserID { fields.set(.appleUserID, appleUserID) }
         fields.set(.label, reason.rawValue)
+        endpoints?.add(to: &fields)
         fields.setSecret(token)
         let now = Timestamp.nowMillis()
         let schedule = OutboxSchedule(attempts: 0, nextAttemptAt: now, lastError: nil, failedCode: nil, createdAt: now)

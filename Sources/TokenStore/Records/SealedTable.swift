@@ -60,6 +60,7 @@ extension SealedTable {
 enum SealedTables {
     static let all: [any SealedTable.Type] = [
         ItemRecord.self, AccessTokenRecord.self, OutboxRecord.self, CredentialRecord.self, DPoPStateRecord.self,
+        DiscoveryRecord.self,
     ]
 
     /// Every rotation work table (the sealed tables' and the keyed-hash map).

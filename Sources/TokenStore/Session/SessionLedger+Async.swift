@@ -16,16 +16,17 @@ extension SessionLedger {
             return try await BlockingExecutor.shared.run { () throws(any Error) -> R in try body(ledger) }
         }
 
-        /// ``SessionLedger/saveSignIn(account:refreshToken:appleUserID:accessToken:cacheKey:identity:dpopThumbprint:)`` on the blocking executor.
+        /// ``SessionLedger/saveSignIn(account:refreshToken:appleUserID:accessToken:cacheKey:identity:dpopThumbprint:endpoints:)`` on the blocking executor.
         @discardableResult
         package func saveSignIn(
             account: AccountID, refreshToken: SecretBytes, appleUserID: String, accessToken: AccessTokenEntry?,
-            cacheKey: AccessTokenKey? = nil, identity: SignInIdentity? = nil, dpopThumbprint: String? = nil
+            cacheKey: AccessTokenKey? = nil, identity: SignInIdentity? = nil, dpopThumbprint: String? = nil,
+            endpoints: ServerEndpoints? = nil
         ) async throws -> Bool {
             try await run {
                 try $0.saveSignIn(
                     account: account, refreshToken: refreshToken, appleUserID: appleUserID, accessToken: accessToken,
-                    cacheKey: cacheKey, identity: identity, dpopThumbprint: dpopThumbprint)
+                    cacheKey: cacheKey, identity: identity, dpopThumbprint: dpopThumbprint, endpoints: endpoints)
             }
         }
 
@@ -44,15 +45,15 @@ extension SessionLedger {
             try await run { try $0.hasRefreshToken(account: account) }
         }
 
-        /// ``SessionLedger/replaceRefreshToken(account:presented:with:accessToken:cacheKey:dropsOtherAccessTokens:)`` on the blocking executor.
+        /// ``SessionLedger/replaceRefreshToken(account:presented:with:accessToken:cacheKey:dropsOtherAccessTokens:endpoints:)`` on the blocking executor.
         package func replaceRefreshToken(
             account: AccountID, presented: SecretBytes, with newRefreshToken: SecretBytes?, accessToken: AccessTokenEntry?,
-            cacheKey: AccessTokenKey? = nil, dropsOtherAccessTokens: Bool = false
+            cacheKey: AccessTokenKey? = nil, dropsOtherAccessTokens: Bool = false, endpoints: ServerEndpoints? = nil
         ) async throws -> RefreshTokenReplacement {
             try await run {
                 try $0.replaceRefreshToken(
                     account: account, presented: presented, with: newRefreshToken, accessToken: accessToken,
-                    cacheKey: cacheKey, dropsOtherAccessTokens: dropsOtherAccessTokens)
+                    cacheKey: cacheKey, dropsOtherAccessTokens: dropsOtherAccessTokens, endpoints: endpoints)
             }
         }
 

@@ -28,14 +28,15 @@ package struct SessionLedger: Sendable {
     /// pending-revocation outbox, and when it belonged to another Apple user, that user is
     /// recorded `revoked` (reason `replacedBySignIn`, revocation pending).
     /// With `dpopThumbprint`, the refresh token is recorded bound to that DPoP key (without, any
-    /// earlier binding of the account is dropped).
+    /// earlier binding of the account is dropped). With `endpoints`, it is recorded bound to the
+    /// server that issued it: renewal and revocation send it there only.
     /// - Returns: whether a previous refresh token was queued for revocation.
     /// - Throws: `invalidInput`, storage errors. Nothing is stored when it throws.
     @discardableResult
     package func saveSignIn(
         account: AccountID, refreshToken: SecretBytes,
         appleUserID: String, accessToken: AccessTokenEntry?, cacheKey: AccessTokenKey? = nil,
-        identity: SignInIdentity? = nil, dpopThumbprint: String? = nil
+        identity: SignInIdentity? = nil, dpopThumbprint: String? = nil, endpoints: ServerEndpoints? = nil
     ) throws -> Bool {
         let rtKey = ItemKey(account: account, kind: .refreshToken)
         let cacheKey = cacheKey ?? AccessTokenKey(account: account, audience: nil, scopes: accessToken?.scopes ?? [])
@@ -43,6 +44,7 @@ package struct SessionLedger: Sendable {
         try TokenStore.validate(secret: refreshToken, attributes: .init())
         try TokenStore.validate(cacheKey)
         if let accessToken { try accessToken.validate() }
+        try endpoints?.validate()
         if let identity {
             try TokenStore.validate(secret: identity.idToken, attributes: .init())
             try TokenStore.validate(secret: identity.profile.sealedForm, attributes: .init())
@@ -53,7 +55,7 @@ package struct SessionLedger: Sendable {
             if let previous = try ItemRecord.find(db, rtKey, envelope: envelope), previous.secret != refreshToken {
                 try OutboxRecord.insert(
                     db, account, appleUserID: previousUser, token: previous.secret,
-                    reason: .replacedBySignIn, envelope: envelope)
+                    reason: .replacedBySignIn, endpoints: previous.endpoints, envelope: envelope)
                 if let previousUser, previousUser != appleUserID {
                     try CredentialRecord.record(
                         db, userID: previousUser, to: .revoked, reason: .replacedBySignIn,
@@ -62,7 +64,7 @@ package struct SessionLedger: Sendable {
                 queued = true
             }
             try Self.storeIdentity(db, account, identity, sameUser: previousUser == appleUserID, envelope: envelope)
-            try ItemRecord.upsert(db, rtKey, secret: refreshToken, envelope: envelope)
+            try ItemRecord.upsert(db, rtKey, secret: refreshToken, endpoints: endpoints, envelope: envelope)
             try ItemRecord.upsert(db, rtKey.sibling(.appleUserID), secret: SecretBytes(utf8: appleUserID), envelope: envelope)
             // The cache belonged to the session this sign-in replaces.
             try AccessTokenRecord.deleteAll(db, of: account, envelope: envelope)
@@ -120,11 +122,13 @@ package struct SessionLedger: Sendable {
     /// With `dropsOtherAccessTokens`, a rotation (a new refresh token, not the presented one)
     /// first deletes the account's other cached access tokens: servers such as
     /// django-oauth-toolkit revoke the access token issued with a refresh token when they
-    /// rotate that refresh token out.
+    /// rotate that refresh token out. `endpoints` are the server endpoints the refresh went to:
+    /// the stored refresh token is bound to them from now on (a token stored without a binding
+    /// gets one; `nil` keeps the binding it has).
     package func replaceRefreshToken(
         account: AccountID, presented: SecretBytes,
         with newRefreshToken: SecretBytes?, accessToken: AccessTokenEntry?, cacheKey: AccessTokenKey? = nil,
-        dropsOtherAccessTokens: Bool = false
+        dropsOtherAccessTokens: Bool = false, endpoints: ServerEndpoints? = nil
     ) throws -> RefreshTokenReplacement {
         let rtKey = ItemKey(account: account, kind: .refreshToken)
         let cacheKey = cacheKey ?? AccessTokenKey(account: account, audience: nil, scopes: accessToken?.scopes ?? [])
@@ -132,14 +136,16 @@ package struct SessionLedger: Sendable {
         try TokenStore.validate(cacheKey)
         if let accessToken { try accessToken.validate() }
         if let newRefreshToken { try TokenStore.validate(secret: newRefreshToken, attributes: .init()) }
+        try endpoints?.validate()
         return try connection.write { db, envelope in
             let current = try ItemRecord.find(db, rtKey, envelope: envelope)
             if let current, current.secret == presented,
                 try !AccountMarks.isLoggingOut(db, account, envelope: envelope)
             {
-                if let newRefreshToken {
-                    try ItemRecord.upsert(db, rtKey, secret: newRefreshToken, envelope: envelope)
-                    if dropsOtherAccessTokens && newRefreshToken != presented {
+                let binding = endpoints ?? current.endpoints
+                if newRefreshToken != nil || binding != current.endpoints {
+                    try ItemRecord.upsert(db, rtKey, secret: newRefreshToken ?? presented, endpoints: binding, envelope: envelope)
+                    if dropsOtherAccessTokens, let newRefreshToken, newRefreshToken != presented {
                         try AccessTokenRecord.deleteAll(db, of: account, envelope: envelope)
                     }
                 }
@@ -154,7 +160,7 @@ package struct SessionLedger: Sendable {
                 let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
                 try OutboxRecord.insert(
                     db, account, appleUserID: userID, token: newRefreshToken,
-                    reason: .userLogout, envelope: envelope)
+                    reason: .userLogout, endpoints: endpoints ?? current?.endpoints, envelope: envelope)
             }
             return .superseded
         }
@@ -197,7 +203,7 @@ package struct SessionLedger: Sendable {
             if let token = try ItemRecord.find(db, rtKey, envelope: envelope) {
                 let entryID = try OutboxRecord.insert(
                     db, account, appleUserID: userID, token: token.secret, reason: reason,
-                    envelope: envelope)
+                    endpoints: token.endpoints, envelope: envelope)
                 // The insert must have taken effect before the token leaves the items.
                 guard try OutboxRecord.exists(db, entryID: entryID) else {
                     throw TokenStoreError(.ioError, "The revocation outbox did not keep the refresh token; nothing was changed.")

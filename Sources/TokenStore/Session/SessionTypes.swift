@@ -12,6 +12,9 @@ public struct PendingRevocation: Sendable {
     package let refreshToken: SecretBytes
     /// The reason recorded when the logout completes.
     public let reason: CredentialStateReason
+    /// The server the token was issued by and its revocation endpoint then (``ServerEndpoints``):
+    /// where it is revoked; `nil` for an entry queued before endpoints were recorded.
+    package let endpoints: ServerEndpoints?
     public let attempts: Int
     public let nextAttemptAt: Date
     /// The last error's code and short description (never a token).

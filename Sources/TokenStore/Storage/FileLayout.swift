@@ -20,15 +20,17 @@ package enum FileLayout {
     /// The lock held while a refresh token is presented and its successor stored (session layer).
     package static func renewalLockPath(of databasePath: String) -> String { databasePath + ".renewal-lock" }
 
-    /// The session layer's copy of the issuer's discovery document (public metadata, kept
-    /// unsealed), and the temporary file it is written through.
-    package static func discoveryCachePath(of databasePath: String) -> String { databasePath + ".discovery.json" }
+    /// Where versions before schema 13 kept the session layer's copy of an issuer's discovery
+    /// document, unsealed (with a temporary file it was written through). Never read: the
+    /// document is sealed in the store now (``DiscoveryRecord``); a writing store removes the
+    /// file when it keeps a document, and ``destroyStore(confirm:)`` removes it.
+    package static func legacyDiscoveryPath(of databasePath: String) -> String { databasePath + ".discovery.json" }
 
     /// Every file of the store at `databasePath`, the database last.
     static func allFiles(of databasePath: String) -> [String] {
         sqliteSuffixes.map { databasePath + $0 }
             + [rotationLockPath(of: databasePath), renewalLockPath(of: databasePath),
-               discoveryCachePath(of: databasePath), discoveryCachePath(of: databasePath) + ".tmp", databasePath]
+               legacyDiscoveryPath(of: databasePath), legacyDiscoveryPath(of: databasePath) + ".tmp", databasePath]
     }
 
     /// What ``prepare(databasePath:)`` made, so that a failed open can remove it again.
