@@ -36,6 +36,7 @@ def fresh_state():
         "iat_window": DEFAULT_IAT_WINDOW,
         "reject_next": 0,  # the next N good proofs are answered use_dpop_nonce (a new nonce each)
         "resource_nonce": False,  # True: /userinfo (the resource server) requires the nonce too
+        "ignore_proofs": False,  # True: a server without DPoP (proofs ignored, tokens Bearer)
         "jtis": {},  # jti -> the time it may be forgotten (iat window after its iat)
     }
 

@@ -951,7 +951,7 @@ def check_dpop(method, access_token=None, nonce_required=None):
     sent), or a dpop.ProofError."""
     proofs = request.headers.getlist("DPoP")
     g.dpop_jkt = None
-    if not proofs:
+    if not proofs or STATE["dpop"].get("ignore_proofs"):
         return None
     if len(proofs) > 1:
         raise dpop.ProofError("invalid_dpop_proof", "more than one DPoP header")
@@ -1556,7 +1556,7 @@ def config():
 
 
 DPOP_SWITCHES = {"rotate_nonce", "nonce_required", "required", "iat_window", "reject_next",
-                 "forget_jtis", "resource_nonce"}
+                 "forget_jtis", "resource_nonce", "ignore_proofs"}
 
 
 @app.route("/__test/dpop", methods=["GET", "POST"])
@@ -1567,7 +1567,8 @@ def dpop_control():
     mid-flow, n=2 is two in a row), nonce_required, required (a token request without a proof
     is refused), iat_window (seconds), forget_jtis: true (empty the replay cache), resource_nonce
     (/userinfo, the resource server, requires the current nonce as well: 401 use_dpop_nonce with
-    DPoP-Nonce, RFC 9449 9)."""
+    DPoP-Nonce, RFC 9449 9), ignore_proofs (a server without DPoP: proofs are not looked at, answers
+    are Bearer)."""
     if request.method == "POST":
         body = request.get_json(force=True, silent=True) or {}
         unknown = set(body) - DPOP_SWITCHES
@@ -1583,7 +1584,7 @@ def dpop_control():
                 dpop.rotate_nonce(state)
             if body.get("forget_jtis"):
                 state["jtis"].clear()
-            for key in ("nonce_required", "required", "iat_window", "reject_next", "resource_nonce"):
+            for key in ("nonce_required", "required", "iat_window", "reject_next", "resource_nonce", "ignore_proofs"):
                 if key in body:
                     state[key] = body[key]
     with LOCK:

@@ -42,7 +42,7 @@ public struct AuthorizationServerClient: Sendable {
     ) {
         self.init(
             configuration: configuration, transport: transport, retryPolicy: retryPolicy, logger: logger,
-            discovery: DiscoveryCache(configuration: configuration, transport: transport, filePath: nil, logger: logger),
+            discovery: DiscoveryCache(configuration: configuration, transport: transport, store: nil, logger: logger),
             dpop: nil)
     }
 
@@ -75,13 +75,13 @@ public struct AuthorizationServerClient: Sendable {
             dpop: dpop)
     }
 
-    /// This client keeping its discovery document in `path` too (a file beside the store), so
-    /// that a new process does not fetch it again; unchanged when it already keeps one.
-    func keepingDiscovery(inFile path: String) -> AuthorizationServerClient {
-        guard configuration.usesDiscovery, discovery.filePath == nil else { return self }
+    /// This client keeping its discovery document sealed in `store` too, so that a new process
+    /// does not fetch it again; unchanged when it already keeps one.
+    func keepingDiscovery(in store: TokenStore) -> AuthorizationServerClient {
+        guard configuration.usesDiscovery, discovery.store == nil else { return self }
         return AuthorizationServerClient(
             configuration: configuration, transport: transport, retryPolicy: retryPolicy, logger: logger,
-            discovery: DiscoveryCache(configuration: configuration, transport: transport, filePath: path, logger: logger),
+            discovery: DiscoveryCache(configuration: configuration, transport: transport, store: store, logger: logger),
             dpop: dpop)
     }
 
@@ -155,6 +155,14 @@ public struct AuthorizationServerClient: Sendable {
     /// - Parameter audience: the API the new access token is for (Auth0's Multi-Resource
     ///   Refresh Token: one refresh token, access tokens for the APIs its policy lists).
     public func refresh(_ refreshToken: SecretBytes, scopes: [String], audience: String? = nil) async throws -> TokenResponse {
+        try await refresh(refreshToken, scopes: scopes, audience: audience, boundTo: nil)
+    }
+
+    /// ``refresh(_:scopes:audience:)`` of a refresh token bound to `endpoints` (sent there and
+    /// nowhere else, see ``endpoints(boundTo:)``); `nil`: the server's current endpoints.
+    func refresh(
+        _ refreshToken: SecretBytes, scopes: [String], audience: String?, boundTo endpoints: ServerEndpoints?
+    ) async throws -> TokenResponse {
         var form: [(String, FormValue)] = [
             ("grant_type", .text("refresh_token")),
             ("client_id", .text(configuration.clientID)),
@@ -166,7 +174,7 @@ public struct AuthorizationServerClient: Sendable {
             form.append((configuration.usesDiscovery ? "resource" : "audience", .text(audience)))
         }
         if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
-        return try await requestTokens(form: form, endpoint: .refresh, scopes: scopes)
+        return try await requestTokens(form: form, endpoint: .refresh, scopes: scopes, boundTo: endpoints)
     }
 
     /// Revokes a refresh token (`POST /oauth/revoke`, RFC 7009, `token_type_hint=refresh_token`).
@@ -176,13 +184,19 @@ public struct AuthorizationServerClient: Sendable {
     /// ``RevocationResult/retryLater(_:)``; configuration errors are
     /// ``RevocationResult/failedPermanently(_:)``.
     public func revoke(_ refreshToken: SecretBytes) async -> RevocationResult {
+        await revoke(refreshToken, boundTo: nil)
+    }
+
+    /// ``revoke(_:)`` of a refresh token bound to `endpoints`: revoked where it was issued
+    /// (see ``endpoints(boundTo:)``); `nil`: at the server's current revocation endpoint.
+    func revoke(_ refreshToken: SecretBytes, boundTo endpoints: ServerEndpoints?) async -> RevocationResult {
         var form: [(String, FormValue)] = [
             ("client_id", .text(configuration.clientID)),
             ("token", .secret(refreshToken)),
             ("token_type_hint", .text("refresh_token")),
         ]
         if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
-        let (responseClass, _) = await perform(form: form, endpoint: .revoke)
+        let (responseClass, _, _) = await perform(form: form, endpoint: .revoke, boundTo: endpoints)
         let result = ResponseClassifier.revocationResult(for: responseClass, retryAfterCap: retryPolicy.maximumRetryAfter)
         var metadata = ["revoke.outcome": result.outcome, "oauth.endpoint": "revoke"]
         if let error = result.error { metadata["error.code"] = error.code.rawValue }
@@ -192,19 +206,20 @@ public struct AuthorizationServerClient: Sendable {
 
     // MARK: - Implementation
 
-    private func requestTokens(form: [(String, FormValue)], endpoint: Endpoint, scopes: [String]) async throws
-        -> TokenResponse
-    {
-        let (responseClass, response) = await perform(form: form, endpoint: endpoint)
+    private func requestTokens(
+        form: [(String, FormValue)], endpoint: Endpoint, scopes: [String], boundTo endpoints: ServerEndpoints? = nil
+    ) async throws -> TokenResponse {
+        let (responseClass, response, servedBy) = await perform(form: form, endpoint: endpoint, boundTo: endpoints)
         switch responseClass {
         case .success:
             guard let response else {
                 throw AuthSessionError(.unexpectedResponse, "No answer was kept for a successful request.")
             }
             do {
-                let tokens = try ResponseClassifier.decodeTokenResponse(
+                var tokens = try ResponseClassifier.decodeTokenResponse(
                     status: response.status, headers: response.headers, body: response.body, endpoint: endpoint,
                     requestedScopes: scopes, receivedAt: retryPolicy.clock.wallClock())
+                tokens.servedBy = servedBy
                 logger.info(
                     "Token request succeeded.",
                     metadata: [
@@ -227,24 +242,31 @@ public struct AuthorizationServerClient: Sendable {
         }
     }
 
-    /// Sends the form to the endpoint under the retry policy; returns the final class and,
-    /// on success, the answer.
-    private func perform(form: [(String, FormValue)], endpoint: Endpoint) async -> (ResponseClass, HTTPResponse?) {
-        let metadata: AuthorizationServerMetadata
+    /// Sends the form to the endpoint under the retry policy, at the endpoints a token is bound
+    /// to (`nil`: the server's current ones); returns the final class, on success the answer, and
+    /// the endpoints the request went to.
+    private func perform(
+        form: [(String, FormValue)], endpoint: Endpoint, boundTo bound: ServerEndpoints?
+    ) async -> (ResponseClass, HTTPResponse?, ServerEndpoints?) {
+        let endpoints: ServerEndpoints
         do {
-            metadata = try await discovery.metadata()
+            endpoints = try await self.endpoints(boundTo: bound)
         } catch {
-            return error.isTransient ? (.retryable(error, serverDelay: nil), nil) : (.permanent(error), nil)
+            return error.isTransient ? (.retryable(error, serverDelay: nil), nil, nil) : (.permanent(error), nil, nil)
         }
-        let url: URL
-        if endpoint == .revoke {
-            guard let revocation = metadata.revocationEndpoint else {
-                return (.permanent(AuthSessionError(.notRevocable, "The server has no revocation endpoint.")), nil)
-            }
-            url = revocation
-        } else {
-            url = metadata.tokenEndpoint
+        let target = endpoint == .revoke ? endpoints.revocation : endpoints.token
+        guard let target else {
+            return (.permanent(AuthSessionError(.notRevocable, "The server has no revocation endpoint.")), nil, endpoints)
         }
+        guard let url = URL(string: target), (try? AuthorizationServerConfiguration.validateEndpoint(url)) != nil else {
+            return (.permanent(AuthSessionError(.insecureConfiguration, "A recorded server endpoint is not valid.")), nil, endpoints)
+        }
+        let (responseClass, response) = await send(form: form, endpoint: endpoint, to: url)
+        return (responseClass, response, endpoints)
+    }
+
+    /// Sends the form to `url` under the retry policy; returns the final class and, on success, the answer.
+    private func send(form: [(String, FormValue)], endpoint: Endpoint, to url: URL) async -> (ResponseClass, HTTPResponse?) {
         var headers = HTTPHeaders()
         headers["Content-Type"] = FormEncoding.contentType
         headers["Accept"] = "application/json"

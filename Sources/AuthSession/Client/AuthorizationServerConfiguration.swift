@@ -23,12 +23,16 @@ public struct AuthorizationServerConfiguration: Sendable {
     public let domain: URL
     /// The issuer ID tokens must name, compared exactly: `{domain}/` for the `domain:` form, the
     /// configured URL as given (no slash added or removed) for the `issuer:` form.
-    public let issuer: String
+    public private(set) var issuer: String
     /// Whether endpoints come from OpenID Connect Discovery (`issuer:` form) rather than Auth0's paths.
-    public let usesDiscovery: Bool
+    public private(set) var usesDiscovery: Bool
     /// Other spellings of the issuer an ID token may carry, accepted only because the app says so
     /// (Google's `accounts.google.com` for `https://accounts.google.com`). Empty by default.
     public var acceptedIssuerAliases: [String] = []
+    /// The tenants whose ID tokens a multi-tenant issuer (Microsoft Entra's `…/common/v2.0`,
+    /// `…/organizations/v2.0`, `…/consumers/v2.0`, whose document names `{tenantid}`) accepts,
+    /// by their `tid`; `nil` (the default): any tenant. Not used for any other issuer.
+    public var acceptedTenants: [String]?
     /// How long a fetched discovery document is used before it is fetched again (24 hours). A
     /// stale document is still used when the server cannot be reached.
     public var discoveryLifetime: Duration = .seconds(24 * 3600)
@@ -113,22 +117,36 @@ public struct AuthorizationServerConfiguration: Sendable {
     }
 
     private init(copying other: Self, issuer: String) {
-        domain = other.domain
-        clientID = other.clientID
-        clientSecret = other.clientSecret
-        requestTimeout = other.requestTimeout
-        audience = other.audience
-        usesDPoP = other.usesDPoP
+        self = other
         self.issuer = issuer
         usesDiscovery = true
         sendsConnection = false
     }
 
+    /// The path segments of an issuer that stand for any tenant (Microsoft Entra's).
+    static let multiTenantSegments: Set<String> = ["common", "organizations", "consumers"]
+
     /// `{issuer}/.well-known/openid-configuration` (no double slash when the issuer ends in `/`).
     public var discoveryURL: URL { wellKnown("openid-configuration") }
-    /// `{issuer}/.well-known/oauth-authorization-server` (RFC 8414, read the way OIDC
-    /// Discovery is: appended to the issuer).
-    public var authorizationServerMetadataURL: URL { wellKnown("oauth-authorization-server") }
+    /// RFC 8414 §3.1's metadata URL: `/.well-known/oauth-authorization-server` inserted between
+    /// the issuer's host and its path (whose trailing `/` is dropped):
+    /// `https://host/.well-known/oauth-authorization-server/o` for the issuer `https://host/o`.
+    public var authorizationServerMetadataURL: URL {
+        let name = ".well-known/oauth-authorization-server"
+        guard var components = URLComponents(string: issuer) else { return wellKnown("oauth-authorization-server") }
+        var path = components.percentEncodedPath
+        while path.hasSuffix("/") { path.removeLast() }
+        components.percentEncodedPath = "/" + name + path
+        return components.url ?? wellKnown("oauth-authorization-server")
+    }
+    /// Where RFC 8414 metadata is looked for: ``authorizationServerMetadataURL``, then (for an
+    /// issuer with a path) the form some servers use instead, appended to the issuer as OIDC
+    /// Discovery's is. Both documents must name the configured issuer exactly.
+    var authorizationServerMetadataURLs: [URL] {
+        let appended = wellKnown("oauth-authorization-server")
+        let inserted = authorizationServerMetadataURL
+        return inserted == appended ? [inserted] : [inserted, appended]
+    }
 
     private func wellKnown(_ name: String) -> URL {
         let base = issuer.hasSuffix("/") ? issuer : issuer + "/"
@@ -196,9 +214,6 @@ public struct AuthorizationServerConfiguration: Sendable {
         }
     }
 
-    /// Exactly `localhost` (pinned to 127.0.0.1 and ::1 by the transport, never resolved), an
-    /// IPv4 literal in `127.0.0.0/8`, or `::1` (bracketed or not). A trailing dot is not
-    /// removed: `localhost.` is a name the system resolver sends to DNS (security review 2, N3).
     /// An endpoint from a discovery document: https, or http to a loopback host.
     static func validateEndpoint(_ url: URL) throws(AuthSessionError) {
         do { try validate(domain: url) } catch let error as AuthSessionError { throw error } catch {
@@ -206,6 +221,9 @@ public struct AuthorizationServerConfiguration: Sendable {
         }
     }
 
+    /// Exactly `localhost` (pinned to 127.0.0.1 and ::1 by the transport, never resolved), an
+    /// IPv4 literal in `127.0.0.0/8`, or `::1` (bracketed or not). A trailing dot is not
+    /// removed: `localhost.` is a name the system resolver sends to DNS.
     static func isLoopback(host rawHost: String) -> Bool {
         var host = rawHost.lowercased()
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

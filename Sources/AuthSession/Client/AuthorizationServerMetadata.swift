@@ -30,6 +30,36 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     /// Whether this is an Auth0 tenant (the `domain:` form): the API goes as `audience=`
     /// rather than RFC 8707 `resource=`.
     public let isAuth0: Bool
+    /// `pushed_authorization_request_endpoint` (RFC 9126), when the server has one.
+    public let pushedAuthorizationRequestEndpoint: URL?
+    /// `device_authorization_endpoint` (RFC 8628), when the server has one.
+    public let deviceAuthorizationEndpoint: URL?
+
+    init(
+        issuer: String, authorizationEndpoint: URL, tokenEndpoint: URL, revocationEndpoint: URL?, jwksURI: URL,
+        userinfoEndpoint: URL?, scopesSupported: [String]?, codeChallengeMethodsSupported: [String]?,
+        authorizationResponseIssParameterSupported: Bool, isAuth0: Bool,
+        pushedAuthorizationRequestEndpoint: URL? = nil, deviceAuthorizationEndpoint: URL? = nil
+    ) {
+        self.issuer = issuer
+        self.authorizationEndpoint = authorizationEndpoint
+        self.tokenEndpoint = tokenEndpoint
+        self.revocationEndpoint = revocationEndpoint
+        self.jwksURI = jwksURI
+        self.userinfoEndpoint = userinfoEndpoint
+        self.scopesSupported = scopesSupported
+        self.codeChallengeMethodsSupported = codeChallengeMethodsSupported
+        self.authorizationResponseIssParameterSupported = authorizationResponseIssParameterSupported
+        self.isAuth0 = isAuth0
+        self.pushedAuthorizationRequestEndpoint = pushedAuthorizationRequestEndpoint
+        self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
+    }
+
+    /// The endpoints a token or a token's proof is redeemed at: token, revocation, PAR and
+    /// device authorization. A DPoP proof the app asks for never names one of them.
+    var redeemingEndpoints: [URL] {
+        [tokenEndpoint] + [revocationEndpoint, pushedAuthorizationRequestEndpoint, deviceAuthorizationEndpoint].compactMap { $0 }
+    }
 
     /// Auth0's fixed endpoints under `domain` (issuer `{domain}/`), as this library always used.
     static func auth0(domain: URL) -> AuthorizationServerMetadata {
@@ -100,13 +130,16 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
             issuer: issuer, authorizationEndpoint: authorization, tokenEndpoint: token,
             revocationEndpoint: revocation, jwksURI: jwks, userinfoEndpoint: try url("userinfo_endpoint", required: false),
             scopesSupported: strings("scopes_supported"), codeChallengeMethodsSupported: strings("code_challenge_methods_supported"),
-            authorizationResponseIssParameterSupported: issParameter, isAuth0: false)
+            authorizationResponseIssParameterSupported: issParameter, isAuth0: false,
+            pushedAuthorizationRequestEndpoint: try url("pushed_authorization_request_endpoint", required: false),
+            deviceAuthorizationEndpoint: try url("device_authorization_endpoint", required: false))
     }
 
     /// Whether the document's `issuer` is the configured one: equal, or (Microsoft Entra) a
-    /// template whose `{tenantid}` stands for one path segment of the configured issuer
-    /// (`…/common/v2.0`, `…/organizations/v2.0` or a tenant id); tokens are then checked
-    /// against the template with their `tid` put in.
+    /// template whose `{tenantid}` stands for the segment of the configured issuer that asks
+    /// for any tenant — `common`, `organizations` or `consumers` (`…/common/v2.0`): tokens are
+    /// then checked against the template with their `tid` put in. A configuration naming one
+    /// issuer (a tenant id, any other path) is never widened to every tenant by a document.
     static func issuer(_ documented: String, fits configured: String) -> Bool {
         if documented == configured { return true }
         guard let range = documented.firstRange(of: "{tenantid}") else { return false }
@@ -116,7 +149,7 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
             configured.count > prefix.count + suffix.count
         else { return false }
         let segment = configured.dropFirst(prefix.count).dropLast(suffix.count)
-        return !segment.contains("/") && !segment.contains("{")
+        return AuthorizationServerConfiguration.multiTenantSegments.contains(String(segment))
     }
 
     /// The `revocation_endpoint` of an RFC 8414 document of `expectedIssuer`, or `nil` when it

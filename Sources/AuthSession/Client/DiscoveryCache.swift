@@ -1,106 +1,158 @@
 import FoundationEssentials
 import TokenStore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The endpoints of the configured server, resolved once and cached.
 ///
 /// For a `domain:` configuration they are Auth0's fixed paths (no request). For an `issuer:`
 /// configuration the OpenID Connect discovery document is fetched before the first request
 /// that needs it and kept for ``AuthorizationServerConfiguration/discoveryLifetime`` in memory
-/// and, when a file is given, in a file beside the store (mode 0600, never followed through a
-/// symlink; the document is public, so it is not sealed). When the server cannot be reached, a
-/// cached document is used however old. Concurrent callers share one fetch.
+/// and, with a store, sealed in the store (``TokenStore`` keeps the bytes as they came): a copy
+/// read back passes the same checks as a fetched document, and a copy that does not open is
+/// an integrity failure, never used. When the server cannot be reached, a cached document is
+/// used however old. Concurrent callers share one fetch.
 package actor DiscoveryCache {
     /// The largest document accepted.
     static let maximumBodyBytes = 256 * 1024
 
-    private struct Stored: Codable {
-        /// The configured issuer the document was fetched for (Entra's document names a template).
-        var configuredIssuer: String
-        var fetchedAt: Double
-        var metadata: AuthorizationServerMetadata
+    /// A document, the bytes it was read from, and where it came from.
+    struct Entry: Sendable {
+        let metadata: AuthorizationServerMetadata
+        let document: ServerDocument
+        /// Fetched by this process (not read back from the store).
+        let fetchedHere: Bool
     }
 
     let configuration: AuthorizationServerConfiguration
-    /// The file the document is kept in across processes, or `nil` (memory only).
-    let filePath: String?
+    /// The store the document is kept in across processes, or `nil` (memory only).
+    let store: TokenStore?
     private let transport: any HTTPTransport
     private let logger: TokenStoreLogger
     private let now: @Sendable () -> Date
-    private var cached: Stored?
-    private var inFlight: Task<AuthorizationServerMetadata, any Error>?
+    private var cached: Entry?
+    private var readStore = false
+    private var inFlight: Task<(AuthorizationServerMetadata, ServerDocument), any Error>?
     /// Documents fetched so far (for tests and diagnostics).
     private(set) var fetchCount = 0
 
     init(
-        configuration: AuthorizationServerConfiguration, transport: any HTTPTransport, filePath: String?,
+        configuration: AuthorizationServerConfiguration, transport: any HTTPTransport, store: TokenStore?,
         logger: TokenStoreLogger = .disabled, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.configuration = configuration
         self.transport = transport
-        self.filePath = filePath
+        self.store = store
         self.logger = logger
         self.now = now
     }
 
-    /// The server's metadata: from memory or the file while younger than the lifetime,
+    /// The server's metadata: from memory or the store while younger than the lifetime,
     /// otherwise fetched; a stale copy when the fetch fails for a transient reason.
     /// - Throws: ``AuthSessionError`` — the fetch's code (`notConnectedToInternet`, `timedOut`,
-    ///   `serverError`, `unexpectedResponse`, …) when nothing is cached, and always
-    ///   `insecureConfiguration` for a document naming another issuer or a non-https endpoint.
+    ///   `serverError`, `unexpectedResponse`, …) when nothing is cached; always
+    ///   `insecureConfiguration` for a document naming another issuer or a non-https endpoint;
+    ///   `storage` (`integrityCheckFailed`) for a kept copy that was altered: nothing is sent.
     func metadata() async throws(AuthSessionError) -> AuthorizationServerMetadata {
         guard configuration.usesDiscovery else { return .auth0(domain: configuration.domain) }
-        if cached == nil { cached = readFile() }
-        let current = now().timeIntervalSince1970
+        return try await entry().metadata
+    }
+
+    /// The entry behind ``metadata()`` (an `issuer:` configuration's).
+    func entry() async throws(AuthSessionError) -> Entry {
+        try await readStoreOnce()
+        let current = now()
         let lifetime = Double(configuration.discoveryLifetime.components.seconds)
-        if let cached, current >= cached.fetchedAt, current - cached.fetchedAt < lifetime { return cached.metadata }
-        let task: Task<AuthorizationServerMetadata, any Error>
+        if let cached, current >= cached.document.fetchedAt, current.timeIntervalSince(cached.document.fetchedAt) < lifetime {
+            return cached
+        }
+        do {
+            return try await fetched()
+        } catch {
+            if error.isTransient, let cached {
+                logger.info("Using a stale discovery document: the server could not be reached.",
+                    metadata: ["error.code": error.code.rawValue])
+                return cached
+            }
+            throw error
+        }
+    }
+
+    /// A document fetched from the server now, whatever is cached (and then kept): when the
+    /// cached one disagrees with what a token is bound to, only the server itself is believed.
+    func fetched() async throws(AuthSessionError) -> Entry {
+        try await readStoreOnce()
+        let task: Task<(AuthorizationServerMetadata, ServerDocument), any Error>
         if let inFlight {
             task = inFlight
         } else {
             let configuration = configuration
             let transport = transport
-            task = Task { try await Self.fetch(configuration: configuration, transport: transport) }
+            let fetchedAt = now()
+            task = Task { try await Self.fetch(configuration: configuration, transport: transport, at: fetchedAt) }
             inFlight = task
             fetchCount += 1
         }
+        let metadata: AuthorizationServerMetadata
+        var document: ServerDocument
         do {
-            let fresh = try await task.value
+            (metadata, document) = try await task.value
             inFlight = nil
-            let stored = Stored(configuredIssuer: configuration.issuer, fetchedAt: current, metadata: fresh)
-            cached = stored
-            writeFile(stored)
-            return fresh
         } catch {
             inFlight = nil
-            let failure = (error as? AuthSessionError) ?? AuthSessionError(.unexpectedResponse, "Discovery failed.")
-            if failure.isTransient, let cached {
-                logger.info("Using a stale discovery document: the server could not be reached.",
-                    metadata: ["error.code": failure.code.rawValue])
-                return cached.metadata
-            }
-            throw failure
+            throw (error as? AuthSessionError) ?? AuthSessionError(.unexpectedResponse, "Discovery failed.")
         }
+        if let previous = cached {
+            let before = ServerEndpoints(issuer: configuration.issuer, previous.metadata)
+            if before != ServerEndpoints(issuer: configuration.issuer, metadata) {
+                logger.info("The server's discovery document names other endpoints than the copy kept before.",
+                    metadata: ["endpoints.changed": before.token != metadata.tokenEndpoint.absoluteString ? "token" : "revocation"])
+                document = ServerDocument(
+                    issuer: document.issuer, document: document.document, supplement: document.supplement,
+                    fetchedAt: document.fetchedAt, previousEndpoints: before, changedAt: document.fetchedAt)
+            } else if let change = previous.document.changedAt {
+                // Unchanged since: the last change stays on record.
+                document = ServerDocument(
+                    issuer: document.issuer, document: document.document, supplement: document.supplement,
+                    fetchedAt: document.fetchedAt, previousEndpoints: previous.document.previousEndpoints, changedAt: change)
+            }
+        }
+        let entry = Entry(metadata: metadata, document: document, fetchedHere: true)
+        cached = entry
+        await keep(document)
+        return entry
     }
 
     private static func fetch(
-        configuration: AuthorizationServerConfiguration, transport: any HTTPTransport
-    ) async throws -> AuthorizationServerMetadata {
+        configuration: AuthorizationServerConfiguration, transport: any HTTPTransport, at fetchedAt: Date
+    ) async throws -> (AuthorizationServerMetadata, ServerDocument) {
         let body = try await get(configuration.discoveryURL, configuration: configuration, transport: transport)
-        var fallback: URL?
+        var supplement: [UInt8]?
         if !Self.hasRevocationEndpoint(body) {
-            // RFC 8414 metadata may name a revocation endpoint the OIDC document lacks.
-            if let other = try? await get(
-                configuration.authorizationServerMetadataURL, configuration: configuration, transport: transport)
-            {
-                fallback = AuthorizationServerMetadata.revocationEndpoint(
-                    inAuthorizationServerMetadata: other, expectedIssuer: configuration.issuer)
+            // RFC 8414 metadata may name a revocation endpoint the OIDC document lacks: at the
+            // well-known URL RFC 8414 defines, else at the one appended to the issuer.
+            for url in configuration.authorizationServerMetadataURLs {
+                if let other = try? await get(url, configuration: configuration, transport: transport),
+                    AuthorizationServerMetadata.revocationEndpoint(
+                        inAuthorizationServerMetadata: other, expectedIssuer: configuration.issuer) != nil
+                {
+                    supplement = other
+                    break
+                }
             }
         }
+        let document = ServerDocument(issuer: configuration.issuer, document: body, supplement: supplement, fetchedAt: fetchedAt)
+        return (try Self.validated(document, configuration: configuration), document)
+    }
+
+    /// The metadata of `document`, checked as a fetched document is: the issuer, every endpoint,
+    /// the supplement's issuer and revocation endpoint.
+    static func validated(
+        _ document: ServerDocument, configuration: AuthorizationServerConfiguration
+    ) throws(AuthSessionError) -> AuthorizationServerMetadata {
+        let fallback = document.supplement.flatMap {
+            AuthorizationServerMetadata.revocationEndpoint(inAuthorizationServerMetadata: $0, expectedIssuer: configuration.issuer)
+        }
         return try AuthorizationServerMetadata.discovered(
-            body, expectedIssuer: configuration.issuer, revocationFallback: fallback)
+            document.document, expectedIssuer: configuration.issuer, revocationFallback: fallback)
     }
 
     private static func hasRevocationEndpoint(_ body: [UInt8]) -> Bool {
@@ -117,56 +169,71 @@ package actor DiscoveryCache {
         return [UInt8](body)
     }
 
-    // MARK: File
+    // MARK: The store
 
-    private func readFile() -> Stored? {
-        guard let filePath, let stored = Self.readStored(atPath: filePath), stored.configuredIssuer == configuration.issuer
-        else { return nil }
-        return stored
+    /// Reads the store's copy into memory the first time a document is wanted.
+    private func readStoreOnce() async throws(AuthSessionError) {
+        guard cached == nil, !readStore else { return }
+        cached = try await kept()  // a copy that does not open stays an error at every use
+        readStore = true
     }
 
-    /// The discovery document kept beside a store (`STORE.discovery.json`), for `tokenctl
-    /// status`: the issuer it was fetched for, when, and the endpoints; `nil` when there is none
-    /// (or it is not a regular file of this user's, or not one this code wrote).
-    package static func document(atPath path: String) -> (issuer: String, fetchedAt: Date, metadata: AuthorizationServerMetadata)? {
-        guard let stored = readStored(atPath: path) else { return nil }
-        return (stored.configuredIssuer, Date(timeIntervalSince1970: stored.fetchedAt), stored.metadata)
-    }
-
-    private static func readStored(atPath filePath: String) -> Stored? {
-        let fd = open(filePath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == getuid(),
-            info.st_size <= maximumBodyBytes
-        else { return nil }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var total = 0
-        while total < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + total, $0.count - total) }
-            guard count > 0 else { return nil }
-            total += count
+    /// The document kept in the store for the configured issuer, checked as a fetched one.
+    /// A kept document that no longer passes today's checks is left unused (it is fetched
+    /// again); one that does not open is `integrityCheckFailed`.
+    private func kept() async throws(AuthSessionError) -> Entry? {
+        guard let store else { return nil }
+        let issuer = configuration.issuer
+        let document: ServerDocument?
+        do {
+            document = try await store.onBlockingExecutor { try $0.serverDocument(issuer: issuer) }
+        } catch let error as TokenStoreError {
+            throw AuthSessionError.storage(error)
+        } catch {
+            throw AuthSessionError(.unexpectedResponse, "The kept discovery document could not be read.")
         }
-        return try? JSONDecoder().decode(Stored.self, from: Data(bytes))
+        guard let document else { return nil }
+        do {
+            return Entry(metadata: try Self.validated(document, configuration: configuration), document: document, fetchedHere: false)
+        } catch {
+            logger.info("The kept discovery document fails today's checks; it is fetched again.", metadata: ["error.code": error.code.rawValue])
+            return nil
+        }
     }
 
-    private func writeFile(_ stored: Stored) {
-        guard let filePath, let data = try? JSONEncoder().encode(stored) else { return }
-        let temporary = filePath + ".tmp"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        let bytes = [UInt8](data)
-        var total = 0
-        while total < bytes.count {
-            let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + total, $0.count - total) }
-            guard count > 0 else { break }
-            total += count
+    /// Keeps `document` sealed in the store; a store that cannot take it (read-only, locked)
+    /// only costs the next process a fetch.
+    private func keep(_ document: ServerDocument) async {
+        guard let store else { return }
+        do {
+            try await store.onBlockingExecutor { try $0.saveServerDocument(document) }
+        } catch {
+            logger.info("The discovery document could not be kept in the store.",
+                metadata: ["error.code": (error as? TokenStoreError)?.code.rawValue ?? "unexpected"])
         }
-        let complete = total == bytes.count && fsync(fd) == 0
-        close(fd)
-        if complete, rename(temporary, filePath) == 0 { return }
-        unlink(temporary)
+    }
+
+    /// The documents kept in `store`, each checked as a fetched one (for `tokenctl status`):
+    /// the metadata, or why it fails the checks.
+    package static func documents(
+        in store: TokenStore
+    ) throws -> [(document: ServerDocument, metadata: AuthorizationServerMetadata?, problem: String?)] {
+        try store.serverDocuments().map { document in
+            // Checked against the issuer it was kept for, as the session checks it.
+            do {
+                let configuration = try AuthorizationServerConfiguration(issuer: document.issuer, clientID: "status")
+                return (document, try validated(document, configuration: configuration), nil)
+            } catch let error as AuthSessionError {
+                return (document, nil, error.message)
+            }
+        }
+    }
+}
+
+extension ServerEndpoints {
+    /// The token and revocation endpoints of `metadata`, for the configured `issuer`.
+    init(issuer: String, _ metadata: AuthorizationServerMetadata) {
+        self.init(
+            issuer: issuer, token: metadata.tokenEndpoint.absoluteString, revocation: metadata.revocationEndpoint?.absoluteString)
     }
 }

@@ -23,6 +23,8 @@ public struct TokenResponse: Sendable {
     public let grantedScopes: [String]
     /// Whether the server sent a `scope` field.
     public let scopeWasReturned: Bool
+    /// The server endpoints the request went to: what a refresh token of this answer is bound to.
+    package internal(set) var servedBy: ServerEndpoints?
 
     /// A token response.
     public init(

@@ -78,10 +78,9 @@ package final class DPoPBinding: Sendable {
             issuedAt: now())
     }
 
-    /// `scheme://host[:port]` of `url`: what a nonce is kept under.
-    package static func origin(_ url: URL) -> String {
-        "\(url.scheme ?? "")://\(url.host ?? "")\(url.port.map { ":\($0)" } ?? "")"
-    }
+    /// `scheme://host[:port]` of `url`, scheme and host in lower case, no default port: what a
+    /// nonce is kept under (``DPoPProof/origin(_:)``).
+    package static func origin(_ url: URL) -> String { DPoPProof.origin(url) }
 }
 
 /// The answer RFC 9449 8 defines: 400 (401 from a resource server) with the OAuth error

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import TokenStore
 
 /// Makes DPoP proofs (RFC 9449 4.2): a JWS whose header has `typ` `dpop+jwt`, `alg` ES256 and
@@ -24,10 +25,37 @@ package enum DPoPProof {
         return signingInput + "." + Base64URL.encode(signature)
     }
 
-    /// `url` without its query and fragment (RFC 9449 4.2: `htu`).
+    /// `url` as a proof names it (RFC 9449 4.2: `htu`): without query, fragment and user
+    /// information, scheme and host in lower case and the scheme's default port dropped
+    /// (RFC 3986 6.2.2–6.2.3), so that a server comparing it with its own URL finds them equal.
     package static func htu(_ url: String) -> String {
-        if let cut = url.firstIndex(where: { $0 == "?" || $0 == "#" }) { return String(url[..<cut]) }
-        return url
+        var cut = url
+        if let end = url.firstIndex(where: { $0 == "?" || $0 == "#" }) { cut = String(url[..<end]) }
+        guard var components = URLComponents(string: cut), let scheme = components.scheme?.lowercased(),
+            let host = components.percentEncodedHost, !host.isEmpty
+        else { return cut }
+        components.scheme = scheme
+        components.percentEncodedHost = host.lowercased()
+        components.user = nil
+        components.password = nil
+        if components.port == defaultPort(scheme) { components.port = nil }
+        return components.string ?? cut
+    }
+
+    /// `scheme://host[:port]` of `url`, normalised as ``htu(_:)``: what a server's nonce is kept under.
+    package static func origin(_ url: URL) -> String {
+        let scheme = url.scheme?.lowercased() ?? ""
+        let host = (URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedHost ?? url.host ?? "").lowercased()
+        let port = url.port.flatMap { $0 == defaultPort(scheme) ? nil : $0 }
+        return "\(scheme)://\(host)\(port.map { ":\($0)" } ?? "")"
+    }
+
+    private static func defaultPort(_ scheme: String) -> Int? {
+        switch scheme {
+        case "https": return 443
+        case "http": return 80
+        default: return nil
+        }
     }
 
     /// `ath`: base64url of the SHA-256 of the access token's ASCII bytes.

@@ -183,8 +183,18 @@ package actor LogoutCoordinator {
     // MARK: Steps
 
     private func performLogout(account: AccountID, reason: CredentialStateReason) async throws -> LogoutOutcome {
-        // A server without a revocation endpoint: delete locally, queue nothing that can never succeed.
-        if let metadata = try? await client.metadata(), metadata.revocationEndpoint == nil {
+        // A server without a revocation endpoint (where the account's token was issued): delete
+        // locally, queue nothing that can never succeed.
+        let bound = try await blocking { try self.store.boundRefreshToken(account: account)?.endpoints }
+        let endpoints: ServerEndpoints?
+        do {
+            endpoints = try await client.endpoints(boundTo: bound)
+        } catch let error where error.code == .storage {
+            throw error  // a kept document that was altered: nothing is sent, nothing changed
+        } catch {
+            endpoints = nil  // offline: the token is queued and revoked where it is bound to later
+        }
+        if let endpoints, endpoints.revocation == nil {
             let removed = try await blocking { try self.store.ledger.clearLocally(account: account, reason: .notRevocable) }
             logger.info("logout: the server cannot revoke; local entries deleted", metadata: ["logout.outcome": "notRevocable"])
             return removed ? .notRevocable : .notFound
@@ -218,7 +228,7 @@ package actor LogoutCoordinator {
 
     /// Revokes one outbox entry at the server through `client` and records the result (steps 2 and 3).
     private func attempt(_ entry: PendingRevocation, using client: AuthorizationServerClient) async throws -> LogoutOutcome {
-        let result = await client.revoke(entry.refreshToken)
+        let result = await client.revoke(entry.refreshToken, boundTo: entry.endpoints)
         CrashPoint.reach("logout.afterRevoke")
         if case .failedPermanently(let error) = result, error.code == .notRevocable {
             // No revocation endpoint: an entry that can never succeed is not kept.

@@ -67,10 +67,35 @@ extension TokenSession {
         allowsUserChange: Bool = false, usesDPoP: Bool? = nil, onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
     ) async throws -> SignInResult {
         try storage { try SessionLedger.validateSignIn(account: account, appleUserID: nil) }
+        let metadata = try await client.metadata()
+        func attempt(_ metadata: AuthorizationServerMetadata) async throws -> SignInResult {
+            try await signIn(
+                account: account, redirectURIs: redirectURIs, connection: connection, scopes: scopes, audience: audience,
+                maxAge: maxAge, timeout: timeout, browser: browser, allowsUserChange: allowsUserChange, usesDPoP: usesDPoP,
+                metadata: metadata, onAuthorizationURL: onAuthorizationURL)
+        }
+        do {
+            return try await attempt(metadata)
+        } catch let error as AuthSessionError where error.oauthError == "invalid_scope" && client.configuration.usesDiscovery {
+            // The server refused the scopes a kept copy of its document said it offers (it stopped
+            // offering offline_access, say): the copy is out of date. Fetched again once; when the
+            // server's scopes changed, the sign-in is tried once more with them.
+            guard let fresh = try? await client.discovery.fetched().metadata, fresh.scopesSupported != metadata.scopesSupported
+            else { throw error }
+            logger.info("The server refused scopes its kept document offered; signing in again with its current document.")
+            return try await attempt(fresh)
+        }
+    }
+
+    /// One browser sign-in with the server's `metadata` (see the public form).
+    private func signIn(
+        account: AccountID, redirectURIs: [URL], connection: String?, scopes: [String], audience: String?,
+        maxAge: Duration?, timeout: Duration, browser: any BrowserOpener, allowsUserChange: Bool, usesDPoP: Bool?,
+        metadata: AuthorizationServerMetadata, onAuthorizationURL: @Sendable (URL) -> Void
+    ) async throws -> SignInResult {
         let audience = audience ?? client.configuration.audience
         let deadline = ContinuousClock.now + timeout
         let secrets = SignInSecrets()
-        let metadata = try await client.metadata()
         let requested = Self.withRequiredScopes(
             scopes, offlineAccess: client.configuration.requestsOfflineAccess ?? metadata.offersOfflineAccess)
         let dpop = try await signInBinding(usesDPoP: usesDPoP)

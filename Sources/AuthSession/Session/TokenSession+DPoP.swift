@@ -11,12 +11,18 @@ extension TokenSession {
     /// latest nonce of `url`'s origin (scheme, host and port) that this store was given, by
     /// ``recordDPoPNonce(_:for:)`` or by the authorization server when it is that origin.
     ///
+    /// A proof is never made for the authorization server's own token, revocation, pushed
+    /// authorization (PAR) or device authorization endpoint: with one, a copy of the bound
+    /// refresh token could be redeemed without the key.
+    ///
     /// - Throws: ``AuthSessionError`` — `insecureConfiguration` (a URL that is not `http(s)`
-    ///   with a host, plain `http` to a host that is not loopback), `invalidRequest` (a Bearer
-    ///   token: it is not bound to any key), `dpopKeyLost` (the store has no DPoP key),
+    ///   with a host, carries a user name or password, is plain `http` to a host that is not
+    ///   loopback, or is one of the authorization server's endpoints above), `invalidRequest`
+    ///   (a Bearer token: it is not bound to any key), `dpopKeyLost` (the store has no DPoP key),
     ///   `unexpectedResponse` (the key could not sign), `storage`.
     public func dpopProof(method: String, url: URL, accessToken: AccessToken) async throws -> String {
         try Self.checkResourceURL(url)
+        try await refuseAuthorizationServerEndpoint(url)
         guard !method.isEmpty, method.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }) else {
             throw AuthSessionError(.invalidRequest, "A DPoP proof's method is an HTTP method in capitals (GET, POST…).")
         }
@@ -64,11 +70,37 @@ extension TokenSession {
             && nonce.utf8.allSatisfy { $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) }
     }
 
-    /// A resource URL a proof may be made for: `http(s)` with a host.
+    /// A resource URL a proof may be made for: `https` with a host (or `http` to a loopback
+    /// host), without a user name or password.
     private static func checkResourceURL(_ url: URL) throws {
-        guard let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http", let host = url.host, !host.isEmpty
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+            let scheme = components.scheme?.lowercased(), scheme == "https" || scheme == "http",
+            let host = components.host, !host.isEmpty
         else {
             throw AuthSessionError(.insecureConfiguration, "A DPoP proof is made for an http(s) URL with a host.")
+        }
+        guard components.user == nil, components.password == nil else {
+            throw AuthSessionError(.insecureConfiguration, "A DPoP proof's URL must not carry a user name or password.")
+        }
+        guard scheme == "https" || AuthorizationServerConfiguration.isLoopback(host: host) else {
+            throw AuthSessionError(
+                .insecureConfiguration, "A DPoP proof for plain http:// is made only to a loopback host; use https://.")
+        }
+    }
+
+    /// Refuses a proof for one of the authorization server's endpoints that redeem tokens
+    /// (token, revocation, PAR, device): the configured Auth0 paths, the discovery document's.
+    private func refuseAuthorizationServerEndpoint(_ url: URL) async throws {
+        var endpoints: [URL] = []
+        let configuration = client.configuration
+        if !configuration.usesDiscovery { endpoints = [configuration.tokenEndpoint, configuration.revocationEndpoint] }
+        if let metadata = try? await client.metadata() { endpoints += metadata.redeemingEndpoints }
+        let target = DPoPProof.htu(url.absoluteString)
+        if endpoints.contains(where: { DPoPProof.htu($0.absoluteString) == target }) {
+            throw AuthSessionError(
+                .insecureConfiguration,
+                "A DPoP proof for the authorization server's own token, revocation, PAR or device endpoint is refused: "
+                    + "it would let a copy of the bound refresh token be redeemed without the key. Nothing was signed.")
         }
     }
 

@@ -104,13 +104,21 @@ extension TokenSession {
                 throw AuthSessionError(
                     .unexpectedResponse, "The token answer has no refresh token; nothing was stored.")
             }
+            // Asked for DPoP and answered with an unbound token: a copy of that refresh token would
+            // work without the key, which is what the app asked to prevent.
+            if dpop != nil, !Self.isDPoP(response) {
+                throw AuthSessionError(
+                    .unexpectedResponse,
+                    "The sign-in asked for DPoP-bound tokens and the server answered with unbound ones (token_type "
+                        + "\(response.tokenType)); nothing was stored.")
+            }
             identity = SignInIdentity(
                 idToken: idToken,
                 profile: UserProfile(
                     userID: claims.appleUserID, subject: claims.subject, name: claims.name, email: claims.email,
                     emailVerified: claims.emailVerified))
         } catch {
-            await revokeUnstored(response.refreshToken, because: error)
+            await revokeUnstored(response.refreshToken, at: response.servedBy, because: error)
             throw error
         }
         // Checked above.
@@ -124,10 +132,10 @@ extension TokenSession {
                     account: account, refreshToken: refreshToken, appleUserID: appleUserID,
                     accessToken: Self.cacheEntry(access),
                     cacheKey: AccessTokenKey(account: account, audience: audience, scopes: requested), identity: identity,
-                    dpopThumbprint: boundTo)
+                    dpopThumbprint: boundTo, endpoints: response.servedBy)
             }
         } catch {
-            await revokeUnstored(refreshToken, because: error)
+            await revokeUnstored(refreshToken, at: response.servedBy, because: error)
             throw error
         }
         if replacedSession {
@@ -149,10 +157,11 @@ extension TokenSession {
             profile: profile)
     }
 
-    /// A refresh token the server issued but the sign-in will not store: one try to revoke it.
-    private func revokeUnstored(_ refreshToken: SecretBytes?, because error: any Error) async {
+    /// A refresh token the server issued but the sign-in will not store: one try to revoke it
+    /// where it was issued.
+    private func revokeUnstored(_ refreshToken: SecretBytes?, at endpoints: ServerEndpoints?, because error: any Error) async {
         guard let refreshToken else { return }
-        let revoked = await client.withoutRetries.revoke(refreshToken)
+        let revoked = await client.withoutRetries.revoke(refreshToken, boundTo: endpoints)
         let code = (error as? AuthSessionError)?.code.rawValue ?? "\(type(of: error))"
         logger.warning(
             "sign-in not stored; tried to revoke the new refresh token",

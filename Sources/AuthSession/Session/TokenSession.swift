@@ -43,8 +43,8 @@ public final class TokenSession: Sendable {
     /// A session over `store` using `client` for every network call.
     public init(store: TokenStore, client: AuthorizationServerClient, logger: TokenStoreLogger = .disabled) {
         self.store = store
-        // An issuer's discovery document is also kept beside the store, for the next process.
-        let client = client.keepingDiscovery(inFile: FileLayout.discoveryCachePath(of: store.path))
+        // An issuer's discovery document is also kept sealed in the store, for the next process.
+        let client = client.keepingDiscovery(in: store)
         self.client = client
         self.logger = logger
         logoutCoordinator = LogoutCoordinator(store: store, client: client, logger: logger)
@@ -190,12 +190,16 @@ public final class TokenSession: Sendable {
 
     private func refresh(_ key: AccessTokenKey) async throws -> AccessToken {
         let account = key.account
-        guard let presented = try await asyncStorage({ try await self.store.async.refreshToken(account: account) }) else {
+        guard let (presented, bound) = try await asyncStorage({
+            try await self.store.onBlockingExecutor { try $0.boundRefreshToken(account: account) }
+        }) else {
             throw AuthSessionError(.interactionRequired, "No refresh token is stored for the account; the user must sign in.")
         }
+        let client = try await client(for: account)
         let response: TokenResponse
         do {
-            response = try await client(for: account).refresh(presented, scopes: key.scopes, audience: key.audience)
+            // Sent where it was issued (its recorded endpoints), never where a copy says.
+            response = try await client.refresh(presented, scopes: key.scopes, audience: key.audience, boundTo: bound)
         } catch let error as AuthSessionError where error.code == .interactionRequired && error.oauthError == "invalid_grant" {
             // Refused for good (expired, revoked, reused). An OIDC "user must act" answer
             // (mfa_required, consent_required...) is also interactionRequired, but the token stays.
@@ -205,7 +209,11 @@ public final class TokenSession: Sendable {
         }
         CrashPoint.reach("renewal.afterServerAnswer")
         let token = Self.token(from: response, requested: key.scopes, audience: key.audience, source: .network)
-        let entry = Self.cacheEntry(token)
+        // A DPoP-bound refresh answered with a Bearer token: the server did not bind it. The
+        // rotated refresh token is still stored (losing it would sign the user out), the access
+        // token is not handed out.
+        let downgraded = client.dpop != nil && !Self.isDPoP(response)
+        let entry = downgraded ? nil : Self.cacheEntry(token)
         let replacement = try await asyncStorage {
             // An access token the cache cannot hold is handed on uncached: losing the rotated
             // refresh token over it would sign the user out. A provider found by discovery may
@@ -213,7 +221,7 @@ public final class TokenSession: Sendable {
             // does): a rotation drops the other cached ones. Auth0 (`domain:`) keeps them.
             try await self.store.ledger.async.replaceRefreshToken(
                 account: account, presented: presented, with: response.refreshToken, accessToken: entry, cacheKey: key,
-                dropsOtherAccessTokens: self.client.configuration.usesDiscovery)
+                dropsOtherAccessTokens: self.client.configuration.usesDiscovery, endpoints: response.servedBy)
         }
         CrashPoint.reach("renewal.afterCommit")
         if replacement == .superseded {
@@ -222,8 +230,19 @@ public final class TokenSession: Sendable {
             _ = try await logoutCoordinator.revokeQueuedOnce(account: account)
             throw AuthSessionError(.interactionRequired, "The account was logged out while its token was being renewed.")
         }
+        if downgraded {
+            throw AuthSessionError(
+                .unexpectedResponse,
+                "The server answered a DPoP-bound refresh with a token that is not DPoP-bound (token_type "
+                    + "\(response.tokenType)); it was not used. The refresh token was kept.")
+        }
         logger.debug("renewed", metadata: ["rotated": "\(response.refreshToken != nil)"])
         return token
+    }
+
+    /// Whether a token answer is DPoP-bound (`token_type` `DPoP`, any case).
+    static func isDPoP(_ response: TokenResponse) -> Bool {
+        response.tokenType.lowercased() == "dpop"
     }
 
     /// The access token of a token answer.

@@ -37,6 +37,8 @@ struct IDTokenValidator: Sendable {
     let issuer: String
     /// Other spellings of the issuer the app accepts (``AuthorizationServerConfiguration/acceptedIssuerAliases``).
     var issuerAliases: [String] = []
+    /// The tenants a multi-tenant issuer accepts (``AuthorizationServerConfiguration/acceptedTenants``).
+    var acceptedTenants: [String]?
     /// The discovery configuration's metadata, or `nil` for a fixed issuer.
     private(set) var discovery: DiscoveryCache?
     /// The expected audience (the app's client id).
@@ -80,18 +82,22 @@ struct IDTokenValidator: Sendable {
         self.init(configuration: client.configuration, transport: client.transport, logger: logger)
         if client.configuration.usesDiscovery {
             issuerAliases = client.configuration.acceptedIssuerAliases
+            acceptedTenants = client.configuration.acceptedTenants
             discovery = client.discovery
         }
     }
 
     /// Whether `claimed` (the token's `iss`) is the expected issuer: exactly `expected`, one of
     /// the app's aliases, or, for a templated issuer (Microsoft Entra's `{tenantid}`), the
-    /// template with the token's `tid` put in.
-    static func issuerMatches(_ claimed: String?, expected: String, aliases: [String], tenantID: String?) -> Bool {
+    /// template with the token's `tid` put in (one of `acceptedTenants` when the app names them).
+    static func issuerMatches(
+        _ claimed: String?, expected: String, aliases: [String], tenantID: String?, acceptedTenants: [String]? = nil
+    ) -> Bool {
         guard let claimed else { return false }
         if claimed == expected || aliases.contains(claimed) { return true }
         if expected.contains("{tenantid}"), let tenantID, !tenantID.isEmpty,
-            tenantID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+            tenantID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }),
+            acceptedTenants.map({ $0.contains(tenantID) }) ?? true
         {
             return claimed == expected.replacing("{tenantid}", with: tenantID)
         }
@@ -132,7 +138,8 @@ struct IDTokenValidator: Sendable {
         let leewaySeconds = leeway.timeInterval
         guard
             Self.issuerMatches(
-                claims["iss"]?.string, expected: expectedIssuer, aliases: issuerAliases, tenantID: claims["tid"]?.string)
+                claims["iss"]?.string, expected: expectedIssuer, aliases: issuerAliases, tenantID: claims["tid"]?.string,
+                acceptedTenants: acceptedTenants)
         else { throw .idTokenInvalid(check: .issuer) }
         guard let subject = claims["sub"]?.string, !subject.isEmpty else { throw .idTokenInvalid(check: .subject) }
         let audiences: [String]

@@ -37,8 +37,15 @@ struct DiscoveryTests {
             == "https://id.example.com/realms/staff/.well-known/openid-configuration")
         #expect(try Self.configuration("https://tenant.auth0.com/").discoveryURL.absoluteString
             == "https://tenant.auth0.com/.well-known/openid-configuration")
+        // RFC 8414 §3.1: the well-known part goes between the host and the issuer's path; the form
+        // appended to the issuer is tried after it.
         #expect(try Self.configuration("https://id.example.com/realms/staff").authorizationServerMetadataURL.absoluteString
-            == "https://id.example.com/realms/staff/.well-known/oauth-authorization-server")
+            == "https://id.example.com/.well-known/oauth-authorization-server/realms/staff")
+        #expect(try Self.configuration("https://id.example.com/realms/staff/").authorizationServerMetadataURLs.map(\.absoluteString)
+            == ["https://id.example.com/.well-known/oauth-authorization-server/realms/staff",
+                "https://id.example.com/realms/staff/.well-known/oauth-authorization-server"])
+        #expect(try Self.configuration("https://id.example.com").authorizationServerMetadataURLs.map(\.absoluteString)
+            == ["https://id.example.com/.well-known/oauth-authorization-server"])
         // The issuer is kept exactly as given: no slash added or removed.
         #expect(try Self.configuration("https://accounts.example.com").issuer == "https://accounts.example.com")
         let auth0 = try AuthorizationServerConfiguration(domain: "https://tenant.auth0.com", clientID: "abc")
@@ -94,7 +101,7 @@ struct DiscoveryTests {
         _ = await Self.expectCode(.insecureConfiguration) { _ = try await client.metadata() }
     }
 
-    @Test("cached in a 0600 file beside the store: a new session needs no request; offline, a stale copy is used")
+    @Test("kept sealed in the store: a new session needs no request; offline, a stale copy is used; no file beside the store")
     func cachedAcrossSessionsAndOffline() async throws {
         let f = try SessionFixture()
         try f.server.setProfile("keycloak")
@@ -102,15 +109,15 @@ struct DiscoveryTests {
         configuration.discoveryLifetime = .zero  // always stale: every call wants a fresh copy
         let first = TokenSession(store: f.store, configuration: configuration, retryPolicy: fastPolicy)
         let metadata = try await first.client.metadata()
-        let file = f.path + ".discovery.json"
-        let attributes = try FileManager.default.attributesOfItem(atPath: file)
-        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        #expect(!FileManager.default.fileExists(atPath: f.path + ".discovery.json"), "nothing is kept beside the store")
+        let kept = try #require(try f.store.serverDocument(issuer: configuration.issuer))
+        #expect(try DiscoveryCache.validated(kept, configuration: configuration) == metadata)
         f.server.stopTemporarily()
-        // Stale and offline: the copy in memory, then the file for a new session.
+        // Stale and offline: the copy in memory, then the store's for a new session.
         #expect(try await first.client.metadata() == metadata)
         let second = TokenSession(store: f.store, configuration: configuration, retryPolicy: fastPolicy)
         #expect(try await second.client.metadata() == metadata)
-        #expect(await second.client.discovery.fetchCount == 1)  // it tried, failed, used the file
+        #expect(await second.client.discovery.fetchCount == 1)  // it tried, failed, used the store's copy
         // Within its lifetime, a new session does not even try.
         configuration.discoveryLifetime = .seconds(3600)
         let third = TokenSession(store: f.store, configuration: configuration, retryPolicy: fastPolicy)

@@ -83,17 +83,9 @@ struct StatusCommand: TokenctlCommand {
 
         let counts = inspection.counts
         let modes = inspection.fileModes
-        // The endpoints discovery found for an `--issuer` server (the public document kept
-        // beside the store by the session commands), when there is one.
-        let discovery = DiscoveryCache.document(atPath: FileLayout.discoveryCachePath(of: location.path))
-        let discoveryDocument: JSONValue = discovery.map { found in
-            [
-                "issuer": .string(found.issuer), "fetchedAt": .string(Format.date(found.fetchedAt)),
-                "authorizationEndpoint": .string(found.metadata.authorizationEndpoint.absoluteString),
-                "tokenEndpoint": .string(found.metadata.tokenEndpoint.absoluteString),
-                "revocationEndpoint": Format.optional(found.metadata.revocationEndpoint?.absoluteString),
-            ]
-        } ?? .null
+        // The endpoints discovery found for an `--issuer` server (kept sealed in the store by the
+        // session commands): read only when the key is there, through a read-only open.
+        let discovery = keyState == .present ? Self.discovery(context) : .none
         let document: JSONValue = [
             "path": .string(location.path),
             // The app id: given with --app-id, or the store's folder (it labels the keyring item).
@@ -106,7 +98,7 @@ struct StatusCommand: TokenctlCommand {
             "keyProvider": .string(provider.name),
             // The kind the file records as holding its key (schema 10; not checked without the key).
             "recordedKeyProvider": Format.optional(inspection.keyProvider?.rawValue),
-            "discovery": discoveryDocument,
+            "discovery": discovery.json,
             // Which program serves the keys (the owner of org.freedesktop.secrets), when known.
             "provider": [
                 "name": .string(identity?.name ?? "none"),
@@ -149,14 +141,7 @@ struct StatusCommand: TokenctlCommand {
                     + (pending.isEmpty ? "nothing pending)" : "pending: \(pending.joined(separator: ", ")))"),
             ])
             table.append(["store id", inspection.storeIdentifier ?? "-"])
-            if let discovery {
-                table.append(["issuer", "\(discovery.issuer) (discovered \(Format.date(discovery.fetchedAt)))"])
-                table.append(["authorization", discovery.metadata.authorizationEndpoint.absoluteString])
-                table.append(["token endpoint", discovery.metadata.tokenEndpoint.absoluteString])
-                table.append([
-                    "revocation", discovery.metadata.revocationEndpoint?.absoluteString ?? "none (logout deletes the tokens here only)",
-                ])
-            }
+            discovery.appendRows(to: &table)
             // The program behind it, unless that is the provider itself (passphrase, portal).
             let program = identity?.displayName ?? "none running"
             table.append(["key provider", program == provider.name ? provider.name : "\(provider.name) (\(program))"])
