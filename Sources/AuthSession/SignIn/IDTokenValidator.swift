@@ -13,7 +13,7 @@ import TokenStore
 /// | format | three base64url parts, a JSON header without `crit`, JSON claims |
 /// | algorithm | `alg` is `RS256` (`none`, `HS256`, anything else refused) |
 /// | keyID | `kid` present and in the tenant's JWKS (cached 6 h; fetched again if unknown, at most once a minute) |
-/// | signingKey | that key has `kty` RSA, `alg` RS256 if present, `use` sig if present, ≥ 2048 bits |
+/// | signingKey | that key has `kty` RSA, `alg` RS256 if present, `use` sig if present, `key_ops` with verify if present, an odd exponent above 1, ≥ 2048 bits, no ROCA fingerprint |
 /// | signature | RSASSA-PKCS1-v1_5 with SHA-256 verifies (libcrypto) |
 /// | issuer | `iss` equals the issuer URL, trailing slash included |
 /// | subject | `sub` is a non-empty string |
