@@ -91,6 +91,20 @@ def public_key(jwk):
         raise ProofError("invalid_dpop_proof", f"the jwk is not a P-256 point ({error})") from None
 
 
+def verify_es256(key, message: bytes, signature: bytes) -> bool:
+    """ES256 as JWS has it (RFC 7518 3.4): `signature` is r||s, 32 bytes each, of SHA-256 of
+    `message` under the P-256 public `key`. False for any other length or a signature that does
+    not verify (the Wycheproof vectors check this function: Tests/AuthServer/es256_verify.py)."""
+    if len(signature) != 64:
+        return False
+    der = encode_dss_signature(int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big"))
+    try:
+        key.verify(der, message, ec.ECDSA(hashes.SHA256()))
+    except InvalidSignature:
+        return False
+    return True
+
+
 def prune(state, now):
     jtis = state["jtis"]
     for jti in [j for j, until in jtis.items() if until <= now]:
@@ -122,11 +136,8 @@ def check(proof, method, url, state, now, access_token=None, nonce_required=None
     key = public_key(header.get("jwk"))
     if len(signature) != 64:
         raise ProofError("invalid_dpop_proof", "an ES256 signature is r||s, 64 bytes (not DER)")
-    der = encode_dss_signature(int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big"))
-    try:
-        key.verify(der, f"{head_b64}.{claims_b64}".encode("ascii"), ec.ECDSA(hashes.SHA256()))
-    except InvalidSignature:
-        raise ProofError("invalid_dpop_proof", "the proof's signature does not verify") from None
+    if not verify_es256(key, f"{head_b64}.{claims_b64}".encode("ascii"), signature):
+        raise ProofError("invalid_dpop_proof", "the proof's signature does not verify")
     jti = claims.get("jti")
     if not isinstance(jti, str) or not jti:
         raise ProofError("invalid_dpop_proof", "jti is missing")

@@ -16,7 +16,8 @@ public enum IDTokenCheck: String, Sendable, CaseIterable {
     /// refetch, at most one a minute).
     case keyID
     /// The JWKS key for the `kid` is not usable: `kty` not `RSA`, `alg` not `RS256`, `use`
-    /// not `sig`, or a malformed or too short (under 2048 bits) modulus.
+    /// not `sig`, `key_ops` without `verify`, a public exponent that is even or 1, or a
+    /// malformed, too short (under 2048 bits) or weak (ROCA, CVE-2017-15361) modulus.
     case signingKey
     /// The RS256 signature (PKCS#1 v1.5, SHA-256) does not verify.
     case signature

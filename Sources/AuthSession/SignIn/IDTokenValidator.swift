@@ -10,10 +10,10 @@ import TokenStore
 ///
 /// | check | rule |
 /// |---|---|
-/// | format | three base64url parts, JSON header and claims |
+/// | format | three base64url parts, a JSON header without `crit`, JSON claims |
 /// | algorithm | `alg` is `RS256` (`none`, `HS256`, anything else refused) |
 /// | keyID | `kid` present and in the tenant's JWKS (cached 6 h; fetched again if unknown, at most once a minute) |
-/// | signingKey | that key has `kty` RSA, `alg` RS256 if present, `use` sig if present, ≥ 2048 bits |
+/// | signingKey | that key has `kty` RSA, `alg` RS256 if present, `use` sig if present, `key_ops` with verify if present, an odd exponent above 1, ≥ 2048 bits, no ROCA fingerprint |
 /// | signature | RSASSA-PKCS1-v1_5 with SHA-256 verifies (libcrypto) |
 /// | issuer | `iss` equals the issuer URL, trailing slash included |
 /// | subject | `sub` is a non-empty string |
@@ -104,6 +104,31 @@ struct IDTokenValidator: Sendable {
         return false
     }
 
+    /// The one signature algorithm accepted.
+    static let algorithm = "RS256"
+
+    /// The JWS steps of ``validate(_:nonce:maxAge:)``, in its order, each failure naming its
+    /// check: `alg` is ``algorithm`` (else `algorithm`), the header has a `kid` for which `key`
+    /// finds a JWK (else `keyID`), and ``verifyRS256(_:of:with:)`` accepts the signature of the
+    /// signing input with that key.
+    /// - Throws: ``AuthSessionError`` `idTokenInvalid` naming the check; what `key` throws.
+    static func verifySignature(
+        _ jws: JSONWebSignature, key: (String) async throws(AuthSessionError) -> JSONWebKey?
+    ) async throws(AuthSessionError) {
+        guard jws.header["alg"]?.string == algorithm else { throw .idTokenInvalid(check: .algorithm) }
+        guard let keyID = jws.header["kid"]?.string, !keyID.isEmpty else { throw .idTokenInvalid(check: .keyID) }
+        guard let jwk = try await key(keyID) else { throw .idTokenInvalid(check: .keyID) }
+        try verifyRS256(jws.signature, of: jws.signingInput, with: jwk)
+    }
+
+    /// The key and signature steps: `jwk` is an RS256 signing key (``JSONWebKey/rs256Key()``,
+    /// else `signingKey`) and `signature` its RSASSA-PKCS1-v1_5 SHA-256 signature of `message`
+    /// (else `signature`).
+    static func verifyRS256(_ signature: [UInt8], of message: [UInt8], with jwk: JSONWebKey) throws(AuthSessionError) {
+        guard let key = jwk.rs256Key() else { throw .idTokenInvalid(check: .signingKey) }
+        guard key.verifyRS256(signature: signature, message: message) else { throw .idTokenInvalid(check: .signature) }
+    }
+
     /// Validates `idToken` and returns its claims.
     ///
     /// - Parameters:
@@ -115,22 +140,17 @@ struct IDTokenValidator: Sendable {
     func validate(_ idToken: SecretBytes, nonce: String?, maxAge: Duration? = nil) async throws(AuthSessionError)
         -> IDTokenClaims
     {
-        guard let token = JSONWebToken(idToken), token.header["crit"] == nil else { throw .idTokenInvalid(check: .format) }
+        guard let token = JSONWebToken(idToken) else { throw .idTokenInvalid(check: .format) }
 
-        // Signature.
-        guard token.header["alg"]?.string == "RS256" else { throw .idTokenInvalid(check: .algorithm) }
+        // Signature. The algorithm first, so a token of another one costs no request.
+        guard token.header["alg"]?.string == Self.algorithm else { throw .idTokenInvalid(check: .algorithm) }
         var expectedIssuer = issuer
         if let discovery {
             let metadata = try await discovery.metadata()
             expectedIssuer = metadata.issuer
             await keys.use(url: metadata.jwksURI)
         }
-        guard let keyID = token.header["kid"]?.string, !keyID.isEmpty else { throw .idTokenInvalid(check: .keyID) }
-        guard let jwk = try await keys.key(id: keyID) else { throw .idTokenInvalid(check: .keyID) }
-        guard let key = jwk.rs256Key() else { throw .idTokenInvalid(check: .signingKey) }
-        guard key.verifyRS256(signature: token.signature, message: token.signingInput) else {
-            throw .idTokenInvalid(check: .signature)
-        }
+        try await Self.verifySignature(token.jws) { keyID throws(AuthSessionError) in try await keys.key(id: keyID) }
 
         // Claims.
         let claims = token.claims

@@ -1,14 +1,14 @@
 internal import CSodium
 
-/// XChaCha20-Poly1305-IETF sealing of one value, bound to where it is stored.
+/// XChaCha20-Poly1305-IETF sealing of one value (``XChaCha20Poly1305``), bound to where it is stored.
 ///
 /// Blob layout: `version (1) ‖ nonce (24) ‖ ciphertext ‖ tag (16)`. The associated data
 /// binds the store id, key id, record kind and the row's lookup key, so a blob copied to
 /// another row, kind, table or store fails to open. `package` for the fuzz target.
 package enum Sealer {
     static let version: UInt8 = 1
-    static let nonceBytes = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
-    static let tagBytes = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+    static let nonceBytes = XChaCha20Poly1305.nonceBytes
+    static let tagBytes = XChaCha20Poly1305.tagBytes
     static let overhead = 1 + nonceBytes + tagBytes
 
     /// What a sealed value is bound to.
@@ -39,17 +39,17 @@ package enum Sealer {
         let ad = binding.associatedData
         var blob = [UInt8](repeating: 0, count: overhead + plaintext.count)
         blob[0] = version
-        blob.withUnsafeMutableBufferPointer { out in
-            let nonce = out.baseAddress! + 1
-            randombytes_buf(nonce, nonceBytes)
-            var written: UInt64 = 0
-            let rc = key.sealingKey.withUnsafeBytes { k in
-                crypto_aead_xchacha20poly1305_ietf_encrypt(
-                    nonce + nonceBytes, &written,
-                    plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
-                    ad, UInt64(ad.count), nil, nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        blob.withUnsafeMutableBytes { out in
+            let nonce = UnsafeMutableRawBufferPointer(rebasing: out[1..<(1 + nonceBytes)])
+            randombytes_buf(nonce.baseAddress!, nonceBytes)
+            let sealed = key.sealingKey.withUnsafeBytes { k in
+                ad.withUnsafeBytes { ad in
+                    XChaCha20Poly1305.seal(
+                        plaintext, associatedData: ad, nonce: UnsafeRawBufferPointer(nonce), key: k,
+                        into: UnsafeMutableRawBufferPointer(rebasing: out[(1 + nonceBytes)...]))
+                }
             }
-            precondition(rc == 0 && Int(written) == plaintext.count + tagBytes, "XChaCha20-Poly1305 encryption failed")
+            precondition(sealed, "XChaCha20-Poly1305 encryption failed")
         }
         return blob
     }
@@ -64,16 +64,14 @@ package enum Sealer {
         let plainCount = blob.count - overhead
         var ok = false
         let plaintext = SecretBytes(count: plainCount) { out in
-            blob.withUnsafeBufferPointer { input in
-                let nonce = input.baseAddress! + 1
-                var written: UInt64 = 0
-                let rc = key.sealingKey.withUnsafeBytes { k in
-                    crypto_aead_xchacha20poly1305_ietf_decrypt(
-                        out.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafeMutablePointer(mutating: nonce), &written, nil,
-                        nonce + nonceBytes, UInt64(blob.count - 1 - nonceBytes),
-                        ad, UInt64(ad.count), nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            blob.withUnsafeBytes { input in
+                ok = key.sealingKey.withUnsafeBytes { k in
+                    ad.withUnsafeBytes { ad in
+                        XChaCha20Poly1305.open(
+                            UnsafeRawBufferPointer(rebasing: input[(1 + nonceBytes)...]), associatedData: ad,
+                            nonce: UnsafeRawBufferPointer(rebasing: input[1..<(1 + nonceBytes)]), key: k, into: out)
+                    }
                 }
-                ok = rc == 0 && Int(written) == plainCount
             }
         }
         guard ok else {

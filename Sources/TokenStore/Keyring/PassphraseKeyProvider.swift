@@ -204,14 +204,20 @@ enum WrappedKeyFile {
         let ad = header + binding(reference)
         var wrapped = [UInt8](repeating: 0, count: wrappedCount)
         let nonce = Array(header[38..<62])
-        let rc = key.withUnsafeBytes { plain in
+        let sealed = key.withUnsafeBytes { plain in
             derived.withUnsafeBytes { kek in
-                crypto_aead_xchacha20poly1305_ietf_encrypt(
-                    &wrapped, nil, plain.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, ad, UInt64(ad.count),
-                    nil, nonce, kek.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                ad.withUnsafeBytes { ad in
+                    nonce.withUnsafeBytes { nonce in
+                        wrapped.withUnsafeMutableBytes { out in
+                            XChaCha20Poly1305.seal(
+                                plain, associatedData: ad, nonce: nonce, key: UnsafeRawBufferPointer(rebasing: kek[0..<32]),
+                                into: out)
+                        }
+                    }
+                }
             }
         }
-        guard rc == 0 else { throw TokenStoreError(.ioError, "Wrapping the data key failed.") }
+        guard sealed else { throw TokenStoreError(.ioError, "Wrapping the data key failed.") }
         let body = header + verifier + wrapped
         return body + Blake2b.digest(body)
     }
@@ -246,9 +252,15 @@ enum WrappedKeyFile {
         var ok = false
         let key = SecretBytes(count: 32) { out in
             derived.withUnsafeBytes { kek in
-                ok = crypto_aead_xchacha20poly1305_ietf_decrypt(
-                    out.baseAddress!.assumingMemoryBound(to: UInt8.self), nil, nil, wrapped, UInt64(wrapped.count),
-                    ad, UInt64(ad.count), nonce, kek.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0
+                ad.withUnsafeBytes { ad in
+                    nonce.withUnsafeBytes { nonce in
+                        wrapped.withUnsafeBytes { wrapped in
+                            ok = XChaCha20Poly1305.open(
+                                wrapped, associatedData: ad, nonce: nonce, key: UnsafeRawBufferPointer(rebasing: kek[0..<32]),
+                                into: out)
+                        }
+                    }
+                }
             }
         }
         guard ok else { throw altered("the wrapped key does not authenticate") }

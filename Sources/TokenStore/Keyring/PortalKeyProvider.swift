@@ -160,14 +160,18 @@ enum PortalKeyFile {
         let ad = header + binding(reference)
         let nonce = Array(header[14..<38])
         var wrapped = [UInt8](repeating: 0, count: wrappedCount)
-        let rc = key.withUnsafeBytes { plain in
+        let sealed = key.withUnsafeBytes { plain in
             kek.withUnsafeBytes { kek in
-                crypto_aead_xchacha20poly1305_ietf_encrypt(
-                    &wrapped, nil, plain.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, ad, UInt64(ad.count),
-                    nil, nonce, kek.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                ad.withUnsafeBytes { ad in
+                    nonce.withUnsafeBytes { nonce in
+                        wrapped.withUnsafeMutableBytes { out in
+                            XChaCha20Poly1305.seal(plain, associatedData: ad, nonce: nonce, key: kek, into: out)
+                        }
+                    }
+                }
             }
         }
-        guard rc == 0 else { throw TokenStoreError(.ioError, "Wrapping the data key failed.") }
+        guard sealed else { throw TokenStoreError(.ioError, "Wrapping the data key failed.") }
         let body = header + wrapped
         return body + Blake2b.digest(body)
     }
@@ -193,9 +197,13 @@ enum PortalKeyFile {
         var ok = false
         let key = SecretBytes(count: 32) { out in
             kek.withUnsafeBytes { kek in
-                ok = crypto_aead_xchacha20poly1305_ietf_decrypt(
-                    out.baseAddress!.assumingMemoryBound(to: UInt8.self), nil, nil, wrapped, UInt64(wrapped.count),
-                    ad, UInt64(ad.count), nonce, kek.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0
+                ad.withUnsafeBytes { ad in
+                    nonce.withUnsafeBytes { nonce in
+                        wrapped.withUnsafeBytes { wrapped in
+                            ok = XChaCha20Poly1305.open(wrapped, associatedData: ad, nonce: nonce, key: kek, into: out)
+                        }
+                    }
+                }
             }
         }
         guard ok else {

@@ -234,6 +234,29 @@ struct IDTokenValidatorTests {
         _ = await Self.accept(Self.rs256(Self.claims()), transport: KeySetTransport(keys: [Self.key.jwk(kid: "k1", alg: nil, use: nil)]))
     }
 
+    /// The key rules the Wycheproof vectors found missing (WycheproofTests: a key whose `key_ops`
+    /// say `encrypt`, a public exponent of 1, a ROCA modulus were trusted): each refused as `signingKey`.
+    @Test func keyOperationsExponentAndROCAFingerprintAreChecked() async {
+        let jwk = Self.key.jwk(kid: "k1")
+        for changes in [["key_ops": ["encrypt"]], ["key_ops": "verify"], ["e": "AQ"], ["e": "Ag"], ["e": "AAAB"], ["e": "AQAA"]] as [[String: Any]] {
+            await Self.expect(.signingKey, Self.rs256(Self.claims()), transport: KeySetTransport(keys: [jwk.merging(changes) { $1 }]))
+        }
+        _ = await Self.accept(Self.rs256(Self.claims()), transport: KeySetTransport(keys: [jwk.merging(["key_ops": ["verify"]]) { $1 }]))
+        #expect(JSONWebKey.isUsableExponent([0x00, 0x03]) && JSONWebKey.isUsableExponent([0x01, 0x00, 0x01]))
+        #expect(!JSONWebKey.isUsableExponent([]) && !JSONWebKey.isUsableExponent([0x00, 0x01]))
+        // The subgroups are the ROCA detector's published markers (crocs-muni/roca), primes 3 to 61.
+        let markers: [UInt64] = [
+            6, 30, 126, 1026, 5658, 107286, 199410, 8388606, 536870910, 2147483646, 67109890, 2199023255550, 8796093022206,
+            140737488355326, 5310023542746834, 576460752303423486, 1455791217086302986,
+        ]
+        for (members, marker) in zip(ROCAFingerprint.subgroups, markers) {
+            #expect(members.indices.filter { members[$0] }.reduce(UInt64(0)) { $0 | 1 << UInt64($1) } == marker)
+        }
+        #expect(ROCAFingerprint.matches(modulus: [0x01, 0x00, 0x01]), "65537 itself is in every subgroup")
+        #expect(!ROCAFingerprint.matches(modulus: [0x02]) && !ROCAFingerprint.matches(modulus: Self.key.modulus))
+        #expect(!ROCAFingerprint.matches(modulus: Self.otherKey.modulus))
+    }
+
     @Test func badSignaturesAreRefused() async {
         // Signed by another key under the tenant key's kid.
         await Self.expect(.signature, Self.rs256(Self.claims(), signer: Self.otherKey))
