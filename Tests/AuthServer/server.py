@@ -46,7 +46,9 @@ Test-only control paths (JSON in, JSON out), under /__test/:
   POST /__test/introspect {"token": t}    {"active","kind","family_revoked","reason",...}
   GET  /__test/stats                      counters
   POST /__test/config {"rotate_refresh_tokens": b, "access_token_ttl": s,
-                       "refresh_token_ttl": s|null, "declined_scopes": [scope, ...]}
+                       "refresh_token_ttl": s|null, "declined_scopes": [scope, ...],
+                       "reuse_interval": s}   (Auth0's reuse interval: a rotated-out
+                                          refresh token still works for s seconds)
   GET  /__test/config
   POST /__test/reset                      defaults, empty stores, zero stats, no faults
   GET|POST /__test/dpop {"rotate_nonce"?: b, "reject_next"?: n, "nonce_required"?: b,
@@ -189,7 +191,7 @@ REDIRECT_FAULTS = {
 # change at the server), to exercise the client's "server declined scopes" path.
 # profile: the provider shape (profiles.py: auth0, okta, keycloak, entra, google).
 DEFAULT_CONFIG = {"rotate_refresh_tokens": True, "access_token_ttl": 3600, "refresh_token_ttl": None,
-                  "declined_scopes": [], "profile": "auth0"}
+                  "declined_scopes": [], "profile": "auth0", "reuse_interval": 0}
 STAT_NAMES = [
     "token_requests",  # every request that reached /oauth/token (faulted ones too)
     "revoke_requests",  # every request that reached /oauth/revoke (faulted ones too)
@@ -198,6 +200,7 @@ STAT_NAMES = [
     "revocations",  # revoke calls the real endpoint answered 200
     "reuse_detections",  # families revoked because a rotated refresh token came back
     "reuse_presentations",  # rotated refresh tokens presented (each one is a reuse)
+    "reuse_interval_grants",  # rotated refresh tokens accepted again within the reuse interval
     "invalid_grants",  # token requests answered 400 invalid_grant
     "fault_hits",  # requests answered (or altered) by an injected fault
     "authorizations",  # authorization codes issued to an app's redirect_uri
@@ -661,6 +664,13 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
             # token replayed elsewhere): refused, and nothing about the family changes.
             bump("dpop_key_mismatches")
             return None
+        if tok.rec["state"] == "rotated" and not tok.family_revoked() and not tok.is_expired() \
+                and time.time() - tok.rec.get("rotated_at", 0) <= float(STATE["config"].get("reuse_interval") or 0):
+            # Auth0's reuse interval (Okta's grace period): a rotated-out refresh token presented
+            # again shortly after its rotation (an answer lost on the way back, a client that died
+            # before it stored the new one) still works, and the family lives on.
+            bump("reuse_interval_grants")
+            return tok
         if tok.rec["state"] == "rotated":
             # Reuse of a rotated refresh token: revoke the whole family.
             bump("reuse_presentations")
@@ -703,8 +713,9 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     def revoke_old_credential(self, refresh_token):
         if current_profile().get("old_refresh_tokens_stay_valid") or current_profile().get("no_rotation"):
             return  # Entra: a rotated-out refresh token keeps working; Google: no rotation
-        if STATE["config"]["rotate_refresh_tokens"]:
+        if STATE["config"]["rotate_refresh_tokens"] and refresh_token.rec["state"] != "rotated":
             refresh_token.rec["state"] = "rotated"
+            refresh_token.rec["rotated_at"] = time.time()
 
 
 class AppleTokenExchangeGrant(BaseGrant, TokenEndpointMixin):
@@ -1549,6 +1560,9 @@ def config():
         if "access_token_ttl" in body and not (isinstance(body["access_token_ttl"], (int, float))
                                                and body["access_token_ttl"] > 0):
             return bad("access_token_ttl must be a positive number")
+        if "reuse_interval" in body and not (isinstance(body["reuse_interval"], (int, float))
+                                             and body["reuse_interval"] >= 0):
+            return bad("reuse_interval must be a non-negative number of seconds")
         with LOCK:
             STATE["config"].update(body)
     with LOCK:

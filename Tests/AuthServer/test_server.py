@@ -195,6 +195,33 @@ def exchange_errors():
 
 
 @check
+def reuse_interval_keeps_a_rotated_token_working_briefly():
+    """Auth0's reuse interval: within it a rotated-out refresh token still works (the family lives
+    on); after it, presenting it is reuse and the family goes."""
+    ctl("POST", "config", {"reuse_interval": 2})
+    try:
+        before = stats()
+        rt0 = sign_in("001.gina")["refresh_token"]
+        a = refresh(rt0)
+        assert a.status == 200, a.body
+        rt1 = a.json()["refresh_token"]
+        a = refresh(rt0)  # the answer was lost: the client presents rt0 again, at once
+        assert a.status == 200, a.body
+        rt2 = a.json()["refresh_token"]
+        assert introspect(rt1)["active"] and introspect(rt2)["active"], (introspect(rt1), introspect(rt2))
+        assert call("POST", "/__test/config", js={"reuse_interval": -1}).status == 400
+        time.sleep(2.2)
+        a = refresh(rt0)  # past the interval: reuse
+        assert a.status == 400 and a.json()["error"] == "invalid_grant", a.body
+        assert not introspect(rt2)["active"] and introspect(rt2)["reason"] == "reuse"
+        after = stats()
+        assert after["reuse_interval_grants"] - before["reuse_interval_grants"] == 1, (before, after)
+        assert after["reuse_detections"] - before["reuse_detections"] == 1, (before, after)
+    finally:
+        ctl("POST", "config", {"reuse_interval": 0})
+
+
+@check
 def refresh_rotation_and_reuse_detection():
     before = stats()
     j = sign_in("001.carol")
@@ -544,7 +571,8 @@ def reset_clears_everything():
     s = stats()
     assert all(v == 0 for v in s.values()), s
     assert ctl("GET", "config") == {"rotate_refresh_tokens": True, "access_token_ttl": 3600,
-                                    "refresh_token_ttl": None, "declined_scopes": [], "profile": "auth0"}
+                                    "refresh_token_ttl": None, "declined_scopes": [], "profile": "auth0",
+                                    "reuse_interval": 0}
     assert introspect(j["refresh_token"]) ["kind"] is None
     assert revoke("x").status == 200
 

@@ -477,11 +477,13 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
     }
 
     /// Changes only what is given. `refreshTokenTTL`: `.some(nil)` = never expire.
+    /// `reuseInterval`: seconds a rotated-out refresh token still works (Auth0's reuse interval).
     public func configure(
         rotateRefreshTokens: Bool? = nil, accessTokenTTL: Double? = nil, refreshTokenTTL: Double?? = nil,
-        declinedScopes: [String]? = nil
+        declinedScopes: [String]? = nil, reuseInterval: Double? = nil
     ) throws {
         var body: [String: Any] = [:]
+        if let reuseInterval { body["reuse_interval"] = reuseInterval }
         if let declinedScopes { body["declined_scopes"] = declinedScopes }
         if let rotateRefreshTokens { body["rotate_refresh_tokens"] = rotateRefreshTokens }
         if let accessTokenTTL { body["access_token_ttl"] = accessTokenTTL }
