@@ -75,7 +75,8 @@ sanitizers: deps
 	scripts/sanitizers address undefined thread
 
 # Soak sizes, outside CI (hours): crash_kill9 10,000, malformed_db 100,000, multiprocess
-# 16 processes × 10 min, 10,000 races, 100 crash repeats, 30 min of fuzzing per target.
+# 16 processes × 10 min, 10,000 races, 100 crash repeats, every crash_every_syscall point,
+# 30 min of fuzzing per target.
 soak: deps
 	scripts/soak 1800
 

@@ -39,6 +39,20 @@ enum TokenctlBinary {
         return found
     }()
 
+    /// The environment of a tokenctl child: `PATH`, `HOME`, `LANG=C.UTF-8`, sanitizer options
+    /// (`ASAN_*`, `LSAN_*`, `UBSAN_*`, `TSAN_*`), then `environment`.
+    static func environment(_ environment: [String: String]) -> [String: String] {
+        let inherited = ProcessInfo.processInfo.environment
+        var base = ["LANG": "C.UTF-8"]
+        base["PATH"] = inherited["PATH"]
+        base["HOME"] = inherited["HOME"]
+        // Sanitizer settings reach the child too (scripts/sanitizers runs it instrumented).
+        for (name, value) in inherited where ["ASAN_", "LSAN_", "UBSAN_", "TSAN_"].contains(where: name.hasPrefix) {
+            base[name] = value
+        }
+        return base.merging(environment) { _, given in given }
+    }
+
     /// Runs tokenctl with `arguments` and waits for it (at most `timeout`: past it the child
     /// is killed and ``ChildProcess/TimedOut``, naming the command, is thrown).
     ///
@@ -51,17 +65,9 @@ enum TokenctlBinary {
         _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
         timeout: Duration = .seconds(120)
     ) throws -> TokenctlResult {
-        let inherited = ProcessInfo.processInfo.environment
-        var base = ["LANG": "C.UTF-8"]
-        base["PATH"] = inherited["PATH"]
-        base["HOME"] = inherited["HOME"]
-        // Sanitizer settings reach the child too (scripts/sanitizers runs it instrumented).
-        for (name, value) in inherited where ["ASAN_", "LSAN_", "UBSAN_", "TSAN_"].contains(where: name.hasPrefix) {
-            base[name] = value
-        }
         let result = try ChildProcess.run(
-            url.path, arguments, environment: base.merging(environment) { _, given in given },
-            input: Data((stdin ?? "").utf8), timeout: timeout)
+            url.path, arguments, environment: Self.environment(environment), input: Data((stdin ?? "").utf8),
+            timeout: timeout)
         return TokenctlResult(
             exitCode: result.termination.shellStatus, standardOutput: result.standardOutputText,
             standardError: result.standardErrorText)

@@ -125,6 +125,7 @@ extension TokenSession {
         let refreshToken = response.refreshToken!
         let access = Self.token(from: response, requested: requested, audience: audience, source: .signIn)
         let boundTo = access.tokenType == "DPoP" ? dpop?.key.thumbprint : nil
+        CrashPoint.reach("signIn.beforeSave")
         let replacedSession: Bool
         do {
             replacedSession = try await asyncStorage {

@@ -196,6 +196,7 @@ public final class TokenSession: Sendable {
             throw AuthSessionError(.interactionRequired, "No refresh token is stored for the account; the user must sign in.")
         }
         let client = try await client(for: account)
+        CrashPoint.reach("renewal.beforeRequest")
         let response: TokenResponse
         do {
             // Sent where it was issued (its recorded endpoints), never where a copy says.
