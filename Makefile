@@ -106,13 +106,15 @@ test-cabi: deps
 # libtokenstore.so.1 (+ symlinks), tokenstore.h, tokenstore.pc, tokenctl, its man page and
 # bash/zsh/fish completions under $(DESTDIR)$(PREFIX). CONFIG=debug installs the debug build
 # unstripped (the tests do); the default is a stripped release build, linked with the flags of
-# scripts/release-link (the debug build with the toolchain's default linker). Both are linked without
-# SwiftPM's default RUNPATH $ORIGIN (--disable-local-rpath): neither has a library of its own
-# beside it, and $ORIGIN would let a library placed next to them be loaded instead of the
-# system's (the lazy dlopen of libcurl.so.4 and libcrypto.so.3 included; review N8). LIBDIR
-# (default lib/<multiarch> under /usr and /usr/local), PYTHON, PYTHON_SITE (default: where
-# PYTHON looks) and LDCONFIG: see scripts/install. A private PREFIX prints the environment
-# lines it needs.
+# scripts/release-link (the debug build with the toolchain's default linker). Neither has a
+# RUNPATH: Package.swift links the library without one (scripts/linker/no-rpath), tokenctl is
+# built with --disable-local-rpath; $ORIGIN would let a library placed next to them be loaded
+# instead of the system's (the lazy dlopen of libcurl.so.4 and libcrypto.so.3 included).
+# `sudo make install` builds (and runs the fresh tokenctl for its man page) as the sudo caller,
+# or as the tree's owner, never as root for a tree root does not own, and installs as root
+# (scripts/install build, then scripts/install install, which only copies). LIBDIR (default
+# lib/<multiarch> under /usr and /usr/local), PYTHON, PYTHON_SITE (default: where PYTHON looks)
+# and LDCONFIG: see scripts/install. A private PREFIX prints the environment lines it needs.
 PREFIX ?= /usr/local
 DESTDIR ?=
 CONFIG ?= release
@@ -122,10 +124,8 @@ PYTHON ?=
 PYTHON_SITE ?=
 INSTALL_ENV = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" LIBDIR="$(LIBDIR)" PYTHON="$(PYTHON)" PYTHON_SITE="$(PYTHON_SITE)"
 install:
-	$(SWIFT) build -c $(CONFIG) --product tokenstore --disable-local-rpath $(SWIFT_FLAGS) $(if $(filter release,$(CONFIG)),$(call release_link,tokenstore))
-	$(SWIFT) build -c $(CONFIG) --product tokenctl --disable-local-rpath $(SWIFT_FLAGS) $(if $(filter release,$(CONFIG)),$(call release_link,tokenctl))
-	$(INSTALL_ENV) STRIP="$(if $(filter release,$(CONFIG)),$(STRIP))" \
-		scripts/install install "$$($(SWIFT) build -c $(CONFIG) --show-bin-path $(SWIFT_FLAGS))"
+	@bin="$$(SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" CONFIG="$(CONFIG)" scripts/install build)" && \
+		$(INSTALL_ENV) STRIP="$(if $(filter release,$(CONFIG)),$(STRIP))" scripts/install install "$$bin"
 
 uninstall:
 	$(INSTALL_ENV) scripts/install uninstall

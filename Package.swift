@@ -2,7 +2,11 @@
 import PackageDescription
 
 // libtokenstore.so.1, the C ABI (include/tokenstore.h): the Swift runtime linked in
-// (-static-stdlib), only ts_* exported (version script), a soname, no build-machine rpath.
+// (-static-stdlib), only ts_* exported (version script), a soname, and no RUNPATH at all, also
+// from a plain `swift build --product tokenstore`: SwiftPM adds `-rpath=$ORIGIN` to every link
+// unless the command line says --disable-local-rpath, and no linker flag takes an rpath away, so
+// clang finds its linker (gold, or lld from scripts/release-link) first in scripts/linker/no-rpath
+// (-B), a wrapper that drops every -rpath and fails the link if the output still has one.
 // unsafeFlags work because this is the root package; see `make install` and scripts/test-cabi.
 // The static archives -static-stdlib leaves out for a shared library, in one group so their
 // order does not matter: FoundationEssentials only (TokenStore, AuthSession and TokenStoreC
@@ -25,6 +29,7 @@ let cABIStaticFoundation = (["--start-group"] + [
 let cABILinkerSettings: [LinkerSetting] = Context.environment["TOKENSTORE_SANITIZE"] != nil ? [] : [
     .unsafeFlags(
         ["-static-stdlib", "-no-toolchain-stdlib-rpath"] + cABIStaticFoundation + [
+            "-Xclang-linker", "-B\(Context.packageDirectory)/scripts/linker/no-rpath/",
             "-Xlinker", "-zdefs",  // fail the link on any undefined symbol
             "-Xlinker", "-soname=libtokenstore.so.1",
             "-Xlinker", "--version-script=\(Context.packageDirectory)/include/tokenstore.map",
