@@ -28,6 +28,12 @@
  *    locked memory (mlock) kept out of core dumps (MADV_DONTDUMP); copies the app makes are
  *    not: see ts_harden_process().
  *  - Error texts never hold a secret or an identifier.
+ *  - What each release added (a function not listed is in every release since 0.2.0, the first
+ *    with this interface). scripts/abi reads this list: the library file is
+ *    libtokenstore.so.1.MINOR.0, MINOR the number of releases listed, none newer than VERSION.
+ *      0.3.0: ts_harden_process, ts_session_new_issuer.
+ *      0.4.0: ts_store_protection, ts_session_is_dpop_bound, ts_session_dpop_proof,
+ *             ts_session_record_dpop_nonce; ts_sign_in_options.dpop.
  */
 #ifndef TOKENSTORE_H
 #define TOKENSTORE_H
