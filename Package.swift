@@ -62,8 +62,17 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        // libsecret and GIO: their include folders through pkg-config files without -pthread, which
+        // libsecret-1.pc and gio-2.0.pc carry (gio's private gmodule-no-export-2.0) and SwiftPM
+        // refuses with "warning: prohibited flag(s): -pthread" in every app's build. CLibSecret
+        // names its own .pc file by absolute path (glib-2.0 + libsecret's include folder), CGIO
+        // glib-2.0 (gio's headers are in glib's folder); the module maps link the libraries.
+        // A package folder with a space cannot be named in `pkgConfig:` (it splits at spaces):
+        // there libsecret-1 is used, with the warning.
         .systemLibrary(
-            name: "CLibSecret", path: "Sources/CLibSecret", pkgConfig: "libsecret-1",
+            name: "CLibSecret", path: "Sources/CLibSecret",
+            pkgConfig: Context.packageDirectory.contains(" ")
+                ? "libsecret-1" : "\(Context.packageDirectory)/Sources/CLibSecret/libsecret-headers.pc",
             providers: [.apt(["libsecret-1-dev"])]),
         .systemLibrary(
             name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
@@ -82,7 +91,7 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]),
         // GIO: opening the user's browser (g_app_info_launch_default_for_uri, portal-aware).
         .systemLibrary(
-            name: "CGIO", path: "Sources/CGIO", pkgConfig: "gio-2.0",
+            name: "CGIO", path: "Sources/CGIO", pkgConfig: "glib-2.0",
             providers: [.apt(["libglib2.0-dev"])]),
 
         // tpm2-tss: ESYS, the TCTI loader, marshalling and response-code text (TPMKeyProvider).
