@@ -2,15 +2,19 @@
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean deb test-deb examples test-gtk test-readme
+.PHONY: all deps build-deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean deb test-deb examples test-gtk test-readme
 
 all: build
 
-deps:
+# What a build needs: the system packages, and the shim guard (a changed C shim header
+# recompiles the Swift modules; SwiftPM would not). `deps` adds the test servers' Python venvs.
+build-deps:
 	@scripts/install-deps
+	@scripts/shim-guard
+
+deps: build-deps
 	@scripts/authserver venv
 	@scripts/dotserver venv
-	@scripts/shim-guard  # a changed C shim header recompiles the Swift modules (SwiftPM would not)
 
 build: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
@@ -95,9 +99,12 @@ release_link = $(shell SWIFT="$(SWIFT)" scripts/release-link $(1))
 
 # Release build with warnings as errors (CI runs this too), linked as `make install` links, and
 # the check that scripts/linker/symbol-order.txt still names the code it orders.
-release: deps
-	$(SWIFT) build -c release -Xswiftc -warnings-as-errors $(SWIFT_FLAGS) $(call release_link,all)
-	scripts/check-symbol-order "$$($(SWIFT) build -c release --show-bin-path -Xswiftc -warnings-as-errors $(SWIFT_FLAGS))"
+# RELEASE_SWIFT_FLAGS: the flags of every release build (make release, make install, make deb),
+# so that each reuses the others' compiled modules (a different flag recompiles everything).
+RELEASE_SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
+release: build-deps
+	$(SWIFT) build -c release $(RELEASE_SWIFT_FLAGS) $(SWIFT_FLAGS) $(call release_link,all)
+	scripts/check-symbol-order "$$($(SWIFT) build -c release --show-bin-path $(RELEASE_SWIFT_FLAGS) $(SWIFT_FLAGS))"
 
 # The C ABI alone (debug build, a temporary prefix; about 30 s once built).
 test-cabi: deps
@@ -124,7 +131,8 @@ PYTHON ?=
 PYTHON_SITE ?=
 INSTALL_ENV = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" LIBDIR="$(LIBDIR)" PYTHON="$(PYTHON)" PYTHON_SITE="$(PYTHON_SITE)"
 install:
-	@bin="$$(SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" CONFIG="$(CONFIG)" scripts/install build)" && \
+	@bin="$$(SWIFT="$(SWIFT)" SWIFT_FLAGS="$(strip $(if $(filter release,$(CONFIG)),$(RELEASE_SWIFT_FLAGS)) $(SWIFT_FLAGS))" \
+		CONFIG="$(CONFIG)" scripts/install build)" && \
 		$(INSTALL_ENV) STRIP="$(if $(filter release,$(CONFIG)),$(STRIP))" scripts/install install "$$bin"
 
 uninstall:
@@ -134,14 +142,16 @@ clean:
 	rm -rf .build
 
 # Debian packages (debian/, debhelper): libtokenstore1, libtokenstore-dev, tokenctl and
-# python3-tokenstore in .build/deb/, from the release build (Swift at /opt/swift).
-deb: deps
-	scripts/deb build
+# python3-tokenstore in .build/deb/, from the release build (Swift at /opt/swift), with the flags
+# of `make install` (RELEASE_SWIFT_FLAGS), so either reuses the other's build. Only the build's
+# dependencies (not the test servers' venvs).
+deb: build-deps
+	SWIFT_FLAGS="$(strip $(RELEASE_SWIFT_FLAGS) $(SWIFT_FLAGS))" scripts/deb build
 
 # The packages' contents (dpkg-deb), lintian, then installed with apt-get and used: a C
 # program through pkg-config with no LD_LIBRARY_PATH, /usr/bin/python3, man -w; purged after.
-test-deb: deps
-	scripts/deb test
+test-deb: build-deps
+	SWIFT_FLAGS="$(strip $(RELEASE_SWIFT_FLAGS) $(SWIFT_FLAGS))" scripts/deb test
 
 # examples/gtk-notes (GTK 4, C) against an installed TokenStore: the system's tokenstore.pc, or
 # TOKENSTORE=<a private prefix>. The program goes to $(EXAMPLES_OUT).
