@@ -2,15 +2,19 @@
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean deb test-deb examples test-gtk test-readme
+.PHONY: all deps build-deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean deb test-deb examples test-gtk test-readme
 
 all: build
 
-deps:
+# What a build needs: the system packages, and the shim guard (a changed C shim header
+# recompiles the Swift modules; SwiftPM would not). `deps` adds the test servers' Python venvs.
+build-deps:
 	@scripts/install-deps
+	@scripts/shim-guard
+
+deps: build-deps
 	@scripts/authserver venv
 	@scripts/dotserver venv
-	@scripts/shim-guard  # a changed C shim header recompiles the Swift modules (SwiftPM would not)
 
 build: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
@@ -96,9 +100,12 @@ release_link = $(shell SWIFT="$(SWIFT)" scripts/release-link $(1))
 
 # Release build with warnings as errors (CI runs this too), linked as `make install` links, and
 # the check that scripts/linker/symbol-order.txt still names the code it orders.
-release: deps
-	$(SWIFT) build -c release -Xswiftc -warnings-as-errors $(SWIFT_FLAGS) $(call release_link,all)
-	scripts/check-symbol-order "$$($(SWIFT) build -c release --show-bin-path -Xswiftc -warnings-as-errors $(SWIFT_FLAGS))"
+# RELEASE_SWIFT_FLAGS: the flags of every release build (make release, make install, make deb),
+# so that each reuses the others' compiled modules (a different flag recompiles everything).
+RELEASE_SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
+release: build-deps
+	$(SWIFT) build -c release $(RELEASE_SWIFT_FLAGS) $(SWIFT_FLAGS) $(call release_link,all)
+	scripts/check-symbol-order "$$($(SWIFT) build -c release --show-bin-path $(RELEASE_SWIFT_FLAGS) $(SWIFT_FLAGS))"
 
 # The C ABI alone (debug build, a temporary prefix; about 30 s once built).
 test-cabi: deps
@@ -107,13 +114,15 @@ test-cabi: deps
 # libtokenstore.so.1 (+ symlinks), tokenstore.h, tokenstore.pc, tokenctl, its man page and
 # bash/zsh/fish completions under $(DESTDIR)$(PREFIX). CONFIG=debug installs the debug build
 # unstripped (the tests do); the default is a stripped release build, linked with the flags of
-# scripts/release-link (the debug build with the toolchain's default linker). Both are linked without
-# SwiftPM's default RUNPATH $ORIGIN (--disable-local-rpath): neither has a library of its own
-# beside it, and $ORIGIN would let a library placed next to them be loaded instead of the
-# system's (the lazy dlopen of libcurl.so.4 and libcrypto.so.3 included; review N8). LIBDIR
-# (default lib/<multiarch> under /usr and /usr/local), PYTHON, PYTHON_SITE (default: where
-# PYTHON looks) and LDCONFIG: see scripts/install. A private PREFIX prints the environment
-# lines it needs.
+# scripts/release-link (the debug build with the toolchain's default linker). Neither has a
+# RUNPATH: Package.swift links the library without one (scripts/linker/no-rpath), tokenctl is
+# built with --disable-local-rpath; $ORIGIN would let a library placed next to them be loaded
+# instead of the system's (the lazy dlopen of libcurl.so.4 and libcrypto.so.3 included).
+# `sudo make install` builds (and runs the fresh tokenctl for its man page) as the sudo caller,
+# or as the tree's owner, never as root for a tree root does not own, and installs as root
+# (scripts/install build, then scripts/install install, which only copies). LIBDIR (default
+# lib/<multiarch> under /usr and /usr/local), PYTHON, PYTHON_SITE (default: where PYTHON looks)
+# and LDCONFIG: see scripts/install. A private PREFIX prints the environment lines it needs.
 PREFIX ?= /usr/local
 DESTDIR ?=
 CONFIG ?= release
@@ -123,10 +132,9 @@ PYTHON ?=
 PYTHON_SITE ?=
 INSTALL_ENV = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" LIBDIR="$(LIBDIR)" PYTHON="$(PYTHON)" PYTHON_SITE="$(PYTHON_SITE)"
 install:
-	$(SWIFT) build -c $(CONFIG) --product tokenstore --disable-local-rpath $(SWIFT_FLAGS) $(if $(filter release,$(CONFIG)),$(call release_link,tokenstore))
-	$(SWIFT) build -c $(CONFIG) --product tokenctl --disable-local-rpath $(SWIFT_FLAGS) $(if $(filter release,$(CONFIG)),$(call release_link,tokenctl))
-	$(INSTALL_ENV) STRIP="$(if $(filter release,$(CONFIG)),$(STRIP))" \
-		scripts/install install "$$($(SWIFT) build -c $(CONFIG) --show-bin-path $(SWIFT_FLAGS))"
+	@bin="$$(SWIFT="$(SWIFT)" SWIFT_FLAGS="$(strip $(if $(filter release,$(CONFIG)),$(RELEASE_SWIFT_FLAGS)) $(SWIFT_FLAGS))" \
+		CONFIG="$(CONFIG)" scripts/install build)" && \
+		$(INSTALL_ENV) STRIP="$(if $(filter release,$(CONFIG)),$(STRIP))" scripts/install install "$$bin"
 
 uninstall:
 	$(INSTALL_ENV) scripts/install uninstall
@@ -135,14 +143,16 @@ clean:
 	rm -rf .build
 
 # Debian packages (debian/, debhelper): libtokenstore1, libtokenstore-dev, tokenctl and
-# python3-tokenstore in .build/deb/, from the release build (Swift at /opt/swift).
-deb: deps
-	scripts/deb build
+# python3-tokenstore in .build/deb/, from the release build (Swift at /opt/swift), with the flags
+# of `make install` (RELEASE_SWIFT_FLAGS), so either reuses the other's build. Only the build's
+# dependencies (not the test servers' venvs).
+deb: build-deps
+	SWIFT_FLAGS="$(strip $(RELEASE_SWIFT_FLAGS) $(SWIFT_FLAGS))" scripts/deb build
 
 # The packages' contents (dpkg-deb), lintian, then installed with apt-get and used: a C
 # program through pkg-config with no LD_LIBRARY_PATH, /usr/bin/python3, man -w; purged after.
-test-deb: deps
-	scripts/deb test
+test-deb: build-deps
+	SWIFT_FLAGS="$(strip $(RELEASE_SWIFT_FLAGS) $(SWIFT_FLAGS))" scripts/deb test
 
 # examples/gtk-notes (GTK 4, C) against an installed TokenStore: the system's tokenstore.pc, or
 # TOKENSTORE=<a private prefix>. The program goes to $(EXAMPLES_OUT).

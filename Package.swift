@@ -2,7 +2,11 @@
 import PackageDescription
 
 // libtokenstore.so.1, the C ABI (include/tokenstore.h): the Swift runtime linked in
-// (-static-stdlib), only ts_* exported (version script), a soname, no build-machine rpath.
+// (-static-stdlib), only ts_* exported (version script), a soname, and no RUNPATH at all, also
+// from a plain `swift build --product tokenstore`: SwiftPM adds `-rpath=$ORIGIN` to every link
+// unless the command line says --disable-local-rpath, and no linker flag takes an rpath away, so
+// clang finds its linker (gold, or lld from scripts/release-link) first in scripts/linker/no-rpath
+// (-B), a wrapper that drops every -rpath and fails the link if the output still has one.
 // unsafeFlags work because this is the root package; see `make install` and scripts/test-cabi.
 // The static archives -static-stdlib leaves out for a shared library, in one group so their
 // order does not matter: FoundationEssentials only (TokenStore, AuthSession and TokenStoreC
@@ -25,6 +29,7 @@ let cABIStaticFoundation = (["--start-group"] + [
 let cABILinkerSettings: [LinkerSetting] = Context.environment["TOKENSTORE_SANITIZE"] != nil ? [] : [
     .unsafeFlags(
         ["-static-stdlib", "-no-toolchain-stdlib-rpath"] + cABIStaticFoundation + [
+            "-Xclang-linker", "-B\(Context.packageDirectory)/scripts/linker/no-rpath/",
             "-Xlinker", "-zdefs",  // fail the link on any undefined symbol
             "-Xlinker", "-soname=libtokenstore.so.1",
             "-Xlinker", "--version-script=\(Context.packageDirectory)/include/tokenstore.map",
@@ -57,8 +62,17 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        // libsecret and GIO: their include folders through pkg-config files without -pthread, which
+        // libsecret-1.pc and gio-2.0.pc carry (gio's private gmodule-no-export-2.0) and SwiftPM
+        // refuses with "warning: prohibited flag(s): -pthread" in every app's build. CLibSecret
+        // names its own .pc file by absolute path (glib-2.0 + libsecret's include folder), CGIO
+        // glib-2.0 (gio's headers are in glib's folder); the module maps link the libraries.
+        // A package folder with a space cannot be named in `pkgConfig:` (it splits at spaces):
+        // there libsecret-1 is used, with the warning.
         .systemLibrary(
-            name: "CLibSecret", path: "Sources/CLibSecret", pkgConfig: "libsecret-1",
+            name: "CLibSecret", path: "Sources/CLibSecret",
+            pkgConfig: Context.packageDirectory.contains(" ")
+                ? "libsecret-1" : "\(Context.packageDirectory)/Sources/CLibSecret/libsecret-headers.pc",
             providers: [.apt(["libsecret-1-dev"])]),
         .systemLibrary(
             name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
@@ -77,7 +91,7 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]),
         // GIO: opening the user's browser (g_app_info_launch_default_for_uri, portal-aware).
         .systemLibrary(
-            name: "CGIO", path: "Sources/CGIO", pkgConfig: "gio-2.0",
+            name: "CGIO", path: "Sources/CGIO", pkgConfig: "glib-2.0",
             providers: [.apt(["libglib2.0-dev"])]),
 
         // tpm2-tss: ESYS, the TCTI loader, marshalling and response-code text (TPMKeyProvider).

@@ -28,6 +28,13 @@
  *    locked memory (mlock) kept out of core dumps (MADV_DONTDUMP); copies the app makes are
  *    not: see ts_harden_process().
  *  - Error texts never hold a secret or an identifier.
+ *  - What each release added (a function not listed is in every release since 0.2.0, the first
+ *    with this interface). scripts/abi reads this list: the library file is
+ *    libtokenstore.so.1.MINOR.0, MINOR the number of releases listed, none newer than VERSION.
+ *      0.3.0: ts_harden_process, ts_session_new_issuer.
+ *      0.4.0: ts_store_protection, ts_session_is_dpop_bound, ts_session_dpop_proof,
+ *             ts_session_record_dpop_nonce; ts_sign_in_options.dpop; TS_KIND_ID_TOKEN,
+ *             TS_KIND_PROFILE.
  */
 #ifndef TOKENSTORE_H
 #define TOKENSTORE_H
@@ -53,12 +60,15 @@ enum {
     TS_ERROR = -1     /**< Failure: see the ts_error. */
 };
 
-/** What an item holds. */
+/** What an item holds (the item kinds of tokenctl's --kind). */
 typedef enum ts_kind {
     TS_KIND_REFRESH_TOKEN = 1,
     TS_KIND_APPLE_USER_ID = 2,
     TS_KIND_ACCESS_TOKEN = 3,
-    TS_KIND_GENERIC = 4
+    TS_KIND_GENERIC = 4,
+    TS_KIND_ID_TOKEN = 5, /**< The ID token of the account's last sign-in. Since 0.4.0. */
+    TS_KIND_PROFILE = 6   /**< The account's profile (JSON, as a sign-in writes it; ts_item_set refuses
+                               anything else with invalidInput). Since 0.4.0. */
 } ts_kind;
 
 /** The credential state of a user (ts_credential_state). */
@@ -328,7 +338,8 @@ void ts_string_free(char *string);
  *  NULL for a NULL error. */
 const char *ts_error_code(const ts_error *error);
 
-/** A one-line description for logs (never a secret). Valid until ts_error_free(). */
+/** A one-line description for logs (never a secret): what went wrong, its cause and a hint,
+ *  without the code (print `code: message`). Valid until ts_error_free(). */
 const char *ts_error_message(const ts_error *error);
 
 /** Frees an error (NULL is ignored). */

@@ -120,6 +120,12 @@ for schema in schemas {
     source += "    ]),\n"
 }
 source += "]\n"
+// An unchanged file is left alone: its new timestamp would make SwiftPM recompile the TokenStore
+// module. The tool is relinked, and so run again, whenever a `swift build`'s link flags change
+// (make install and debian/rules build the library and tokenctl with different -Xlinker flags).
+if FileManager.default.contents(atPath: output) == Data(source.utf8) {
+    exit(0)
+}
 do {
     try source.write(toFile: output, atomically: true, encoding: .utf8)
 } catch {

@@ -49,6 +49,8 @@ enum CInput {
         case TS_KIND_APPLE_USER_ID: return .appleUserID
         case TS_KIND_ACCESS_TOKEN: return .accessToken
         case TS_KIND_GENERIC: return .generic
+        case TS_KIND_ID_TOKEN: return .idToken
+        case TS_KIND_PROFILE: return .profile
         default: throw invalid("The item kind is not a ts_kind value.")
         }
     }
@@ -84,22 +86,7 @@ enum CCall {
         }
     }
 
-    /// The code and message of an error. A store error that comes through the session layer
-    /// (`AuthSessionError.storage`) keeps the store's own code, e.g. `keyringLocked`.
-    static func describe(_ error: any Error) -> (code: String, message: String) {
-        switch error {
-        case let error as TokenStoreError:
-            return (error.code.rawValue, error.description)
-        case let error as AuthSessionError:
-            if case .storage(let storeError)? = error.cause {
-                return (storeError.code.rawValue, storeError.description)
-            }
-            return (error.code.rawValue, error.description)
-        case is CancellationError:
-            return (TokenStoreError.Code.cancelled.rawValue, "The operation was cancelled.")
-        default:
-            // Not one of the library's errors: its text is not known to be free of secrets.
-            return ("internalError", "An unexpected error of type \(type(of: error)).")
-        }
-    }
+    /// The code and message of an error (``ErrorText``). A store error that comes through the
+    /// session layer (`AuthSessionError.storage`) keeps the store's own code, e.g. `keyringLocked`.
+    static func describe(_ error: any Error) -> (code: String, message: String) { ErrorText.describe(error) }
 }

@@ -7,6 +7,7 @@
  *   test_tokenstore items    STORE             open, set/get/delete, not found, bad input
  *   test_tokenstore tampered STORE             the row scripts/test-cabi altered: integrityCheckFailed
  *   test_tokenstore locked   STORE             the keyring is locked: keyringLocked
+ *   test_tokenstore nobus    STORE             no session bus: secretServiceUnavailable, a C hint
  *   test_tokenstore session  STORE URL USER    credential state, access token, logout, resume
  *
  * Exit status 0 when every check passes; each failure is printed with its line.
@@ -29,7 +30,16 @@ static int failures = 0;
         }                                                                            \
     } while (0)
 
-/* Checks that `status` is TS_ERROR with `code`, then frees the error. */
+/* The message reads once after the code: not "TokenStoreError.code: ..." nor "code: ...". */
+static int names_code_again(const ts_error *err) {
+    const char *message = ts_error_message(err), *code = ts_error_code(err);
+    size_t length = strlen(code);
+    return strncmp(message, "TokenStoreError.", 16) == 0 || strncmp(message, "AuthSessionError.", 17) == 0
+           || (strncmp(message, code, length) == 0 && message[length] == ':');
+}
+
+/* Checks that `status` is TS_ERROR with `code` and a message that does not repeat it, then
+ * frees the error. */
 #define CHECK_ERROR(status, err, code)                                               \
     do {                                                                             \
         CHECK((status) == TS_ERROR);                                                 \
@@ -39,10 +49,27 @@ static int failures = 0;
                 fprintf(stderr, "  got %s: %s\n", ts_error_code(err), ts_error_message(err)); \
             CHECK(strcmp(ts_error_code(err), (code)) == 0);                          \
             CHECK(ts_error_message(err) != NULL && strlen(ts_error_message(err)) > 0); \
+            if (names_code_again(err)) fprintf(stderr, "  message: %s\n", ts_error_message(err)); \
+            CHECK(!names_code_again(err));                                           \
             ts_error_free(err);                                                      \
             (err) = NULL;                                                            \
         }                                                                            \
     } while (0)
+
+/* Checks that `status` is TS_ERROR with `code` and that its message holds `wanted` and not
+ * `unwanted` (NULL: not checked), then frees the error. */
+static void check_error_text(int status, ts_error **err, const char *code, const char *wanted, const char *unwanted) {
+    CHECK(status == TS_ERROR && *err != NULL);
+    if (*err == NULL) return;
+    const char *message = ts_error_message(*err);
+    fprintf(stderr, "  %s: %s\n", ts_error_code(*err), message);
+    CHECK(strcmp(ts_error_code(*err), code) == 0);
+    CHECK(strstr(message, wanted) != NULL);
+    CHECK(unwanted == NULL || strstr(message, unwanted) == NULL);
+    CHECK(!names_code_again(*err));
+    ts_error_free(*err);
+    *err = NULL;
+}
 
 /* Opens the store or exits: nothing else can be checked without it. */
 static ts_store *open_store(const char *path) {
@@ -128,6 +155,18 @@ static int test_items(const char *path) {
     CHECK_ERROR(status, err, "invalidInput");
     free(huge);
     CHECK(ts_item_set(store, NULL, NULL, TS_KIND_GENERIC, secret, 1, NULL) == TS_ERROR); /* err NULL: fine */
+    /* The message says what is wrong once, after the code. */
+    status = ts_item_set(store, NULL, "", TS_KIND_GENERIC, secret, 1, &err);
+    check_error_text(status, &err, "invalidInput", "account", NULL);
+
+    /* Every kind of tokenctl's --kind: the ID token and the profile too (the profile must be a
+     * sign-in's profile JSON, which only that kind checks). */
+    CHECK(ts_item_set(store, NULL, "dave", TS_KIND_ID_TOKEN, (const uint8_t *)"eyJ.id.token", 12, &err) == TS_OK);
+    expect_item(store, "dave", TS_KIND_ID_TOKEN, "eyJ.id.token");
+    CHECK(ts_item_delete(store, NULL, "dave", TS_KIND_ID_TOKEN, &err) == TS_OK);
+    status = ts_item_set(store, NULL, "dave", TS_KIND_PROFILE, (const uint8_t *)"not json", 8, &err);
+    check_error_text(status, &err, "invalidInput", "profile", NULL);
+    CHECK(ts_item_get(store, NULL, "dave", TS_KIND_PROFILE, &bytes, &length, &err) == TS_NOT_FOUND);
     CHECK(ts_item_get(store, NULL, "bob", TS_KIND_GENERIC, &bytes, &length, NULL) == TS_NOT_FOUND);
     ts_store *none = NULL;
     status = ts_store_open(NULL, "not an app id", &none, &err);
@@ -184,7 +223,19 @@ static int test_locked(const char *path) {
     ts_error *err = NULL;
     int status = ts_store_open(path, "org.example.cabi", &store, &err);
     CHECK(store == NULL);
-    CHECK_ERROR(status, err, "keyringLocked");
+    /* A hint a C caller can follow, not the Swift-only allowsUserInteraction. */
+    check_error_text(status, &err, "keyringLocked", "tokenctl unlock", "allowsUserInteraction");
+    return failures;
+}
+
+/* No session bus at all (run without DBUS_SESSION_BUS_ADDRESS or DISPLAY): a new store cannot
+ * keep its key. The hint is what ts_store_open's caller can do, not PassphraseKeyProvider. */
+static int test_nobus(const char *path) {
+    ts_store *store = NULL;
+    ts_error *err = NULL;
+    int status = ts_store_open(path, "org.example.cabi", &store, &err);
+    CHECK(store == NULL);
+    check_error_text(status, &err, "secretServiceUnavailable", "DBUS_SESSION_BUS_ADDRESS", "PassphraseKeyProvider");
     return failures;
 }
 
@@ -338,7 +389,8 @@ int main(int argc, char **argv) {
     if (argc >= 4 && strcmp(argv[1], "dpop") == 0) return test_dpop(argv[2], argv[3]) ? 1 : 0;
     if (argc >= 3 && strcmp(argv[1], "tampered") == 0) return test_tampered(argv[2]) ? 1 : 0;
     if (argc >= 3 && strcmp(argv[1], "locked") == 0) return test_locked(argv[2]) ? 1 : 0;
+    if (argc >= 3 && strcmp(argv[1], "nobus") == 0) return test_nobus(argv[2]) ? 1 : 0;
     if (argc >= 5 && strcmp(argv[1], "session") == 0) return test_session(argv[2], argv[3], argv[4]) ? 1 : 0;
-    fprintf(stderr, "usage: test_tokenstore version|items|tampered|locked|session ...\n");
+    fprintf(stderr, "usage: test_tokenstore version|items|tampered|locked|nobus|session ...\n");
     return 64;
 }

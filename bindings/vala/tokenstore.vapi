@@ -38,7 +38,9 @@ namespace TokenStore {
         REFRESH_TOKEN,
         APPLE_USER_ID,
         ACCESS_TOKEN,
-        GENERIC
+        GENERIC,
+        ID_TOKEN,
+        PROFILE
     }
 
     [CCode (cname = "ts_state", cprefix = "TS_STATE_", has_type_id = false)]

@@ -14,11 +14,17 @@
  *
  * Every change of what the window shows is also written to stdout, one line per label, so
  * that scripts/test-gtk can check it; the profile (a name and an email address) is written
- * only as a SHA-256 prefix, never as text. Plain http only to loopback, as the library.
+ * only as a SHA-256 prefix, never as text.
+ *
+ * What an app copies from here besides the calls: ts_harden_process() first thing in main();
+ * the API URL parsed once with libcurl's own parser (curl_url) and that parse handed to every
+ * request (CURLOPT_CURLU), so the host checked is the host connected to: https anywhere, plain
+ * http only to 127.0.0.1, [::1] or localhost, never a user name or password in the URL; the
+ * access token freed with ts_bytes_free() and the header copies of it wiped (explicit_bzero).
  */
 #include <curl/curl.h>
 #include <gtk/gtk.h>
-#include <string.h>
+#include <string.h> /* explicit_bzero (glibc 2.25) */
 #include <tokenstore.h>
 
 #define APP_ID "org.example.GtkNotes"
@@ -28,6 +34,7 @@ typedef struct {
     GtkWidget *status, *profile, *api, *logout;
     GtkWidget *sign_in, *call, *log_out;
     char *domain, *client_id, *api_url, *store_path;
+    CURLU *api_parsed; /* api_url as parsed and checked (api_url_check); each request uses a copy */
     ts_store *store;
     ts_session *session;
     char *profile_text; /* "Name <email>" of the signed-in user, or NULL */
@@ -97,6 +104,13 @@ static char *json_string(const char *json, const char *key) {
     return g_string_free(out, FALSE);
 }
 
+/* Wipes and frees a header list whose entries hold the token: curl_slist_append() copies
+ * each string, and curl_slist_free_all() frees the copies without wiping them. */
+static void wipe_slist(struct curl_slist *list) {
+    for (struct curl_slist *item = list; item != NULL; item = item->next) explicit_bzero(item->data, strlen(item->data));
+    curl_slist_free_all(list);
+}
+
 /* GET the API with a fresh access token; fills o->http_status and o->profile. */
 static void call_api(Notes *n, Outcome *o) {
     uint8_t *token = NULL;
@@ -107,25 +121,33 @@ static void call_api(Notes *n, Outcome *o) {
         ts_error_free(err);
         return;
     }
-    GString *header = g_string_new("Authorization: Bearer ");
-    g_string_append_len(header, (const char *)token, (gssize)length);
-    ts_bytes_free(token, length);
+    /* Sized once, so that no reallocation leaves an unwiped copy of the token behind. */
+    static const char prefix[] = "Authorization: Bearer ";
+    size_t header_length = sizeof prefix - 1 + length;
+    char *header = g_malloc(header_length + 1);
+    memcpy(header, prefix, sizeof prefix - 1);
+    memcpy(header + sizeof prefix - 1, token, length);
+    header[header_length] = '\0';
+    ts_bytes_free(token, length); /* the library wipes its buffer */
+    struct curl_slist *headers = curl_slist_append(NULL, header);
+    explicit_bzero(header, header_length);
+    g_free(header);
     GString *body = g_string_new(NULL);
     CURL *curl = curl_easy_init();
-    struct curl_slist *headers = curl_slist_append(NULL, header->str);
-    curl_easy_setopt(curl, CURLOPT_URL, n->api_url);
+    CURLU *url = curl_url_dup(n->api_parsed);
+    curl_easy_setopt(curl, CURLOPT_CURLU, url); /* the checked parse, not the text again */
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, body);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, 30L);
     curl_easy_setopt(curl, CURLOPT_NOPROXY, "127.0.0.1,localhost,::1");
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    CURLcode result = curl_easy_perform(curl);
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L); /* a redirect would take the header elsewhere */
+    CURLcode result = headers == NULL || url == NULL ? CURLE_OUT_OF_MEMORY : curl_easy_perform(curl);
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &o->http_status);
-    curl_slist_free_all(headers);
     curl_easy_cleanup(curl);
-    memset(header->str, 0, header->len); /* the token */
-    g_string_free(header, TRUE);
+    curl_url_cleanup(url);
+    wipe_slist(headers);
     if (result != CURLE_OK) {
         o->error_code = g_strdup(curl_easy_strerror(result));
     } else if (o->http_status == 200) {
@@ -313,15 +335,59 @@ static void activate(GtkApplication *app, Notes *n) {
     printf("gtk-notes: window=shown\n");
 }
 
-/* Plain http only to loopback; https anywhere. */
-static gboolean acceptable_url(const char *url) {
-    return g_str_has_prefix(url, "https://") || g_str_has_prefix(url, "http://127.0.0.1:")
-           || g_str_has_prefix(url, "http://[::1]:") || g_str_has_prefix(url, "http://localhost:");
+/* The host part of a URL that may carry plain http: the loopback names, exactly. */
+static gboolean loopback_host(const char *host) {
+    return g_str_equal(host, "127.0.0.1") || g_str_equal(host, "[::1]") || g_str_equal(host, "localhost");
+}
+
+/* Parses `text` with libcurl's parser into `*out` (the parse every request then uses), or
+ * says on stderr why it is refused: not http(s), plain http to a host that is not loopback,
+ * or a user name, password or login options (userinfo) in it, which libcurl would send or
+ * which hides the real host ("http://127.0.0.1:@evil/" is the host "evil"). */
+static gboolean api_url_check(const char *text, CURLU **out) {
+    CURLU *url = curl_url();
+    char *scheme = NULL, *host = NULL, *part = NULL;
+    const char *problem = NULL;
+    if (url == NULL || curl_url_set(url, CURLUPART_URL, text, 0) != CURLUE_OK) {
+        problem = "is not a URL";
+    } else if (curl_url_get(url, CURLUPART_USER, &part, 0) != CURLUE_NO_USER
+               || curl_url_get(url, CURLUPART_PASSWORD, &part, 0) != CURLUE_NO_PASSWORD
+               || curl_url_get(url, CURLUPART_OPTIONS, &part, 0) != CURLUE_NO_OPTIONS) {
+        problem = "holds a user name or password (userinfo)";
+    } else if (curl_url_get(url, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK
+               || curl_url_get(url, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+        problem = "has no scheme or host";
+    } else if (g_str_equal(scheme, "https")) {
+        /* anywhere */
+    } else if (!g_str_equal(scheme, "http")) {
+        problem = "is neither https nor http";
+    } else if (!loopback_host(host)) {
+        problem = "is plain http to a host other than 127.0.0.1, [::1] or localhost";
+    }
+    curl_free(part);
+    curl_free(scheme);
+    curl_free(host);
+    if (problem != NULL) {
+        fprintf(stderr, "gtk-notes: the API URL %s; it must be https, or http to loopback\n", problem);
+        curl_url_cleanup(url);
+        return FALSE;
+    }
+    *out = url;
+    return TRUE;
 }
 
 int main(int argc, char **argv) {
     Notes n = {0};
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* First: no core dump or ptrace of this process, whose memory holds the tokens (libcurl's
+     * request buffers included, which no wipe of ours reaches). */
+    ts_error *err = NULL;
+    if (ts_harden_process(&err) != TS_OK) {
+        fprintf(stderr, "gtk-notes: %s: %s\n", ts_error_code(err), ts_error_message(err));
+        ts_error_free(err);
+        return 1;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
     for (int i = 1; i + 1 < argc; i += 2) {
         char **slot = g_str_equal(argv[i], "--domain") ? &n.domain
                       : g_str_equal(argv[i], "--client-id") ? &n.client_id
@@ -335,18 +401,13 @@ int main(int argc, char **argv) {
         return 64;
     }
     if (n.api_url == NULL) n.api_url = g_strconcat(n.domain, g_str_has_suffix(n.domain, "/") ? "" : "/", "userinfo", NULL);
-    if (!acceptable_url(n.api_url)) {
-        fprintf(stderr, "gtk-notes: the API URL must be https, or http to loopback\n");
-        return 64;
-    }
-    ts_error *err = NULL;
+    if (!api_url_check(n.api_url, &n.api_parsed)) return 64;
     if (ts_store_open(n.store_path, APP_ID, &n.store, &err) != TS_OK
         || ts_session_new(n.store, n.domain, n.client_id, &n.session, &err) != TS_OK) {
         fprintf(stderr, "gtk-notes: %s: %s\n", ts_error_code(err), ts_error_message(err));
         ts_error_free(err);
         return 1;
     }
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     GtkApplication *app = gtk_application_new(APP_ID, G_APPLICATION_NON_UNIQUE);
     g_signal_connect(app, "activate", G_CALLBACK(activate), &n);
     char *plain_argv[] = {argv[0], NULL};
@@ -354,6 +415,7 @@ int main(int argc, char **argv) {
     g_object_unref(app);
     ts_session_free(n.session);
     ts_store_close(n.store);
+    curl_url_cleanup(n.api_parsed);
     curl_global_cleanup();
     return status;
 }

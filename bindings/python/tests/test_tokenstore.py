@@ -6,6 +6,7 @@ package finds PREFIX/lib/libtokenstore.so.1 itself).
     python3 test_tokenstore.py session STORE URL USER      state, access token, logout, resume
     python3 test_tokenstore.py dpop STORE URL              a DPoP-bound session: proof, logout
     python3 test_tokenstore.py locked STORE                the keyring is locked: keyringLocked
+    python3 test_tokenstore.py nobus STORE                 no session bus: secretServiceUnavailable
     python3 test_tokenstore.py signin STORE URL USER UA    browser sign-in: an open_url callback
                                                            and the default opener ($BROWSER),
                                                            both driving the scripted user agent UA
@@ -41,13 +42,18 @@ def check(condition, what):
 
 
 def expect_error(code, function, *arguments, **keywords):
+    """The error raised, or None; its code is `code`, and str() names the code once."""
     try:
         function(*arguments, **keywords)
     except TokenStoreError as error:
         check(error.code == code, f"{function.__name__}: {error.code} instead of {code}")
         check(error.message and "tamper-me" not in error.message, "message present, no secret")
-        return
+        check(str(error) == f"{error.code}: {error.message}", f"str(error): {error}")
+        check(not error.message.startswith(("TokenStoreError.", "AuthSessionError.", f"{error.code}:")),
+              f"the message repeats the code: {error}")
+        return error
     check(False, f"{function.__name__} did not raise {code}")
+    return None
 
 
 def tamper(path):
@@ -79,6 +85,19 @@ def test_items(path):
         expect_error("invalidInput", store.get, "\udcff", Kind.GENERIC)            # not UTF-8
         expect_error("invalidInput", store.set, "bob", Kind.GENERIC, b"x" * ((1 << 20) + 1))
         expect_error("invalidInput", store.credential_state, "")
+        empty = expect_error("invalidInput", store.set, "", Kind.GENERIC, b"x")
+        check(empty is not None and str(empty).startswith("invalidInput: ") and "account" in str(empty), f"{empty}")
+        # Every kind of tokenctl's --kind; the profile must be a sign-in's profile JSON.
+        store.set("dave", Kind.ID_TOKEN, b"eyJ.id.token")
+        check(store.get("dave", Kind.ID_TOKEN) == b"eyJ.id.token", "an ID token item")
+        profile = expect_error("invalidInput", store.set, "dave", Kind.PROFILE, b"not json")
+        check(profile is not None and "profile" in profile.message, f"the profile kind reached the library: {profile}")
+        check([kind.name for kind in Kind] == ["REFRESH_TOKEN", "APPLE_USER_ID", "ACCESS_TOKEN", "GENERIC", "ID_TOKEN",
+                                               "PROFILE"] and Kind.PROFILE == 6, "the six kinds, numbered as in C")
+        # The enums print their names and still compare with their C values.
+        check(str(State.NOT_FOUND) == "NOT_FOUND" and f"{LogoutOutcome.PENDING}" == "PENDING"
+              and "%s" % Kind.ID_TOKEN == "ID_TOKEN", "enums print their names")
+        check(State.REVOKED == 1 and LogoutOutcome.REVOKED == 0 and f"{State.REVOKED:d}" == "1", "enums are their ints")
         try:
             store.set("bob", Kind.GENERIC, "text")
             check(False, "a str secret is refused")
@@ -86,6 +105,7 @@ def test_items(path):
             pass
         check(store.get("bob", Kind.GENERIC) is None, "nothing stored by refused calls")
         check(store.credential_state("000999.nobody.apple") == State.NOT_FOUND, "state of a stranger")
+        check(str(store.credential_state("000999.nobody.apple")) == "NOT_FOUND", "a state prints its name")
         tier, reason = store.protection()
         check(tier == tokenstore.Protection.KEYRING and reason != "", "a Secret Service store is the keyring tier, with a reason")
 
@@ -120,7 +140,8 @@ def test_session(path, url, user):
             expect_error("invalidInput", Session, store, url, "tokenstore-test", issuer=url + "/")
             with store.session(issuer=url + "/", client_id="tokenstore-test") as by_issuer:
                 check(len(by_issuer.access_token("alice", scopes=["openid"]).token) > 0, "access token by issuer")
-            check(session.logout("alice") == LogoutOutcome.REVOKED, "logout revoked")
+            outcome = session.logout("alice")
+            check(outcome == LogoutOutcome.REVOKED and str(outcome) == "REVOKED", f"logout revoked: {outcome}")
             check(session.logout("alice") == LogoutOutcome.NOT_FOUND, "second logout not found")
             check(session.resume() == 0, "nothing pending")
         check(store.credential_state(user) == State.REVOKED, "revoked after logout")
@@ -284,11 +305,20 @@ def test_harden():
 
 
 def test_locked(path):
-    expect_error("keyringLocked", Store, APP, path)
+    error = expect_error("keyringLocked", Store, APP, path)
+    check(error is not None and "tokenctl unlock" in error.message and "allowsUserInteraction" not in error.message,
+          f"a hint Python can follow: {error}")
+
+
+def test_nobus(path):
+    """No session bus (run without DBUS_SESSION_BUS_ADDRESS or DISPLAY): a hint Python can act on."""
+    error = expect_error("secretServiceUnavailable", Store, APP, path)
+    check(error is not None and "DBUS_SESSION_BUS_ADDRESS" in error.message and "PassphraseKeyProvider" not in error.message,
+          f"a hint Python can follow: {error}")
 
 
 if __name__ == "__main__":
     phase, arguments = sys.argv[1], sys.argv[2:]
-    {"items": test_items, "session": test_session, "dpop": test_dpop, "locked": test_locked, "signin": test_signin,
-     "race": test_race, "harden": test_harden}[phase](*arguments)
+    {"items": test_items, "session": test_session, "dpop": test_dpop, "locked": test_locked, "nobus": test_nobus,
+     "signin": test_signin, "race": test_race, "harden": test_harden}[phase](*arguments)
     sys.exit(1 if failures else 0)

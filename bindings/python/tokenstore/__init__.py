@@ -34,7 +34,8 @@ __all__ = ["Store", "Session", "AccessToken", "TokenStoreError", "Kind", "State"
 
 
 class TokenStoreError(Exception):
-    """A failed call: ``code`` is the library's error code, ``message`` a description."""
+    """A failed call: ``code`` is the library's error code, ``message`` a description (what went
+    wrong, its cause and a hint, without the code); ``str(error)`` is ``"code: message"``."""
 
     def __init__(self, code, message):
         super().__init__(f"{code}: {message}")
@@ -42,20 +43,35 @@ class TokenStoreError(Exception):
         self.message = message
 
 
-class Kind(enum.IntEnum):
+class _Named(enum.IntEnum):
+    """The C enum's value (it compares equal to that int, ``State.REVOKED == 1``), printed by its
+    name: ``print(session.logout("alice"))`` shows ``REVOKED``, not ``0``."""
+
+    def __str__(self):
+        return self.name
+
+    def __format__(self, spec):
+        return format(self.name, spec) if not spec or spec[-1] in "s<>^" or spec[-1].isdigit() else int.__format__(self, spec)
+
+
+class Kind(_Named):
+    """What an item holds (ts_kind; tokenctl's --kind)."""
     REFRESH_TOKEN = 1
     APPLE_USER_ID = 2
     ACCESS_TOKEN = 3
     GENERIC = 4
+    ID_TOKEN = 5
+    PROFILE = 6
 
 
-class State(enum.IntEnum):
+class State(_Named):
+    """A user's credential state (ts_state)."""
     AUTHORIZED = 0
     REVOKED = 1
     NOT_FOUND = 2
 
 
-class Protection(enum.IntEnum):
+class Protection(_Named):
     """How well a store's data key is protected (ts_protection), best first."""
     HARDWARE = 0
     KEYRING = 1
@@ -63,7 +79,8 @@ class Protection(enum.IntEnum):
     PASSPHRASE = 3
 
 
-class LogoutOutcome(enum.IntEnum):
+class LogoutOutcome(_Named):
+    """What a logout did (ts_logout_outcome)."""
     REVOKED = 0
     NOT_FOUND = 1
     PENDING = 2

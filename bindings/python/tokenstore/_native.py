@@ -3,6 +3,7 @@
 import ctypes
 import ctypes.util
 import os
+import sysconfig
 import threading
 
 TS_OK = 0
@@ -19,10 +20,18 @@ def _candidates():
     if explicit:
         yield explicit
         return
-    # Installed by `make install`: PREFIX/lib/python3/dist-packages/tokenstore -> PREFIX/lib.
+    # Beside this package, where scripts/install and the Debian package put the library: from
+    # PREFIX/lib/python3*/dist-packages/tokenstore, first PREFIX/lib/<multiarch> (`make install`
+    # under /usr and /usr/local, the package under /usr), then PREFIX/lib (a private prefix).
+    # The multiarch name is this python's own (sysconfig MULTIARCH, e.g. x86_64-linux-gnu): the
+    # library must be of the same architecture as the process anyway.
     here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.normpath(os.path.join(here, "..", "..", "..", _SONAME))
-    yield _SONAME  # the loader's search path (ldconfig, LD_LIBRARY_PATH)
+    libdir = os.path.normpath(os.path.join(here, "..", "..", ".."))
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    if multiarch:
+        yield os.path.join(libdir, multiarch, _SONAME)
+    yield os.path.join(libdir, _SONAME)
+    yield _SONAME  # the loader's search path (ldconfig, LD_LIBRARY_PATH): a pip-installed binding
     found = ctypes.util.find_library("tokenstore")
     if found:
         yield found

@@ -53,6 +53,13 @@ int main (string[] args) {
     check (bytes == null, "no bytes when not found");
     uint8[] empty = {};
     expect_error (store.item_set (null, "alice", TokenStore.Kind.ACCESS_TOKEN, empty, out error), error, "invalidInput");
+    // The ID token and profile kinds, as in C (TS_KIND_ID_TOKEN = 5, TS_KIND_PROFILE = 6).
+    check ((int) TokenStore.Kind.ID_TOKEN == 5 && (int) TokenStore.Kind.PROFILE == 6, "the kinds' C values");
+    uint8[] id_token = { 'e', 'y', 'J' };
+    check (store.item_set (null, "dave", TokenStore.Kind.ID_TOKEN, id_token, out error) == TokenStore.OK, "set an ID token");
+    check (store.item_get (null, "dave", TokenStore.Kind.ID_TOKEN, out bytes, out error) == TokenStore.OK
+           && bytes != null && bytes.length == 3, "get the ID token");
+    TokenStore.bytes_free (bytes);
     TokenStore.State state;
     check (store.credential_state ("000999.nobody.apple", out state, out error) == TokenStore.OK, "state");
     check (state == TokenStore.State.NOT_FOUND, "state of a stranger");
