@@ -41,7 +41,9 @@ extension TokenStore {
 
     /// The secret at `key`, or `nil` when there is none. See ``item(for:)``.
     public func secret(for key: ItemKey) throws -> SecretBytes? {
-        try item(for: key)?.secret
+        try Self.validate(key)
+        // The secret alone: no fingerprint (a keyed hash over the whole secret) is computed.
+        return try connection.read { db, envelope in try ItemRecord.find(db, key, envelope: envelope)?.secret }
     }
 
     /// Deletes the item at `key`. Succeeds when there is nothing to delete.

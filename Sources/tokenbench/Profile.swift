@@ -11,6 +11,7 @@ enum Profile {
             usageError("profile OP SIZE ITERATIONS DIR")
         }
         let operation = arguments[1]
+        if operation == "plaintext-get" { return try plaintextGet(size: size, iterations: iterations, directory: arguments[4]) }
         let path = arguments[4] + "/profile-\(size).sqlite"
         let appID = "dev.tokenstore.bench.profile"
         var store: TokenStore? = try TokenStore(path: path, appID: appID)
@@ -26,6 +27,27 @@ enum Profile {
         let checksum = try profileLoop(operation, store: store, path: path, appID: appID, keys: keys, iterations: iterations)
         let elapsed = monotonicNanos() - start
         print("op=\(operation) size=\(size) iterations=\(iterations) mean_ns=\(elapsed / UInt64(max(1, iterations))) checksum=\(checksum)")
+    }
+
+    /// `profile plaintext-get`: the same loop over plaintext SQLite (the baseline `get` is
+    /// compared with), so that both counts come from one kind of run.
+    static func plaintextGet(size: Int, iterations: Int, directory: String) throws {
+        let store = try PlaintextStore(path: directory + "/plaintext-\(size).sqlite")
+        if try store.list() < size { try store.populate(0..<size) }
+        let start = monotonicNanos()
+        let checksum = try plaintextLoop(store, size: size, iterations: iterations)
+        let elapsed = monotonicNanos() - start
+        print("op=plaintext-get size=\(size) iterations=\(iterations) mean_ns=\(elapsed / UInt64(max(1, iterations))) checksum=\(checksum)")
+    }
+
+    @inline(never)
+    static func plaintextLoop(_ store: PlaintextStore, size: Int, iterations: Int) throws -> Int {
+        var rng = SplitMix64(seed: 7)
+        var checksum = 0
+        for _ in 0..<iterations {
+            checksum &+= try store.get(lookup: PlaintextStore.lookup(Int.random(in: 0..<size, using: &rng)))?.count ?? 0
+        }
+        return checksum
     }
 
     @inline(never)

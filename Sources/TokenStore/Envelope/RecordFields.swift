@@ -82,7 +82,8 @@ package struct RecordFields {
         guard plaintext.count >= 2, plaintext[0] == magic else { throw malformed("header") }
         guard plaintext[1] == version else { throw malformed("unknown version") }
         var fields = RecordFields()
-        var seen = Set<UInt8>()
+        fields.entries.reserveCapacity(8)
+        var seen = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))  // one bit a tag
         var offset = 2
         while offset < plaintext.count {
             guard plaintext.count - offset >= 5 else { throw malformed("truncated field header") }
@@ -91,7 +92,15 @@ package struct RecordFields {
             for index in 0..<4 { length |= Int(plaintext[offset + 1 + index]) << (8 * index) }
             offset += 5
             guard length <= plaintext.count - offset else { throw malformed("field length past the end") }
-            guard seen.insert(tag).inserted else { throw malformed("duplicate field") }
+            let bit = UInt64(1) << UInt64(tag & 63)
+            let isNew: Bool
+            switch tag >> 6 {
+            case 0: isNew = seen.0 & bit == 0; seen.0 |= bit
+            case 1: isNew = seen.1 & bit == 0; seen.1 |= bit
+            case 2: isNew = seen.2 & bit == 0; seen.2 |= bit
+            default: isNew = seen.3 & bit == 0; seen.3 |= bit
+            }
+            guard isNew else { throw malformed("duplicate field") }
             let body = UnsafeRawBufferPointer(rebasing: plaintext[offset..<(offset + length)])
             if tag == Tag.secret.rawValue {
                 fields.secret = SecretBytes(body)

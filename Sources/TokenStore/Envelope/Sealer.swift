@@ -25,12 +25,21 @@ package enum Sealer {
             self.rowKey = rowKey
         }
 
+        private static let prefix = Array("tokenstore/v1".utf8)
+
+        /// `"tokenstore/v1" ‖ (length u8 ‖ bytes)` of the store id, the key id, the kind and the row key.
         var associatedData: [UInt8] {
-            var ad = Array("tokenstore/v1".utf8)
-            for field in [storeID, keyID, [kind.rawValue], rowKey] {
-                ad.append(UInt8(truncatingIfNeeded: field.count))
-                ad.append(contentsOf: field)
-            }
+            var ad = [UInt8]()
+            ad.reserveCapacity(Self.prefix.count + 4 + storeID.count + keyID.count + 1 + rowKey.count)
+            ad.append(contentsOf: Self.prefix)
+            ad.append(UInt8(truncatingIfNeeded: storeID.count))
+            ad.append(contentsOf: storeID)
+            ad.append(UInt8(truncatingIfNeeded: keyID.count))
+            ad.append(contentsOf: keyID)
+            ad.append(1)
+            ad.append(kind.rawValue)
+            ad.append(UInt8(truncatingIfNeeded: rowKey.count))
+            ad.append(contentsOf: rowKey)
             return ad
         }
     }

@@ -41,16 +41,25 @@ struct ItemRecord: SealedTable {
     init(row: Row, envelope: Envelope, foundBy expected: ItemKey? = nil, checkAccountRef: Bool = false) throws {
         let lookup = row.blob(0)
         let fields = try envelope.open(row.blob(3), keyID: row.blob(2), kind: .item, rowKey: lookup)
-        guard let service = fields.string(.service), let account = fields.string(.account),
+        guard let service = fields.bytes(.service), let account = fields.bytes(.account),
             let kindCode = fields.bytes(.itemKind), kindCode.count == 1,
             let kind = ItemKind(code: Int64(kindCode[0])), Int64(kind.code) == row.int(1),
             let secret = fields.secret
         else {
             throw TokenStoreError(.integrityCheckFailed, "A sealed item is missing fields.")
         }
-        let key = ItemKey(account: AccountID(account, service: service), kind: kind)
-        guard expected.map({ $0.hasSameBytes(as: key) }) ?? (envelope.itemLookup(key) == lookup) else {
-            throw TokenStoreError(.integrityCheckFailed, "A sealed item does not belong to the row it was found in.")
+        let key: ItemKey
+        if let expected {
+            // Found by the keyed hash of `expected`: its names, byte for byte, are the row's.
+            guard kind == expected.kind, service.elementsEqual(expected.account.service.utf8),
+                account.elementsEqual(expected.account.name.utf8)
+            else { throw Self.misplaced() }
+            key = expected
+        } else {
+            key = ItemKey(
+                account: AccountID(String(decoding: account, as: UTF8.self), service: String(decoding: service, as: UTF8.self)),
+                kind: kind)
+            guard envelope.itemLookup(key) == lookup else { throw Self.misplaced() }
         }
         if checkAccountRef, envelope.accountRef(key.account) != row.blob(6) {
             throw TokenStoreError(.integrityCheckFailed, "An item's account reference does not match its sealed names.")
@@ -65,6 +74,10 @@ struct ItemRecord: SealedTable {
             scopes: fields.string(.scopes).map { $0.split(separator: " ").map(String.init) } ?? [])
         createdAt = Timestamp.date(fromMillis: row.int(4))
         updatedAt = Timestamp.date(fromMillis: row.int(5))
+    }
+
+    static func misplaced() -> TokenStoreError {
+        TokenStoreError(.integrityCheckFailed, "A sealed item does not belong to the row it was found in.")
     }
 
     // MARK: Reading and writing
