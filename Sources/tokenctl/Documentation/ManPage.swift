@@ -66,7 +66,7 @@ struct ManPage {
         (66, "No store at the given path."),
         (69, "Unavailable: no Secret Service (secretServiceUnavailable), no usable TPM for --key-provider tpm (tpmUnavailable), the authorization server unreachable."),
         (75, "Temporary failure: the keyring is locked, a revocation is pending, rate limited, the database busy, a browser sign-in declined or not finished in time."),
-        (77, "Permission: an unsafe file layout (a symbolic or hard link, a directory others can write, another owner, permission denied), a wrong passphrase, a sign-in of another user without --allow-user-change."),
+        (77, "Permission: an unsafe file layout (a symbolic or hard link, a directory others can write, another owner, permission denied, a database its owner made read-only), a wrong passphrase, a sign-in of another user without --allow-user-change."),
         (78, "Configuration: the store needs another key provider (wrongKeyProvider; a TPM store: --key-provider tpm), or token --min-ttl is longer than the server's tokens live."),
     ]
 
