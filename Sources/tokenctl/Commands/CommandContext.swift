@@ -107,10 +107,12 @@ struct CommandContext {
 
     /// Opens the store: read-only for the commands that only read (nothing created, migrated,
     /// chmod-ed, and no side file added), else for writing, creating it when `create` is true
-    /// and it does not exist yet. A mode the writing open tightened is reported on stderr.
+    /// and it does not exist yet. A mode the writing open tightened is reported on stderr, and so
+    /// is a store it made (``NewStoreNote``, also with --quiet and --json).
     /// - Throws: `CommandFailure` when the store is missing or empty; `TokenStoreError` from the open.
     func openStore(create: Bool = false, readOnly: Bool = false) throws -> TokenStore {
         let location = create ? try checkedStoreLocation() : try requireExistingStore()
+        let newStoreNote = create ? NewStoreNote(path: location.path) : nil
         if readOnly, FileLayout.fileSize(of: location.path) == 0 {
             throw CommandFailure(
                 .noInput, "the store file is empty: nothing was stored in it yet",
@@ -130,6 +132,7 @@ struct CommandContext {
                 note("made the \(file.1) \(Format.mode(file.2)) (it was \(Format.mode(old)))")
             }
         }
+        for line in newStoreNote?.lines(path: location.path) ?? [] { console.writeError("tokenctl: \(line)\n") }
         return store
     }
 

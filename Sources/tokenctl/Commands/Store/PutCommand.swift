@@ -10,7 +10,8 @@ struct PutCommand: TokenctlCommand {
         abstract: "Store a secret read from stdin.",
         discussion: """
             The secret is read from stdin, never from an argument, so that it stays out of the \
-            shell history and the process list. A trailing newline is removed.
+            shell history and the process list. A trailing newline is removed. Where no store is \
+            yet, put makes one and says so on stderr.
 
               printf '%s' "$TOKEN" | tokenctl put --account alice --kind generic
             """,
