@@ -46,7 +46,9 @@ extension SessionCommandTests {
         #expect(text.exitCode == 0)
         let lines = text.standardOutput.split(separator: "\n")
         #expect(lines.count == 3, "\(text.standardOutput)")
-        #expect(lines.first?.hasPrefix("SERVICE  ACCOUNT  USER ID") == true, "\(text.standardOutput)")
+        // The default service shows as "(default)" since trial 2, so the columns are wider than with "auth0".
+        #expect(lines.first?.split(separator: " ").prefix(4) == ["SERVICE", "ACCOUNT", "USER", "ID"], "\(text.standardOutput)")
+        #expect(lines.dropFirst().allSatisfy { $0.hasPrefix("(default)  ") }, "\(text.standardOutput)")
         #expect(lines.dropFirst().first?.contains("authorized  (default) \(Self.apiA)") == true, "\(text.standardOutput)")
         #expect(lines.last?.hasSuffix("notFound    -") == true, "\(text.standardOutput)")
 

@@ -8,7 +8,8 @@ struct ItemOptions: Sendable {
     static let kind = OptionSpec.value(
         "kind", "kind", required: true, rule: .oneOf(CommandTable.itemKinds), "The kind of item.")
     static let service = OptionSpec.value(
-        "service", "service", "The service the item belongs to, when the store holds several.")
+        "service", "service",
+        "The service the item belongs to, when the store holds several (default: the default service, shown as '(default)'; stored as 'auth0').")
 
     /// The group's options, in the order the help shows them.
     static let specs = [account, kind, service]

@@ -52,7 +52,7 @@ struct AccountsCommand: TokenctlCommand {
             var table = TextTable(header: ["SERVICE", "ACCOUNT", "USER ID", "STATE", "AUDIENCES"])
             for row in rows {
                 table.append([
-                    row.account.service, row.account.name, row.userID ?? "-", row.state.rawValue,
+                    Format.service(row.account.service), row.account.name, row.userID ?? "-", row.state.rawValue,
                     row.audiences.isEmpty ? "-" : row.audiences.map { $0 ?? "(default)" }.joined(separator: " "),
                 ])
             }
