@@ -26,7 +26,12 @@ extension SessionCommandTests {
         let accounts = listed.object["accounts"] as? [[String: Any]] ?? []
         #expect(accounts.count == 2, "\(accounts)")
         guard accounts.count == 2 else { return }
-        for account in accounts { expectKeys(account, ["account", "service", "userID", "state", "audiences"]) }
+        // canRenew and loggingOut since trial 2 (keys are added, never removed).
+        for account in accounts {
+            expectKeys(account, ["account", "service", "userID", "state", "audiences", "canRenew", "loggingOut"])
+            #expect(account["loggingOut"] as? Bool == false)
+        }
+        #expect(accounts.map { $0["canRenew"] as? Bool } == [true, false])
         #expect(accounts[0]["account"] as? String == "alice")
         #expect(accounts[0]["service"] as? String == "auth0")
         #expect(accounts[0]["userID"] as? String == alice)
