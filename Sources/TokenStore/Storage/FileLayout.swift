@@ -47,6 +47,7 @@ package enum FileLayout {
     static func prepare(databasePath path: String) throws -> Created {
         let directory = PathNames.directory(of: path)
         for file in [path] + sqliteSuffixes.map({ path + $0 }) { try refuseReadOnly(file) }
+        try refuseUnwritableDirectory(directory.isEmpty ? "." : directory)
         var created = Created()
         created.directories = try prepareDirectory(directory.isEmpty ? "." : directory)
         created.file = try prepareFile(path)
@@ -224,11 +225,10 @@ package enum FileLayout {
     private static func refuseReadOnly(_ info: stat, name: String) throws {
         let owner = mode_t(S_IRUSR | S_IWUSR)
         guard info.st_mode & owner != owner else { return }
-        let digits = String(Int(info.st_mode & 0o777), radix: 8)
-        let mode = String(repeating: "0", count: max(0, 3 - digits.count)) + digits
+        let mode = modeText(info.st_mode)
         throw TokenStoreError(
             .unsafeFileLayout,
-            "The \(name) is \(info.st_mode & mode_t(S_IWUSR) == 0 ? "read-only" : "not readable by its owner") (mode 0\(mode)): "
+            "The \(name) is \(info.st_mode & mode_t(S_IWUSR) == 0 ? "read-only" : "not readable by its owner") (mode \(mode)): "
                 + "a writing open does not loosen a mode; nothing was changed.",
             hint: "The commands that only read still work. To write to the store again, make it 0600 yourself (chmod 0600).",
             cause: .posix(errno: EACCES, operation: "open"))
@@ -239,7 +239,7 @@ package enum FileLayout {
     }
 
     static func posixError(_ operation: String, _ code: Int32) -> TokenStoreError {
-        TokenStoreError(.ioError, "A file-system call failed while \(operation).", cause: .posix(errno: code, operation: operation))
+        fileSystemError(operation, code)
     }
 
     /// The size in bytes of the file at `path` (not following a link); nil when there is none.

@@ -8,16 +8,42 @@ import TokenStore
 /// id) must not send a secret into a new store silently. The lines go to stderr whatever
 /// `--quiet` and `--json` say, as `clear`'s warning does; the command still exits 0.
 struct NewStoreNote {
-    /// Whether the store file and its folder existed before the open.
+    /// Whether a store (a non-empty file) was at the path before the open, whether any file was,
+    /// and whether its folder existed.
     let fileExisted: Bool
+    let anyFileExisted: Bool
     let folderExisted: Bool
+    /// The folders on the way to the store that did not exist before the open, deepest first.
+    let missingFolders: [String]
 
     /// Looks at `path` before the open.
     init(path: String) {
         var info = stat()
-        fileExisted = lstat(path, &info) == 0 && info.st_size > 0
-        let folder = PathNames.directory(of: path)
-        folderExisted = lstat(folder.isEmpty ? "." : folder, &info) == 0
+        anyFileExisted = lstat(path, &info) == 0
+        fileExisted = anyFileExisted && info.st_size > 0
+        var missing: [String] = []
+        var folder = PathNames.directory(of: path)
+        while !folder.isEmpty, folder != "/", folder != ".", lstat(folder, &info) != 0, errno == ENOENT, missing.count < 64 {
+            missing.append(folder)
+            folder = PathNames.directory(of: folder)
+        }
+        missingFolders = missing
+        folderExisted = missing.isEmpty
+    }
+
+    /// After a failed first write into the store the open made (no file was at the path before):
+    /// destroys it — its data key, its files — and removes the folders made for it while they
+    /// are empty, so that a failed first `put` (a full disk) leaves nothing behind.
+    /// - Returns: whether the store was removed.
+    func removeCreatedStore(_ store: TokenStore) -> Bool {
+        guard !anyFileExisted else { return false }
+        do {
+            try store.destroyStore(confirm: .yesDestroyEverything)
+        } catch {
+            return false
+        }
+        for folder in missingFolders where rmdir(folder) != 0 { break }
+        return true
     }
 
     /// The lines to print after a successful open of `path`, or nil when it was a store already.
