@@ -13,7 +13,9 @@ struct PutCommand: TokenctlCommand {
             shell history and the process list. A trailing newline is removed. Where no store is \
             yet, put makes one and says so on stderr.
 
-              printf '%s' "$TOKEN" | tokenctl put --account alice --kind generic
+              printf '%s' "$TOKEN" | tokenctl --app-id org.example.notes put --account alice
+
+            Without --kind the item is a generic secret.
             """,
         options: ItemOptions.specs + [label])
 
