@@ -77,8 +77,9 @@ public final class TokenStore: Sendable {
     /// A new store gets a new data key, made while holding the database write lock so two
     /// processes opening it at once end with one key. A store that already holds sealed
     /// rows never gets a new key: a key that cannot be read is an error, never "first run".
-    /// Owed maintenance runs here (see ``performOwedMaintenance()``); a failure of it is
-    /// logged, never thrown: the store opens with every row readable.
+    /// Owed maintenance runs here (see ``performOwedMaintenance()``), and so does the local part
+    /// of a logout interrupted at least two minutes ago (``SessionLedger/finishInterruptedLogouts(olderThan:)``);
+    /// a failure of either is logged, never thrown: the store opens with every row readable.
     /// - Throws: as ``init(appID:keyProvider:logger:options:)``.
     public convenience init(
         path: String, appID: String, keyProvider: (any KeyProvider)? = nil,
@@ -156,6 +157,14 @@ public final class TokenStore: Sendable {
         logger.debug("store opened", metadata: ["key.provider": keyProvider.name, "key.created": "\(setup.created)"])
         if options.readOnly { return }
         connection.checkpointLeftoverWAL()
+        do {
+            // A logout interrupted after its first step finishes its local part here, not only
+            // at the next logout or resume (a read-only open leaves it: it writes nothing).
+            let finished = try ledger.finishInterruptedLogouts()
+            if finished > 0 { logger.info("finished interrupted logouts locally", metadata: ["logouts": "\(finished)"]) }
+        } catch {
+            logger.info("interrupted logouts could not be finished now", metadata: ["error": TokenStoreError.code(of: error)])
+        }
         do {
             try performOwedMaintenance()
         } catch {

@@ -29,6 +29,32 @@ struct FileLayoutTests {
         #expect(FileLayout.mode(of: foreign) == 0o755, "another user's directory is left alone")
     }
 
+    /// New-user trial 2: a writing open made a 0400 database 0600 and wrote to it. Modes are
+    /// only tightened: a file its owner made read-only is refused, and nothing is changed.
+    @Test("a database (or side file) its owner made read-only is refused by a writing open, unchanged; a read-only open reads it")
+    func readOnlyDatabaseIsNeverLoosened() throws {
+        let t = try TestStore()
+        try t.store.set(SecretBytes(utf8: "kept"), for: ItemKey(account: "alice", kind: .generic))
+        t.store.close()
+        let before = try Data(contentsOf: URL(fileURLWithPath: t.path))
+        for mode in [0o400, 0o500, 0o444] as [mode_t] {
+            #expect(chmod(t.path, mode) == 0)
+            let error = #expect(throws: TokenStoreError.unsafeFileLayout) { _ = try TokenStore(path: t.path, appID: testAppID) }
+            #expect(error?.message.contains("read-only") == true, "\(String(describing: error))")
+            #expect(error?.hint?.contains("chmod 0600") == true)
+            #expect(FileLayout.mode(of: t.path) == Int(mode), "the mode was changed")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: t.path)) == before)
+            #expect(!FileManager.default.fileExists(atPath: t.path + "-wal"))
+            let reader = try TokenStore(path: t.path, appID: testAppID, options: .init(readOnly: true))
+            #expect(try reader.secret(for: ItemKey(account: "alice", kind: .generic))?.stringValue() == "kept")
+            reader.close()
+        }
+        // A tightening stays automatic.
+        #expect(chmod(t.path, 0o640) == 0)
+        _ = try TokenStore(path: t.path, appID: testAppID)
+        #expect(FileLayout.mode(of: t.path) == 0o600)
+    }
+
     @Test("a file that is not a database is databaseCorrupt")
     func notADatabase() throws {
         let dir = try TemporaryDirectory()

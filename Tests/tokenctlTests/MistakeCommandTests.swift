@@ -95,11 +95,38 @@ struct MistakeCommandTests {
         #expect(put.exitCode == 0, "\(put.standardError)")
         #expect(put.standardError.contains("tokenctl: made the database file 0600 (it was 0644)"), "\(put.standardError)")
         #expect(FileLayoutMode.of(store.path) == 0o600)
-        // A read-only database (0400) of its owner: the fix is reported too.
+    }
+
+    @Test("a database its owner made read-only (0400) is never loosened: put and rotate-key refuse it (77), nothing changes")
+    func readOnlyDatabaseIsNotLoosened() throws {
+        // Found in trial 2: put and rotate-key printed "made the database file 0600 (it was 0400)" and wrote.
+        let store = try TokenctlStore()
+        try store.put("kept")
         chmod(store.path, 0o400)
-        let again = try store.run(["put", "--account", "carol", "--kind", "generic"], stdin: "x\n")
-        #expect(again.exitCode == 0, "\(again.standardError)")
-        #expect(again.standardError.contains("made the database file 0600 (it was 0400)"), "\(again.standardError)")
+        let before = try Data(contentsOf: URL(fileURLWithPath: store.path))
+        let listed = try store.json(["list"]).object["items"] as? [[String: Any]]
+        for command in [["put", "--account", "carol", "--kind", "generic"], ["rotate-key"], ["delete", "--account", "alice", "--kind", "generic"]] {
+            let result = try store.run(command, stdin: "x\n")
+            #expect(result.exitCode == 77, "\(command): \(result.standardError)")
+            #expect(result.standardError.contains("The database file is read-only (mode 0400)"), "\(command): \(result.standardError)")
+            #expect(result.standardError.contains("[unsafeFileLayout]"), "\(command)")
+            #expect(result.standardError.contains("tokenctl: hint: the commands that only read still work"), "\(command): \(result.standardError)")
+            #expect(!result.standardError.contains("made the database file"), "\(command): \(result.standardError)")
+            #expect(FileLayoutMode.of(store.path) == 0o400, "\(command) changed the mode")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: store.path)) == before, "\(command) changed the file")
+            #expect(Self.sideFiles(of: store.path).isEmpty, "\(command) added \(Self.sideFiles(of: store.path))")
+        }
+        // Reading still works, and the owner's own chmod makes it writable again.
+        let get = try store.run(["get", "--account", "alice", "--kind", "generic", "--raw"])
+        #expect(get.exitCode == 0 && get.standardOutput == "kept", "\(get.standardError)")
+        #expect((try store.json(["list"]).object["items"] as? [[String: Any]])?.count == listed?.count)
+        chmod(store.path, 0o600)
+        try store.put("carol's", account: "carol")
+        // Only tightening stays automatic: 0640 is made 0600 and reported.
+        chmod(store.path, 0o640)
+        let tightened = try store.run(["put", "--account", "dave", "--kind", "generic"], stdin: "x\n")
+        #expect(tightened.exitCode == 0, "\(tightened.standardError)")
+        #expect(tightened.standardError.contains("made the database file 0600 (it was 0640)"), "\(tightened.standardError)")
     }
 
     @Test("a zero-length file: the reading commands say it is empty (66) and leave it so; put makes it a store")

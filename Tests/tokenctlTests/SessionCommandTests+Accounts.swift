@@ -26,7 +26,12 @@ extension SessionCommandTests {
         let accounts = listed.object["accounts"] as? [[String: Any]] ?? []
         #expect(accounts.count == 2, "\(accounts)")
         guard accounts.count == 2 else { return }
-        for account in accounts { expectKeys(account, ["account", "service", "userID", "state", "audiences"]) }
+        // canRenew and loggingOut since trial 2 (keys are added, never removed).
+        for account in accounts {
+            expectKeys(account, ["account", "service", "userID", "state", "audiences", "canRenew", "loggingOut"])
+            #expect(account["loggingOut"] as? Bool == false)
+        }
+        #expect(accounts.map { $0["canRenew"] as? Bool } == [true, false])
         #expect(accounts[0]["account"] as? String == "alice")
         #expect(accounts[0]["service"] as? String == "auth0")
         #expect(accounts[0]["userID"] as? String == alice)
@@ -46,7 +51,9 @@ extension SessionCommandTests {
         #expect(text.exitCode == 0)
         let lines = text.standardOutput.split(separator: "\n")
         #expect(lines.count == 3, "\(text.standardOutput)")
-        #expect(lines.first?.hasPrefix("SERVICE  ACCOUNT  USER ID") == true, "\(text.standardOutput)")
+        // The default service shows as "(default)" since trial 2, so the columns are wider than with "auth0".
+        #expect(lines.first?.split(separator: " ").prefix(4) == ["SERVICE", "ACCOUNT", "USER", "ID"], "\(text.standardOutput)")
+        #expect(lines.dropFirst().allSatisfy { $0.hasPrefix("(default)  ") }, "\(text.standardOutput)")
         #expect(lines.dropFirst().first?.contains("authorized  (default) \(Self.apiA)") == true, "\(text.standardOutput)")
         #expect(lines.last?.hasSuffix("notFound    -") == true, "\(text.standardOutput)")
 

@@ -56,6 +56,28 @@ struct StoreCommandTests {
         }
     }
 
+    /// New-user trial 2: a storage-only app's generic items showed the service `auth0` in `list`.
+    @Test("the default service shows as '(default)' in list, get and accounts text; JSON keeps its stored name; lookups unchanged")
+    func defaultServiceIsNotShownAsAuth0() throws {
+        let store = try TokenctlStore()
+        try store.put("plain", account: "alice")
+        let bench = try store.run(["put", "--service", "bench", "--account", "carol", "--kind", "generic"], stdin: "b\n")
+        #expect(bench.exitCode == 0, "\(bench.standardError)")
+        let list = try store.run(["list"])
+        let rows = list.standardOutput.split(separator: "\n").dropFirst().map { $0.split(separator: " ").map(String.init) }
+        #expect(rows.map { $0.first } == ["(default)", "bench"], "\(list.standardOutput)")
+        #expect(!list.standardOutput.contains("auth0"), "\(list.standardOutput)")
+        let get = try store.run(["get", "--account", "alice", "--kind", "generic"])
+        #expect(get.standardOutput.contains("service      (default)\n"), "\(get.standardOutput)")
+        // JSON keeps the stored name, which --service also takes: the same item either way.
+        let items = try store.json(["list"]).object["items"] as? [[String: Any]] ?? []
+        #expect(items.compactMap { $0["service"] as? String }.sorted() == ["auth0", "bench"])
+        let explicit = try store.run(["get", "--service", "auth0", "--account", "alice", "--kind", "generic", "--raw"])
+        #expect(explicit.exitCode == 0 && explicit.standardOutput == "plain", "\(explicit.standardError)")
+        let help = try TokenctlBinary.run(["help", "get"])
+        #expect(help.standardOutput.contains("'(default)'; stored as 'auth0'"), "\(help.standardOutput)")
+    }
+
     @Test("get without --reveal, list and status never show the secret; text and JSON keys are stable")
     func inspectionNeverShowsTheSecret() throws {
         let store = try TokenctlStore()
@@ -71,7 +93,7 @@ struct StoreCommandTests {
 
         let list = try store.run(["list"])
         #expect(list.exitCode == 0)
-        #expect(list.standardOutput.hasPrefix("SERVICE  ACCOUNT  KIND"))
+        #expect(list.standardOutput.split(separator: "\n").first?.split(separator: " ").prefix(3) == ["SERVICE", "ACCOUNT", "KIND"])
         #expect(list.standardOutput.split(separator: "\n").count == 3)
         let listJSON = try store.json(["list"])
         expectKeys(listJSON.object, ["count", "items"])

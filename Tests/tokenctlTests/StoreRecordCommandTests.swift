@@ -70,7 +70,11 @@ struct StoreRecordCommandTests {
         #expect(status.object["recordedKeyProvider"] as? String == "passphrase")
         let explanation = status.object["keyStateExplanation"] as? String ?? ""
         #expect(explanation.contains("--passphrase-fd") && !explanation.contains("start over"), "\(explanation)")
-        #expect(try store.run(["status"], environment: environment).standardOutput.contains("recorded provider"))
+        // Trial 2: the key state read "missing", which the docs say means "reset"; nothing is lost.
+        #expect(status.object["keyState"] as? String == "needsPassphrase")
+        let statusText = try store.run(["status"], environment: environment).standardOutput
+        #expect(statusText.contains("recorded provider"))
+        #expect(statusText.contains("key state            needsPassphrase\n"), "\(statusText)")
 
         let list = try withPassphrase("list")
         #expect(list.status == 0, "\(list)")

@@ -67,6 +67,9 @@ extension TokenSession {
     /// entries, then record the credential state — durable at each step, so being offline or
     /// crashing loses nothing (``LogoutOutcome/revocationPending`` when the server could not
     /// be reached: the token is revoked by a later ``resumePendingRevocations(includingNotDue:includingFailed:)``).
+    /// The user is recorded `revoked` unless another account of the same Apple user still holds
+    /// a refresh token: then it stays `authorized`, and the history records the logout with the
+    /// detail ``CredentialStateDetail/otherAccountSignedIn``.
     public func logout(account: AccountID) async throws -> LogoutOutcome {
         try await logoutCoordinator.logout(account: account)
     }

@@ -19,7 +19,8 @@ enum GLibError {
     ///
     /// - `SECRET_ERROR_IS_LOCKED` → `keyringLocked`
     /// - `G_IO_ERROR_CANCELLED` → `cancelled`; the GIO/D-Bus time-outs → `timedOut`
-    /// - no bus, no name owner, connection failures → `secretServiceUnavailable`
+    /// - no bus, no name owner, connection failures, a bus autolaunch (dbus-launch) that could
+    ///   not be started → `secretServiceUnavailable`
     /// - anything else → `ioError`
     static func classify(
         _ error: UnsafeMutablePointer<GError>, operation: String
@@ -72,6 +73,11 @@ enum GLibError {
                 return TokenStoreError(
                     .ioError, "The Secret Service call failed (\(inWords(operation))).", cause: cause)
             }
+        }
+        if domain == g_spawn_error_quark() {
+            // No session bus address, but a DISPLAY (ssh -X): GLib tried to autolaunch a bus
+            // with dbus-launch, which failed to start (not installed) or to run.
+            return unavailable(operation, cause)
         }
         return TokenStoreError(.ioError, "The Secret Service call failed (\(inWords(operation))).", cause: cause)
     }

@@ -11,7 +11,10 @@ public struct AccountID: Hashable, Sendable, ExpressibleByStringLiteral, CustomS
     /// The account's name within its service.
     public var name: String
 
-    /// The service of the session layer's Auth0 accounts.
+    /// The service of an account that names none: the session layer's accounts (whatever the
+    /// server) and storage-only items alike. Its value is part of every stored item's keyed
+    /// lookup, so it stays `"auth0"` (the name it had when the store served Auth0 sessions only);
+    /// `tokenctl` shows it as `(default)`.
     public static let defaultService = "auth0"
 
     /// The account `name` of `service`.

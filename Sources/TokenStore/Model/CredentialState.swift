@@ -66,6 +66,9 @@ public enum CredentialStateDetail {
     public static let notRevokedAtServer = "notRevokedAtServer"
     /// Logged out here; the server refused the revocation with a configuration error.
     public static let remoteRevocationFailed = "remoteRevocationFailed"
+    /// One account of the user signed out (the transition's reason says how), while another
+    /// account of the same user still holds a refresh token: the user stays `authorized`.
+    public static let otherAccountSignedIn = "otherAccountSignedIn"
 }
 
 extension String {

@@ -50,8 +50,8 @@ extension SessionLedger {
                 if let owner {
                     try Self.deleteLocalEntries(db, owner.account, envelope: envelope)
                     if let userID = owner.userID {
-                        try CredentialRecord.record(
-                            db, userID: userID, to: .revoked, reason: .revocationDiscarded,
+                        try CredentialRecord.recordSignedOut(
+                            db, userID: userID, leaving: owner.account, reason: .revocationDiscarded,
                             detail: CredentialStateDetail.pendingRevocationUnreadable, envelope: envelope)
                         recordedForUser = true
                     }

@@ -57,8 +57,8 @@ package struct SessionLedger: Sendable {
                     db, account, appleUserID: previousUser, token: previous.secret,
                     reason: .replacedBySignIn, endpoints: previous.endpoints, envelope: envelope)
                 if let previousUser, previousUser != appleUserID {
-                    try CredentialRecord.record(
-                        db, userID: previousUser, to: .revoked, reason: .replacedBySignIn,
+                    try CredentialRecord.recordSignedOut(
+                        db, userID: previousUser, leaving: account, reason: .replacedBySignIn,
                         detail: CredentialStateDetail.remoteRevocationPending, envelope: envelope)
                 }
                 queued = true
@@ -181,7 +181,7 @@ package struct SessionLedger: Sendable {
             try ItemRecord.delete(db, rtKey.sibling(.accessToken), envelope: envelope)
             try AccessTokenRecord.deleteAll(db, of: account, envelope: envelope)
             if let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope) {
-                try CredentialRecord.record(db, userID: userID, to: .revoked, reason: .refreshRejected, detail: nil, envelope: envelope)
+                try CredentialRecord.recordSignedOut(db, userID: userID, leaving: account, reason: .refreshRejected, detail: nil, envelope: envelope)
             }
             return true
         }
@@ -235,7 +235,7 @@ package struct SessionLedger: Sendable {
             let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
             try Self.deleteLocalEntries(db, account, envelope: envelope)
             if let userID {
-                try CredentialRecord.record(db, userID: userID, to: .revoked, reason: reason, detail: nil, envelope: envelope)
+                try CredentialRecord.recordSignedOut(db, userID: userID, leaving: account, reason: reason, detail: nil, envelope: envelope)
             }
             if try ItemRecord.count(db) < before {
                 try markEraseOwedIfEmpty(db)
@@ -281,7 +281,8 @@ package struct SessionLedger: Sendable {
             {
                 try Self.deleteLocalEntries(db, entry.account, envelope: envelope)
                 if let userID = entry.appleUserID {
-                    try CredentialRecord.record(db, userID: userID, to: .revoked, reason: entry.reason, detail: detail, envelope: envelope)
+                    try CredentialRecord.recordSignedOut(
+                        db, userID: userID, leaving: entry.account, reason: entry.reason, detail: detail, envelope: envelope)
                 }
             } else if exists, case .revoked = result, let userID = entry.appleUserID,
                 try CredentialRecord.state(db, userID: userID, envelope: envelope) == .revoked,
@@ -305,8 +306,8 @@ package struct SessionLedger: Sendable {
                 try Self.deleteLocalEntries(db, entry.account, envelope: envelope)
             }
             if let userID = entry.appleUserID {
-                try CredentialRecord.record(
-                    db, userID: userID, to: .revoked, reason: .revocationDiscarded, detail: nil, envelope: envelope)
+                try CredentialRecord.recordSignedOut(
+                    db, userID: userID, leaving: nil, reason: .revocationDiscarded, detail: nil, envelope: envelope)
             }
             try markEraseOwedIfEmpty(db)
         }
@@ -331,8 +332,8 @@ package struct SessionLedger: Sendable {
             let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
             try Self.deleteLocalEntries(db, account, envelope: envelope)
             if let userID {
-                try CredentialRecord.record(
-                    db, userID: userID, to: .revoked, reason: reason,
+                try CredentialRecord.recordSignedOut(
+                    db, userID: userID, leaving: account, reason: reason,
                     detail: CredentialStateDetail.notRevokedAtServer, envelope: envelope)
             }
             try markEraseOwedIfEmpty(db)

@@ -88,8 +88,9 @@ final class Database {
         let rc = sqlite3_open_v2(name, &db, flags, vfs)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            let systemErrno = db.map { sqlite3_system_errno($0) } ?? 0
             if let db { sqlite3_close_v2(db) }
-            throw Database.error(code: rc, message: message, context: "opening the database")
+            throw Database.error(code: rc, message: message, context: "opening the database", systemErrno: systemErrno)
         }
         handle = db
         do {
@@ -179,7 +180,9 @@ final class Database {
         let message = errorMessage.map { String(cString: $0) }
         sqlite3_free(errorMessage)
         guard rc == SQLITE_OK else {
-            throw Database.error(code: sqlite3_extended_errcode(handle), message: message ?? lastMessage, context: "executing SQL")
+            throw Database.error(
+                code: sqlite3_extended_errcode(handle), message: message ?? lastMessage, context: "executing SQL",
+                systemErrno: sqlite3_system_errno(handle))
         }
     }
 
@@ -343,13 +346,15 @@ final class Database {
 
     func check(_ rc: Int32, _ context: String) throws {
         guard rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW else {
-            throw Database.error(code: sqlite3_extended_errcode(handle), message: lastMessage, context: context)
+            throw Database.error(
+                code: sqlite3_extended_errcode(handle), message: lastMessage, context: context, systemErrno: sqlite3_system_errno(handle))
         }
     }
 
     /// Maps an SQLite result code to a typed error; the SQLite message (which never holds
     /// bound values) is kept as the cause.
-    static func error(code: Int32, message: String, context: String) -> TokenStoreError {
+    static func error(code: Int32, message: String, context: String, systemErrno: Int32 = 0) -> TokenStoreError {
+        if let named = fileSystemError(code: code, systemErrno: systemErrno, context: context) { return named }
         let cause = TokenStoreError.Cause.sqlite(extendedCode: code, message: message)
         switch code & 0xff {
         case SQLITE_BUSY, SQLITE_LOCKED:

@@ -42,10 +42,14 @@ package enum FileLayout {
     }
 
     /// Prepares `path` for opening: creates the directory and an empty 0600 file if needed.
+    /// A database (or side file) its owner made read-only is refused before anything is changed:
+    /// modes are only ever tightened, never loosened.
     /// - Returns: what it created.
     @discardableResult
     static func prepare(databasePath path: String) throws -> Created {
         let directory = PathNames.directory(of: path)
+        for file in [path] + sqliteSuffixes.map({ path + $0 }) { try refuseReadOnly(file) }
+        try refuseUnwritableDirectory(directory.isEmpty ? "." : directory)
         var created = Created()
         created.directories = try prepareDirectory(directory.isEmpty ? "." : directory)
         created.file = try prepareFile(path)
@@ -188,7 +192,8 @@ package enum FileLayout {
         return false
     }
 
-    /// An existing file must be a regular file, not linked elsewhere, owned by us; its mode is tightened to 0600.
+    /// An existing file must be a regular file, not linked elsewhere, owned by us; its mode is
+    /// tightened to 0600 (only tightened: one its owner cannot write is refused, ``refuseReadOnly(_:)``).
     private static func checkExistingFile(_ path: String) throws {
         var info = stat()
         guard lstat(path, &info) == 0 else {
@@ -197,6 +202,7 @@ package enum FileLayout {
         }
         let name = sqliteSuffixes.contains(where: { path.hasSuffix($0) }) ? "database side file" : "database"
         try checkFile(info, name: name)
+        try refuseReadOnly(info, name: name == "database" ? "database file" : name)
         if info.st_mode & 0o777 != 0o600 {
             let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
             if fd < 0, errno == EACCES { throw permissionDenied("the \(name) cannot be read (make it 0600)") }
@@ -206,12 +212,36 @@ package enum FileLayout {
         }
     }
 
+    /// Refuses an existing regular file its owner cannot both read and write (e.g. 0400: made
+    /// read-only on purpose, perhaps kept as evidence): a writing open never loosens a mode.
+    /// Nothing is changed. A missing file, or one that is not a regular file, is left to the
+    /// other checks.
+    /// - Throws: `unsafeFileLayout`, naming the mode.
+    static func refuseReadOnly(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return }
+        let name = sqliteSuffixes.contains(where: { path.hasSuffix($0) }) ? "database side file" : "database file"
+        try refuseReadOnly(info, name: name)
+    }
+
+    private static func refuseReadOnly(_ info: stat, name: String) throws {
+        let owner = mode_t(S_IRUSR | S_IWUSR)
+        guard info.st_mode & owner != owner else { return }
+        let mode = modeText(info.st_mode)
+        throw TokenStoreError(
+            .unsafeFileLayout,
+            "The \(name) is \(info.st_mode & mode_t(S_IWUSR) == 0 ? "read-only" : "not readable by its owner") (mode \(mode)): "
+                + "a writing open does not loosen a mode; nothing was changed.",
+            hint: "The commands that only read still work. To write to the store again, make it 0600 yourself (chmod 0600).",
+            cause: .posix(errno: EACCES, operation: "open"))
+    }
+
     static func unsafe(_ message: String) -> TokenStoreError {
         TokenStoreError(.unsafeFileLayout, message, hint: "Move the store to a private directory (mode 0700) that only this user owns.")
     }
 
     static func posixError(_ operation: String, _ code: Int32) -> TokenStoreError {
-        TokenStoreError(.ioError, "A file-system call failed while \(operation).", cause: .posix(errno: code, operation: operation))
+        fileSystemError(operation, code)
     }
 
     /// The size in bytes of the file at `path` (not following a link); nil when there is none.

@@ -29,7 +29,7 @@ final class Statement {
                     .databaseCorrupt, "The database schema is not the one this library made (preparing a statement).",
                     cause: .sqlite(extendedCode: code, message: message))
             }
-            throw Database.error(code: code, message: message, context: "preparing a statement")
+            throw Database.error(code: code, message: message, context: "preparing a statement", systemErrno: sqlite3_system_errno(db))
         }
         self.handle = statement
         self.db = db
@@ -67,7 +67,9 @@ final class Statement {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
         default:
-            let error = Database.error(code: sqlite3_extended_errcode(db), message: String(cString: sqlite3_errmsg(db)), context: "running a statement")
+            let error = Database.error(
+                code: sqlite3_extended_errcode(db), message: String(cString: sqlite3_errmsg(db)), context: "running a statement",
+                systemErrno: sqlite3_system_errno(db))
             sqlite3_reset(handle)
             throw error
         }

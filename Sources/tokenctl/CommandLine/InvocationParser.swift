@@ -62,10 +62,10 @@ struct InvocationParser: Sendable {
         if let kind = rootValues.applyEnvironment(root.options, environment) { throw failGlobal(kind) }
         if let kind = commandValues.applyEnvironment(command.options, environment) { throw fail(kind) }
         for option in root.options where option.isRequired && !rootValues.contains(option.name) {
-            throw failGlobal(.missingOption(option: option.synopsis))
+            throw failGlobal(.missingOption(option: option.synopsis, alternatives: option.environmentVariable.map { "or set \($0)" }))
         }
         for option in command.options where option.isRequired && !commandValues.contains(option.name) {
-            throw fail(.missingOption(option: option.synopsis))
+            throw fail(.missingOption(option: option.synopsis, alternatives: option.environmentVariable.map { "or set \($0)" }))
         }
 
         let parsed = ParsedCommand(

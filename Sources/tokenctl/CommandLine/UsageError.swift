@@ -13,7 +13,8 @@ struct UsageError: Error, Sendable, Equatable {
         /// `name` is the option as typed without any `=value`, e.g. `--acount`.
         case unknownOption(name: String, suggestion: String?)
         case missingValue(option: String)
-        case missingOption(option: String)
+        /// `alternatives`: what else supplies it (an environment variable, another option), said after it.
+        case missingOption(option: String, alternatives: String? = nil)
         /// No store named: neither `--store`, `--app-id` nor the store variable (`variable`).
         case noStoreNamed(variable: String)
         case missingArgument(argument: String)
@@ -44,8 +45,8 @@ struct UsageError: Error, Sendable, Equatable {
             return "unknown option '\(name)'" + hint(suggestion)
         case .missingValue(let option):
             return "missing value for '\(option)'"
-        case .missingOption(let option):
-            return "missing required option '\(option)'"
+        case .missingOption(let option, let alternatives):
+            return "missing required option '\(option)'" + (alternatives.map { " (\($0))" } ?? "")
         case .noStoreNamed(let variable):
             return "no store named: give '--store <path>' or '--app-id <id>', or set \(variable)"
         case .missingArgument(let argument):

@@ -50,6 +50,7 @@ struct CommandContext {
     func storeLocation() throws -> (path: String, appID: String) {
         switch global.storeLocation {
         case .path(let path):
+            try Self.checkPathLength(path, variable: nil)
             return (path, Self.appID(forStorePath: path))
         case .appID(let appID):
             do {
@@ -63,9 +64,27 @@ struct CommandContext {
                     commandName: nil)
             }
         case .defaultLocation:
-            if let path = environment[Self.storeVariable], !path.isEmpty { return (path, Self.appID(forStorePath: path)) }
+            if let path = environment[Self.storeVariable], !path.isEmpty {
+                try Self.checkPathLength(path, variable: Self.storeVariable)
+                return (path, Self.appID(forStorePath: path))
+            }
             // Shown with tokenctl's usage line, which names --store and --app-id.
             throw UsageError(kind: .noStoreNamed(variable: Self.storeVariable), commandName: nil)
+        }
+    }
+
+    /// Refuses a store path the system cannot name (ENAMETOOLONG) as the usage error it is (64),
+    /// before a file-system call fails on it.
+    private static func checkPathLength(_ path: String, variable: String?) throws {
+        do {
+            try FileLayout.checkPathLength(path)
+        } catch {
+            throw UsageError(
+                kind: .invalidValue(
+                    option: GlobalOptions.store.synopsis, environmentVariable: variable,
+                    expectation: "the path is too long (ENAMETOOLONG): the system allows \(FileLayout.maximumPathBytes) bytes "
+                        + "in all and \(FileLayout.maximumNameBytes) per name"),
+                commandName: nil)
         }
     }
 
@@ -107,10 +126,13 @@ struct CommandContext {
 
     /// Opens the store: read-only for the commands that only read (nothing created, migrated,
     /// chmod-ed, and no side file added), else for writing, creating it when `create` is true
-    /// and it does not exist yet. A mode the writing open tightened is reported on stderr.
+    /// and it does not exist yet. A mode the writing open tightened is reported on stderr, and so
+    /// is a store it made (``NewStoreNote``, also with --quiet and --json).
     /// - Throws: `CommandFailure` when the store is missing or empty; `TokenStoreError` from the open.
-    func openStore(create: Bool = false, readOnly: Bool = false) throws -> TokenStore {
+    /// `announcesNewStore: false` leaves the note to the caller (`put` prints it once its write succeeded).
+    func openStore(create: Bool = false, readOnly: Bool = false, announcesNewStore: Bool = true) throws -> TokenStore {
         let location = create ? try checkedStoreLocation() : try requireExistingStore()
+        let newStoreNote = create && announcesNewStore ? NewStoreNote(path: location.path) : nil
         if readOnly, FileLayout.fileSize(of: location.path) == 0 {
             throw CommandFailure(
                 .noInput, "the store file is empty: nothing was stored in it yet",
@@ -130,6 +152,7 @@ struct CommandContext {
                 note("made the \(file.1) \(Format.mode(file.2)) (it was \(Format.mode(old)))")
             }
         }
+        for line in newStoreNote?.lines(path: location.path) ?? [] { console.writeError("tokenctl: \(line)\n") }
         return store
     }
 

@@ -66,7 +66,7 @@ struct ManPage {
         (66, "No store at the given path."),
         (69, "Unavailable: no Secret Service (secretServiceUnavailable), no usable TPM for --key-provider tpm (tpmUnavailable), the authorization server unreachable."),
         (75, "Temporary failure: the keyring is locked, a revocation is pending, rate limited, the database busy, a browser sign-in declined or not finished in time."),
-        (77, "Permission: an unsafe file layout (a symbolic or hard link, a directory others can write, another owner, permission denied), a wrong passphrase, a sign-in of another user without --allow-user-change."),
+        (77, "Permission: an unsafe file layout (a symbolic or hard link, a directory others can write, another owner, permission denied, a database its owner made read-only), a wrong passphrase, a sign-in of another user without --allow-user-change."),
         (78, "Configuration: the store needs another key provider (wrongKeyProvider; a TPM store: --key-provider tpm), or token --min-ttl is longer than the server's tokens live."),
     ]
 
@@ -92,15 +92,20 @@ struct ManPage {
         ("the Secret Service's default collection", "The data key item (label \"TokenStore data key \u{2014} APP-ID\") and the store epoch item of a Secret Service store."),
     ]
 
-    /// Command lines a user types first.
+    /// Command lines a user types first. Each runs as typed (DocumentedExampleTests), with the
+    /// placeholders that test lists: https://TENANT.auth0.com, ID, $SECRET, passphrase.txt.
     static let examples: [(String, String)] = [
         ("Store a secret read from stdin, then print it alone for a script:",
          "printf '%s' \"$SECRET\" | tokenctl --app-id org.example.notes put --account alice\nS=$(tokenctl --app-id org.example.notes get --account alice --raw)"),
         ("What a store holds and whether it is healthy:", "tokenctl --app-id org.example.notes status\ntokenctl --app-id org.example.notes verify"),
-        ("Sign in through the browser, then log out (offline: the revocation waits in the outbox):",
-         "tokenctl --app-id org.example.notes login --browser --account alice --domain https://TENANT.auth0.com --client-id ID\ntokenctl --app-id org.example.notes logout --account alice\ntokenctl --app-id org.example.notes resume --all"),
-        ("A passphrase store (the passphrase from a file descriptor, never from an argument):",
-         "tokenctl --store ./tokens.sqlite --passphrase-fd 3 list 3<passphrase.txt"),
+        ("Sign in through the browser, then log out (offline: the revocation waits in the outbox, and resume sends it). "
+            + "The session commands take the server from TOKENCTL_DOMAIN (or TOKENCTL_ISSUER) and TOKENCTL_CLIENT_ID:",
+         "export TOKENCTL_DOMAIN=https://TENANT.auth0.com TOKENCTL_CLIENT_ID=ID\n"
+            + "tokenctl --app-id org.example.notes login --browser --account alice\n"
+            + "tokenctl --app-id org.example.notes logout --account alice\ntokenctl --app-id org.example.notes resume --all"),
+        ("A passphrase store (the passphrase from a file descriptor, never from an argument; one trailing newline of the file is removed):",
+         "printf '%s' \"$SECRET\" | tokenctl --store ./tokens.sqlite --passphrase-fd 3 put --account alice 3<passphrase.txt\n"
+            + "tokenctl --store ./tokens.sqlite --passphrase-fd 3 list 3<passphrase.txt"),
         ("See why a command failed (the library's log and the error's cause):", "tokenctl --verbose --app-id org.example.notes list"),
     ]
 

@@ -41,6 +41,16 @@ enum Format {
 
     static func optional(_ text: String?) -> JSONValue { text.map { .string($0) } ?? .null }
 
+    /// A service as the text output shows it: `(default)` for the one an item gets without
+    /// `--service` (stored under the name `auth0` whatever the app is, so `auth0` would read as
+    /// Auth0's), else its name. JSON keeps the stored name.
+    static func service(_ service: String) -> String {
+        service == AccountID.defaultService ? defaultServiceLabel : service
+    }
+
+    /// How text output shows ``AccountID/defaultService``.
+    static let defaultServiceLabel = "(default)"
+
     static func strings(_ values: [String]) -> JSONValue { .array(values.map { .string($0) }) }
 
     /// A schema migration as `status` and `migrate` show it in JSON.

@@ -29,7 +29,12 @@ struct ServerOptions: Sendable {
                 commandName: parsed.name)
         }
         guard domain != nil || issuer != nil else {
-            throw UsageError(kind: .missingOption(option: Self.domain.synopsis), commandName: parsed.name)
+            throw UsageError(
+                kind: .missingOption(
+                    option: Self.domain.synopsis,
+                    alternatives: "or set \(CommandTable.domainVariable); for another OpenID Connect provider give '\(Self.issuer.synopsis)' "
+                        + "or set \(CommandTable.issuerVariable)"),
+                commandName: parsed.name)
         }
         let clientID = try parsed.requiredValue(Self.clientID)
         do {

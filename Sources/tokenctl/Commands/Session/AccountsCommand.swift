@@ -10,10 +10,13 @@ struct AccountsCommand: TokenctlCommand {
         "accounts",
         abstract: "List the accounts: service, user id, state, cached audiences.",
         discussion: """
-            One line per account with stored entries: the Apple user id, its credential \
-            state, and the APIs (audiences) the account has access tokens cached for, \
-            '(default)' being the tenant's default API. Reads the store only; no server is \
-            contacted and no token is shown.
+            One line per account with stored entries: the Apple user id, whether the account \
+            can renew (holds a refresh token), whether a logout of it is under way (begun, \
+            its local part not finished: an interrupted or offline logout; 'tokenctl logout' \
+            or 'resume' finishes it, and so does any command that writes to the store two \
+            minutes after it began), the user's credential state, and the APIs (audiences) \
+            the account has access tokens cached for, '(default)' being the tenant's default \
+            API. Reads the store only; no server is contacted and no token is shown.
             """)
 
     /// One account as printed.
@@ -21,6 +24,10 @@ struct AccountsCommand: TokenctlCommand {
         let account: AccountID
         let userID: String?
         let state: CredentialState
+        /// Whether the account holds a refresh token (and is not logging out).
+        let canRenew: Bool
+        /// Whether a logout of the account has begun and its local part is not finished.
+        let loggingOut: Bool
         /// Distinct, the default audience (`nil`) first, then sorted.
         let audiences: [String?]
     }
@@ -35,6 +42,7 @@ struct AccountsCommand: TokenctlCommand {
             return Row(
                 account: info.account, userID: userID,
                 state: try userID.map { try store.credentialState(forUserID: $0) } ?? .notFound,
+                canRenew: try store.ledger.hasRefreshToken(account: info.account), loggingOut: info.isLoggingOut,
                 audiences: (cached.contains(nil) ? [nil] : []) + cached.compactMap { $0 }.sorted())
         }
         // Identifiers go to stdout because the user asked for them; they are never logged.
@@ -43,16 +51,18 @@ struct AccountsCommand: TokenctlCommand {
                 [
                     "account": .string(row.account.name), "service": .string(row.account.service),
                     "userID": Format.optional(row.userID), "state": .string(row.state.rawValue),
+                    "canRenew": .bool(row.canRenew), "loggingOut": .bool(row.loggingOut),
                     "audiences": .array(row.audiences.map(Format.optional)),
                 ]
             })
         ]
         context.emit(document) {
             guard !rows.isEmpty else { return "No accounts.\n" }
-            var table = TextTable(header: ["SERVICE", "ACCOUNT", "USER ID", "STATE", "AUDIENCES"])
+            var table = TextTable(header: ["SERVICE", "ACCOUNT", "USER ID", "CAN RENEW", "LOGGING OUT", "STATE", "AUDIENCES"])
             for row in rows {
                 table.append([
-                    row.account.service, row.account.name, row.userID ?? "-", row.state.rawValue,
+                    Format.service(row.account.service), row.account.name, row.userID ?? "-", row.canRenew ? "yes" : "no",
+                    row.loggingOut ? "yes" : "no", row.state.rawValue,
                     row.audiences.isEmpty ? "-" : row.audiences.map { $0 ?? "(default)" }.joined(separator: " "),
                 ])
             }

@@ -57,7 +57,8 @@ struct LoginCommand: TokenctlCommand {
             Without --browser, reads the Apple authorization code from stdin, never from an \
             argument:
 
-              printf '%s' "$CODE" | tokenctl login --account alice
+              export TOKENCTL_DOMAIN=https://TENANT.auth0.com TOKENCTL_CLIENT_ID=ID
+              printf %s "$CODE" | tokenctl --app-id org.example.notes login --account alice
             """,
         options: [
             ServerOptions.domain, ServerOptions.issuer, ServerOptions.clientID, ItemOptions.account, browser, connection,

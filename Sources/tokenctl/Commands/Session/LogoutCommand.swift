@@ -37,6 +37,7 @@ struct LogoutCommand: TokenctlCommand {
         case .notFound:
             (name, status) = ("notFound", .ok)
             explanation = "Nothing was stored for this account; no request was made."
+                + (try UnknownAccount.check(AccountID(account), in: store).map { " " + $0.sentence } ?? "")
         case .revocationPending:
             (name, status) = ("revocationPending", .tempFailure)
             explanation = "Logged out here, but the server could not be reached: the refresh token waits in the "

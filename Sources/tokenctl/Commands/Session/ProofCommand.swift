@@ -18,11 +18,11 @@ struct ProofCommand: TokenctlCommand {
         "proof",
         abstract: "Print a DPoP proof for a request to the API with the account's access token.",
         discussion: """
-            For a session signed in with 'login --dpop'. Prints the proof JWT alone on stdout \\
-            (typ dpop+jwt, alg ES256, the public jwk; htm, htu, a fresh jti, iat, and ath: \\
-            the base64url SHA-256 of the account's current access token, renewed first when \\
-            needed). Send it as the DPoP header with 'Authorization: DPoP <token>' \\
-            ('tokenctl token --reveal'). An account that is not DPoP-bound exits 1 and \\
+            For a session signed in with 'login --dpop'. Prints the proof JWT alone on stdout \
+            (typ dpop+jwt, alg ES256, the public jwk; htm, htu, a fresh jti, iat, and ath: \
+            the base64url SHA-256 of the account's current access token, renewed first when \
+            needed). Send it as the DPoP header with 'Authorization: DPoP <token>' \
+            ('tokenctl token --reveal'). An account that is not DPoP-bound exits 1 and \
             nothing changes.
             """,
         options: [

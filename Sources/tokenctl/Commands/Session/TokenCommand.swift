@@ -66,11 +66,18 @@ struct TokenCommand: TokenctlCommand {
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {
-        let session = try server.openSession(context).session
-        let token = try waitFor {
-            try await session.accessToken(
-                for: AccountID(account), audience: audience, scopes: scopes, minimumTTL: minimumTTL,
-                requiringScopes: requiredScopes, forceRefresh: forceRefresh)
+        let (store, session) = try server.openSession(context)
+        let token: AccessToken
+        do {
+            token = try waitFor {
+                try await session.accessToken(
+                    for: AccountID(account), audience: audience, scopes: scopes, minimumTTL: minimumTTL,
+                    requiringScopes: requiredScopes, forceRefresh: forceRefresh)
+            }
+        } catch let error as AuthSessionError where error.code == .interactionRequired {
+            // A name the store does not know: point at the name before a new sign-in.
+            guard let unknown = try UnknownAccount.check(AccountID(account), in: store) else { throw error }
+            throw CommandFailure(.failure, "\(error.message) [\(error.code.rawValue)]", hint: unknown.hint)
         }
         var document: [String: JSONValue] = [
             "account": .string(account), "audience": Format.optional(token.audience),

@@ -58,7 +58,7 @@ struct GetCommand: TokenctlCommand {
         }
         context.emit(.object(document)) {
             var table = TextTable(header: nil)
-            table.append(["service", item.key.account.service])
+            table.append(["service", Format.service(item.key.account.service)])
             table.append(["account", item.key.account.name])
             table.append(["kind", item.key.kind.rawValue])
             if let label = item.attributes.label { table.append(["label", label]) }

@@ -18,7 +18,7 @@ struct ListCommand: TokenctlCommand {
             table.alignments = [.left, .left, .left, .left, .left, .left, .right]
             for item in items {
                 table.append([
-                    item.key.account.service, item.key.account.name, item.key.kind.rawValue, Format.date(item.createdAt),
+                    Format.service(item.key.account.service), item.key.account.name, item.key.kind.rawValue, Format.date(item.createdAt),
                     Format.date(item.updatedAt), item.fingerprint, String(item.byteCount),
                 ])
             }

@@ -10,9 +10,12 @@ struct PutCommand: TokenctlCommand {
         abstract: "Store a secret read from stdin.",
         discussion: """
             The secret is read from stdin, never from an argument, so that it stays out of the \
-            shell history and the process list. A trailing newline is removed.
+            shell history and the process list. A trailing newline is removed. Where no store is \
+            yet, put makes one and says so on stderr.
 
-              printf '%s' "$TOKEN" | tokenctl put --account alice --kind generic
+              printf '%s' "$TOKEN" | tokenctl --app-id org.example.notes put --account alice
+
+            Without --kind the item is a generic secret.
             """,
         options: ItemOptions.specs + [label])
 
@@ -29,8 +32,18 @@ struct PutCommand: TokenctlCommand {
             context.console.writeError("tokenctl: reading the secret from stdin; end it with Ctrl-D\n")
         }
         let secret = try SecretInput.standardInput()
-        let store = try context.openStore(create: true)
-        try store.set(secret, for: key, attributes: ItemAttributes(label: label))
+        let newStore = NewStoreNote(path: try context.checkedStoreLocation().path)
+        let store = try context.openStore(create: true, announcesNewStore: false)
+        do {
+            try store.set(secret, for: key, attributes: ItemAttributes(label: label))
+        } catch {
+            // A first write that fails (a full disk) leaves no empty store and no key behind.
+            if newStore.removeCreatedStore(store) {
+                context.console.writeError("tokenctl: note: the new store this put had made was removed again; nothing was stored\n")
+            }
+            throw error
+        }
+        for line in newStore.lines(path: store.path) ?? [] { context.console.writeError("tokenctl: \(line)\n") }
         let fingerprint = store.fingerprint(of: secret)
         let document: JSONValue = [
             "stored": true, "service": .string(key.account.service), "account": .string(key.account.name),

@@ -20,6 +20,9 @@ struct StatusCommand: TokenctlCommand {
     /// The key state `status` reports, with the plain-words explanation.
     enum KeyState: String {
         case present, locked, missing, none, unavailable, error
+        /// The file records another key provider than the one in use, which cannot hold its
+        /// key: a passphrase store opened without --passphrase-fd, or another kind. Nothing is lost.
+        case needsPassphrase, otherProvider
     }
 
     init(parsed: ParsedCommand) {}
@@ -29,7 +32,7 @@ struct StatusCommand: TokenctlCommand {
         let provider = try context.keyProvider(storePath: location.path)
         let inspection = try TokenStore.inspect(path: location.path)
 
-        let keyState: KeyState
+        var keyState: KeyState
         var keyError: String?
         if let reference = inspection.activeKeyReference(appID: location.appID) {
             do {
@@ -51,6 +54,7 @@ struct StatusCommand: TokenctlCommand {
         var explanation = explain(keyState, inspection: inspection, error: keyError, provider: provider.name)
         if let recorded = inspection.keyProvider, recorded != provider.kind {
             // The provider in use does not hold the key: say which one does, never "missing, reset".
+            keyState = recorded == .passphrase ? .needsPassphrase : .otherProvider
             explanation = "This store's data key was made by the '\(recorded)' key provider, not '\(provider.name)', "
                 + "the one used now, so this provider cannot have it; nothing is lost. "
                 + (recorded == .passphrase
@@ -227,6 +231,8 @@ struct StatusCommand: TokenctlCommand {
                 + "DBUS_SESSION_BUS_ADDRESS naming the session bus."
         case .error:
             return "The Secret Service could not tell whether the data key is there (\(error ?? "unknown error"))."
+        case .needsPassphrase, .otherProvider:
+            return "This store's data key is kept by another key provider than '\(provider)'; nothing is lost."
         }
     }
 }
