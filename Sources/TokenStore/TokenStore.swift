@@ -78,7 +78,7 @@ public final class TokenStore: Sendable {
     /// processes opening it at once end with one key. A store that already holds sealed
     /// rows never gets a new key: a key that cannot be read is an error, never "first run".
     /// Owed maintenance runs here (see ``performOwedMaintenance()``), and so does the local part
-    /// of a logout interrupted at least two minutes ago (``SessionLedger/finishInterruptedLogouts(olderThan:)``);
+    /// of a logout interrupted at least two minutes ago (as the offline logout would have finished it);
     /// a failure of either is logged, never thrown: the store opens with every row readable.
     /// - Throws: as ``init(appID:keyProvider:logger:options:)``.
     public convenience init(

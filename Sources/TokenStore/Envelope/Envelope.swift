@@ -84,7 +84,7 @@ struct Envelope: Sendable {
             throw TokenStoreError(.integrityCheckFailed, "A sealed \(kind) record names a data key this store does not use.")
         }
         let plaintext = try Sealer.open(blob, key: key, binding: binding(kind, rowKey: rowKey))
-        return try plaintext.withUnsafeBytes { try RecordFields.decode($0) }
+        return try RecordFields.decode(plaintext)
     }
 
     private func binding(_ kind: RecordKind, rowKey: [UInt8]) -> Sealer.Binding {

@@ -73,9 +73,22 @@ package struct RecordFields {
         }
     }
 
+    /// Parses a decrypted record held in guarded memory; the secret field stays in that memory
+    /// (no copy).
+    /// - Throws: `integrityCheckFailed` when the layout is not valid.
+    static func decode(_ plaintext: SecretBytes) throws -> RecordFields {
+        try plaintext.withUnsafeBytes { try decode($0, sharing: plaintext) }
+    }
+
     /// Parses a decrypted record.
     /// - Throws: `integrityCheckFailed` when the layout is not valid.
     package static func decode(_ plaintext: UnsafeRawBufferPointer) throws -> RecordFields {
+        try decode(plaintext, sharing: nil)
+    }
+
+    /// Parses `plaintext`; the secret field is copied, or shared with `owner` (whose bytes
+    /// `plaintext` are) when given.
+    private static func decode(_ plaintext: UnsafeRawBufferPointer, sharing owner: SecretBytes?) throws -> RecordFields {
         func malformed(_ why: String) -> TokenStoreError {
             TokenStoreError(.integrityCheckFailed, "A sealed record has an invalid layout (\(why)).")
         }
@@ -103,7 +116,7 @@ package struct RecordFields {
             guard isNew else { throw malformed("duplicate field") }
             let body = UnsafeRawBufferPointer(rebasing: plaintext[offset..<(offset + length)])
             if tag == Tag.secret.rawValue {
-                fields.secret = SecretBytes(body)
+                fields.secret = owner.map { SecretBytes(sharing: $0, offset: offset, count: length) } ?? SecretBytes(body)
             } else {
                 fields.entries.append((tag, Array(body)))
             }

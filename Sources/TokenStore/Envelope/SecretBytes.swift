@@ -18,10 +18,14 @@ public final class SecretBytes: Sendable, Equatable, CustomStringConvertible,
     private nonisolated(unsafe) let pointer: UnsafeMutableRawPointer?
     /// The number of bytes.
     public let count: Int
+    /// The secret whose memory these bytes are part of (``init(sharing:offset:count:)``), which
+    /// frees it; `nil` when this value owns its memory.
+    private let owner: SecretBytes?
 
     /// Copies `bytes` into guarded memory.
     public init<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
         Sodium.ensureInitialized()
+        owner = nil
         count = bytes.count
         guard count > 0 else {
             pointer = nil
@@ -41,6 +45,7 @@ public final class SecretBytes: Sendable, Equatable, CustomStringConvertible,
     /// Allocates `count` bytes and lets `fill` write them (used for keys made by libsodium).
     init(count: Int, fill: (UnsafeMutableRawBufferPointer) -> Void) {
         Sodium.ensureInitialized()
+        owner = nil
         self.count = count
         guard count > 0 else {
             fill(UnsafeMutableRawBufferPointer(start: nil, count: 0))
@@ -59,8 +64,18 @@ public final class SecretBytes: Sendable, Equatable, CustomStringConvertible,
         }
     }
 
+    /// `count` bytes at `offset` of `owner`, without a copy: they stay in `owner`'s guarded
+    /// memory, which lives (and is wiped) with the last of the two (a decoded record's secret
+    /// inside its decrypted plaintext).
+    init(sharing owner: SecretBytes, offset: Int, count: Int) {
+        precondition(offset >= 0 && count >= 0 && offset + count <= owner.count)
+        self.owner = owner
+        self.count = count
+        pointer = count == 0 ? nil : owner.pointer.map { $0 + offset }
+    }
+
     deinit {
-        if let pointer { GuardedMemory.release(pointer, count: count) }
+        if owner == nil, let pointer { GuardedMemory.release(pointer, count: count) }
     }
 
     /// Lends the bytes for the duration of `body`. Do not let them escape.
