@@ -71,7 +71,7 @@ struct TPMKeyProviderTests {
         let storeID = try #require(try TokenStore.inspect(path: path).storeIdentifier)
         defer { try? PrivateKeyring.clearItems(storeID: storeID) }
         try store?.set(SecretBytes(utf8: "tpm-secret"), for: key("alice"))
-        #expect(store?.protection == StoreProtection(tier: .hardware, reason: ""))
+        #expect(try store?.protection() == StoreProtection(tier: .hardware, reason: ""))
         store?.close()
         store = nil
         #expect(try TokenStore.inspect(path: path).keyProvider == .tpm)

@@ -28,6 +28,8 @@ public struct StoreProtection: Sendable, Equatable {
 extension TokenStore {
     /// This store's protection tier (``ProtectionTier``), from the key provider it was opened
     /// with. Below `hardware` it asks the TPM (``TPMKeyProvider/probe(tcti:)``, a few commands)
-    /// to say why a higher tier is not in use.
-    public var protection: StoreProtection { .of(keyProvider.kind, tpm: TPMKeyProvider.probe()) }
+    /// to say why a higher tier is not in use: a method, not a property, because it may send TPM
+    /// commands (and wait up to the TPM's time-out).
+    /// - Throws: ``TokenStoreError`` from the TPM asked (none today: an unusable TPM is the reason).
+    public func protection() throws -> StoreProtection { .of(keyProvider.kind, tpm: TPMKeyProvider.probe()) }
 }
