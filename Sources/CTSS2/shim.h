@@ -26,6 +26,7 @@ struct tokenstore_tss2 {
     __typeof__(Esys_Unseal) *_Nonnull esys_unseal;
     __typeof__(Esys_Sign) *_Nonnull esys_sign;
     __typeof__(Esys_FlushContext) *_Nonnull esys_flush_context;
+    __typeof__(Esys_GetCapability) *_Nonnull esys_get_capability;
     __typeof__(Esys_TR_GetName) *_Nonnull esys_tr_get_name;
     __typeof__(Esys_Free) *_Nonnull esys_free;
     __typeof__(Tss2_MU_TPM2B_PUBLIC_Marshal) *_Nonnull mu_public_marshal;
@@ -57,6 +58,7 @@ static inline int tokenstore_tss2_load(struct tokenstore_tss2 *_Nonnull api, con
     TOKENSTORE_TSS2_SYMBOL(1, esys_unseal, "Esys_Unseal")
     TOKENSTORE_TSS2_SYMBOL(1, esys_sign, "Esys_Sign")
     TOKENSTORE_TSS2_SYMBOL(1, esys_flush_context, "Esys_FlushContext")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_get_capability, "Esys_GetCapability")
     TOKENSTORE_TSS2_SYMBOL(1, esys_tr_get_name, "Esys_TR_GetName")
     TOKENSTORE_TSS2_SYMBOL(1, esys_free, "Esys_Free")
     TOKENSTORE_TSS2_SYMBOL(2, mu_public_marshal, "Tss2_MU_TPM2B_PUBLIC_Marshal")
@@ -172,6 +174,26 @@ static inline int tokenstore_tpm_sensitive(TPM2B_SENSITIVE_CREATE *out, const ui
 static inline void tokenstore_tpm_wipe(void *p, size_t n) {
     volatile unsigned char *q = (volatile unsigned char *)p;
     while (n--) *q++ = 0;
+}
+
+/// TPM2_PT_MANUFACTURER and TPM2_PT_VENDOR_STRING_1..4 (five fixed properties in a row) into
+/// `out` (0 where the TPM did not answer one), with one TPM2_GetCapability. Returns its TSS2_RC.
+static inline TSS2_RC tokenstore_tpm_read_vendor(const struct tokenstore_tss2 *_Nonnull api, ESYS_CONTEXT *_Nonnull esys, uint32_t out[5]) {
+    TPMI_YES_NO more = 0;
+    TPMS_CAPABILITY_DATA *data = NULL;
+    memset(out, 0, 5 * sizeof(uint32_t));
+    TSS2_RC rc = api->esys_get_capability(esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                          TPM2_CAP_TPM_PROPERTIES, TPM2_PT_MANUFACTURER, 5, &more, &data);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    if (data != NULL && data->capability == TPM2_CAP_TPM_PROPERTIES) {
+        const TPML_TAGGED_TPM_PROPERTY *list = &data->data.tpmProperties;
+        for (UINT32 i = 0; i < list->count && i < TPM2_MAX_TPM_PROPERTIES; i++) {
+            UINT32 index = list->tpmProperty[i].property - TPM2_PT_MANUFACTURER;
+            if (index < 5) out[index] = list->tpmProperty[i].value;
+        }
+    }
+    api->esys_free(data);
+    return TSS2_RC_SUCCESS;
 }
 
 /// ESYS_TR_NONE, ESYS_TR_PASSWORD, ESYS_TR_RH_OWNER as values Swift sees (macros of casts).

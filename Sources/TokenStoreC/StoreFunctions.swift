@@ -150,7 +150,7 @@ public func ts_error_free(_ error: OpaquePointer!) {
 enum CProtection {
     static let values: [ProtectionTier: ts_protection] = [
         .hardware: TS_PROTECTION_HARDWARE, .keyring: TS_PROTECTION_KEYRING,
-        .portal: TS_PROTECTION_PORTAL, .passphrase: TS_PROTECTION_PASSPHRASE,
+        .portal: TS_PROTECTION_PORTAL, .passphrase: TS_PROTECTION_PASSPHRASE, .softwareTPM: TS_PROTECTION_SOFTWARE_TPM,
     ]
 
     /// The C value of `tier`.

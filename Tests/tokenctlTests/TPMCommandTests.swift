@@ -96,11 +96,18 @@ struct TPMCommandTests {
         let plain = try store.run(["list"], environment: Self.tpm(first.tcti))
         #expect(plain.exitCode == 78 && plain.standardError.contains("--key-provider tpm"), "\(plain.standardError)")
 
+        // swtpm is a software TPM: not the hardware tier (the tier is softwareTPM, tpm.simulator true).
         let status = try store.json(["--key-provider", "tpm", "status"], environment: Self.tpm(first.tcti))
         #expect(status.result.exitCode == 0)
-        #expect(status.object["protection"] as? String == "hardware" && status.object["recordedKeyProvider"] as? String == "tpm")
+        #expect(status.object["protection"] as? String == "softwareTPM" && status.object["recordedKeyProvider"] as? String == "tpm")
+        #expect((status.object["protectionReason"] as? String ?? "").contains("software TPM"), "\(status.object)")
         let tpm = status.object["tpm"] as? [String: Any]
         #expect(tpm?["available"] as? Bool == true && tpm?["reason"] as? String == "", "\(tpm ?? [:])")
+        #expect(tpm?["simulator"] as? Bool == true, "\(tpm ?? [:])")
+        let text = try store.run(["--key-provider", "tpm", "status"], environment: Self.tpm(first.tcti))
+        #expect(text.exitCode == 0 && text.standardOutput.contains("protection           softwareTPM ("), "\(text.standardOutput)")
+        #expect(!text.standardOutput.contains("protection           hardware"), "\(text.standardOutput)")
+        #expect(text.standardOutput.contains("is a software TPM"), "\(text.standardOutput)")
     }
 
     @Test("status on a keyring store with no TPM reachable: 0, storeID kept, protection keyring, tpm unavailable with a reason")
@@ -113,6 +120,7 @@ struct TPMCommandTests {
         #expect(status.object["protection"] as? String == "keyring")
         let tpm = status.object["tpm"] as? [String: Any]
         #expect(tpm?["available"] as? Bool == false, "\(tpm ?? [:])")
+        #expect(tpm?["simulator"] as? Bool == true, "a swtpm TCTI is a software TPM, reachable or not: \(tpm ?? [:])")
         let reason = tpm?["reason"] as? String ?? ""
         #expect(reason.contains("TPM"), "\(tpm ?? [:])")
         #expect(((status.object["protectionReason"] as? String) ?? "").isEmpty == false)
@@ -129,7 +137,7 @@ struct TPMCommandTests {
         let environment = fixture.environment.merging(tpmEnvironment) { _, given in given }
         let login = try DPoPCommandTests.loginDPoP(fixture, environment: tpmEnvironment)
         #expect(login.exitCode == 0, "\(login.standardError)")
-        #expect(try fixture.store.json(["status"], environment: environment).object["protection"] as? String == "hardware")
+        #expect(try fixture.store.json(["status"], environment: environment).object["protection"] as? String == "softwareTPM")
         let token = try fixture.store.json(["token", "--account", "alice", "--reveal"], environment: environment)
         #expect(token.object["tokenType"] as? String == "DPoP", "\(token.result.standardError)")
         let accessToken = try #require(token.object["accessToken"] as? String)

@@ -20,6 +20,10 @@ public struct ProtectionTier: RawRepresentable, Sendable, Hashable, CaseIterable
     /// Sealed by this machine's TPM and kept in the keyring (``TPMKeyProvider``): a copy of the
     /// files, keyring included, does not open on another machine.
     public static let hardware = ProtectionTier(rawValue: "hardware")
+    /// Sealed by a software TPM (``TPMKeyProvider`` over swtpm, mssim, any TCTI but the kernel's
+    /// TPM device, or a device whose manufacturer is a simulator's) and kept in the keyring: the
+    /// TPM's state is files, so a copy of them and of the keyring opens the store elsewhere.
+    public static let softwareTPM = ProtectionTier(rawValue: "softwareTPM")
     /// In the Secret Service (``SecretServiceKeyProvider``): whoever has the keyring (and its
     /// password, or an unlocked session) opens the store, on any machine.
     public static let keyring = ProtectionTier(rawValue: "keyring")
@@ -29,7 +33,7 @@ public struct ProtectionTier: RawRepresentable, Sendable, Hashable, CaseIterable
     public static let passphrase = ProtectionTier(rawValue: "passphrase")
 
     /// Every tier this version defines, best first. A later version may add more.
-    public static let allCases: [ProtectionTier] = [.hardware, .keyring, .portal, .passphrase]
+    public static let allCases: [ProtectionTier] = [.hardware, .softwareTPM, .keyring, .portal, .passphrase]
 
     public var description: String { rawValue }
 }

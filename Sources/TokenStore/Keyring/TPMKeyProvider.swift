@@ -125,17 +125,24 @@ public struct TPMKeyProvider: KeyProvider {
 
     /// Whether a TPM answers at `tcti` and can make TokenStore's primary key, and if not why.
     /// Sends TPM2_Startup, TPM2_CreatePrimary and a flush; seals nothing.
+    /// A device TCTI is also asked its manufacturer (one TPM2_GetCapability more) to
+    /// tell a software TPM behind it (``TPMAvailability/simulator``).
     public static func probe(tcti: String = environmentTCTI()) -> TPMAvailability {
+        let device = TPMIdentity.isKernelDevice(tcti)
         do {
-            try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) in
+            let simulator = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> Bool in
                 let (primary, _) = try session.createPrimary()
                 session.flush(primary)
+                return device ? try session.identity().isSimulatorManufacturer : true
             }
-            return TPMAvailability(tcti: tcti, available: true, reason: "")
+            return TPMAvailability(tcti: tcti, available: true, reason: "", simulator: simulator)
         } catch {
-            return TPMAvailability(tcti: tcti, available: false, reason: error.message)
+            return TPMAvailability(tcti: tcti, available: false, reason: error.message, simulator: !device)
         }
     }
+
+    /// This provider's TPM (``KeyProvider/tpmTCTI``).
+    public var tpmTCTI: String? { tcti }
 
     /// TPM commands this process has sent so far (every provider and probe), for benchmarks.
     package static var commandCount: Int { TPMSession.commandCount }

@@ -56,6 +56,8 @@ final class TPMSession {
     static func with<R>(
         tcti: String, timeout: Duration = defaultTimeout, _ body: @escaping (TPMSession) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
+        // A module given as a path would be dlopen'ed by the TCTI loader: any file as a library.
+        guard !TPMIdentity.namesAPath(tcti) else { throw TPMDiagnosis.pathRefused(tcti: tcti) }
         let api = try TSS2Library.loaded().api
         let lock = locks.withLock { locks in
             if let lock = locks[tcti] { return lock }
@@ -184,7 +186,8 @@ final class TPMSession {
     }
 
     /// TPM2_CreatePrimary in the owner hierarchy with TokenStore's storage template: the same
-    /// key each time on the same TPM (empty owner auth assumed, as on every desktop).
+    /// key each time on the same TPM (empty owner auth assumed, as on every desktop; an owner
+    /// password or a lockout is named as such: ``TPMDiagnosis/ownerAuthorization(rc:)``).
     /// - Returns: the transient object and its TPM name (a digest of its public area).
     func createPrimary() throws(TokenStoreError) -> (object: Object, name: [UInt8]) {
         let esys = try context()
@@ -198,7 +201,12 @@ final class TPMSession {
         let rc = api.esys_create_primary(
             esys, tokenstore_esys_tr_owner, tokenstore_esys_tr_password, tokenstore_esys_tr_none,
             tokenstore_esys_tr_none, &sensitive, &template, &outside, &pcrs, &handle, nil, nil, nil, nil)
-        guard rc == TSS2_RC_SUCCESS else { throw TPMDiagnosis.failed("TPM2_CreatePrimary", tcti: tcti, rc: rc) }
+        guard rc == TSS2_RC_SUCCESS else {
+            if let what = TPMDiagnosis.ownerAuthorization(rc: rc) {
+                throw TPMDiagnosis.ownerRefused(tcti: tcti, what: what, rc: rc)
+            }
+            throw TPMDiagnosis.failed("TPM2_CreatePrimary", tcti: tcti, rc: rc)
+        }
         let object = Object(handle: handle)
         var namePointer: UnsafeMutablePointer<TPM2B_NAME>?
         let named = api.esys_tr_get_name(esys, handle, &namePointer)

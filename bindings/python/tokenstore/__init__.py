@@ -56,11 +56,12 @@ class State(enum.IntEnum):
 
 
 class Protection(enum.IntEnum):
-    """How well a store's data key is protected (ts_protection), best first."""
+    """How well a store's data key is protected (ts_protection); values are appended, never renumbered."""
     HARDWARE = 0
     KEYRING = 1
     PORTAL = 2
     PASSPHRASE = 3
+    SOFTWARE_TPM = 4
 
 
 class LogoutOutcome(enum.IntEnum):
@@ -195,7 +196,8 @@ class Store:
 
     def protection(self):
         """``(Protection, reason)``: the store's protection tier and why a higher tier is not in use
-        ("" for ``HARDWARE``). Below hardware the TPM ($TOKENSTORE_TPM_TCTI) is asked."""
+        ("" for ``HARDWARE``). A TPM store is ``SOFTWARE_TPM`` when its TPM is a software one (swtpm,
+        a simulator, a virtual machine's TPM). Below that the TPM ($TOKENSTORE_TPM_TCTI) is asked."""
         lib = _native.library()
         tier = ctypes.c_int()
         reason = ctypes.c_void_p()

@@ -11,9 +11,9 @@ struct StatusCommand: TokenctlCommand {
             Prints the store path, the schema version, the key provider and the state of the \
             data key (present, locked or missing), the store epoch in the file and in the key \
             provider, the item and account counts, the pending revocations and the file modes, and the \
-            protection tier (hardware: sealed by this machine's TPM; keyring; portal; passphrase) with \
-            the reason a higher tier is not in use, and whether the TPM ($TOKENSTORE_TPM_TCTI) can be \
-            used. When the data key is missing or locked, says in \
+            protection tier (hardware: sealed by this machine's TPM; softwareTPM: sealed by a software \
+            TPM such as swtpm; keyring; portal; passphrase) with the reason a higher tier is not in use, \
+            and whether the TPM ($TOKENSTORE_TPM_TCTI) can be used and is a software one. When the data key is missing or locked, says in \
             plain words what happened and the way forward.
             """)
 
@@ -78,7 +78,7 @@ struct StatusCommand: TokenctlCommand {
         explanation += Self.modeNote(inspection.fileModes)
         // The protection tier of the key the file records (else of the provider used now), and
         // whether this machine's TPM could be used: asked even for a keyring store, never fatal.
-        let tpm = TPMKeyProvider.probe(tcti: (provider as? TPMKeyProvider)?.tcti ?? TPMKeyProvider.environmentTCTI())
+        let tpm = TPMKeyProvider.probe(tcti: provider.tpmTCTI ?? TPMKeyProvider.environmentTCTI())
         let protection = StoreProtection.of(inspection.keyProvider ?? provider.kind, tpm: tpm)
 
         let counts = inspection.counts
@@ -117,7 +117,7 @@ struct StatusCommand: TokenctlCommand {
             "keyStateExplanation": .string(explanation),
             "protection": .string(protection.tier.rawValue),
             "protectionReason": .string(protection.reason),
-            "tpm": ["available": .bool(tpm.available), "reason": .string(tpm.reason)],
+            "tpm": ["available": .bool(tpm.available), "reason": .string(tpm.reason), "simulator": .bool(tpm.simulator)],
             "epoch": [
                 "file": inspection.epoch.map { .int(Int($0)) } ?? .null,
                 "keyProvider": providerEpoch.map { .int(Int($0)) } ?? .null,
