@@ -27,6 +27,8 @@ struct tokenstore_tss2 {
     __typeof__(Esys_Sign) *_Nonnull esys_sign;
     __typeof__(Esys_FlushContext) *_Nonnull esys_flush_context;
     __typeof__(Esys_GetCapability) *_Nonnull esys_get_capability;
+    __typeof__(Esys_StartAuthSession) *_Nonnull esys_start_auth_session;
+    __typeof__(Esys_TRSess_SetAttributes) *_Nonnull esys_trsess_set_attributes;
     __typeof__(Esys_TR_GetName) *_Nonnull esys_tr_get_name;
     __typeof__(Esys_Free) *_Nonnull esys_free;
     __typeof__(Tss2_MU_TPM2B_PUBLIC_Marshal) *_Nonnull mu_public_marshal;
@@ -59,6 +61,8 @@ static inline int tokenstore_tss2_load(struct tokenstore_tss2 *_Nonnull api, con
     TOKENSTORE_TSS2_SYMBOL(1, esys_sign, "Esys_Sign")
     TOKENSTORE_TSS2_SYMBOL(1, esys_flush_context, "Esys_FlushContext")
     TOKENSTORE_TSS2_SYMBOL(1, esys_get_capability, "Esys_GetCapability")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_start_auth_session, "Esys_StartAuthSession")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_trsess_set_attributes, "Esys_TRSess_SetAttributes")
     TOKENSTORE_TSS2_SYMBOL(1, esys_tr_get_name, "Esys_TR_GetName")
     TOKENSTORE_TSS2_SYMBOL(1, esys_free, "Esys_Free")
     TOKENSTORE_TSS2_SYMBOL(2, mu_public_marshal, "Tss2_MU_TPM2B_PUBLIC_Marshal")
@@ -194,6 +198,28 @@ static inline TSS2_RC tokenstore_tpm_read_vendor(const struct tokenstore_tss2 *_
     }
     api->esys_free(data);
     return TSS2_RC_SUCCESS;
+}
+
+/// Starts the session that carries a secret across the TPM interface (TPM2_StartAuthSession): an
+/// HMAC session salted with `salt_key` (a loaded key of this TPM: the salt is encrypted to its
+/// public key, so only this TPM learns the session key, and a fresh nonce makes it new each time),
+/// parameter encryption with AES-128-CFB both ways (TPMA_SESSION_DECRYPT: the command's first
+/// parameter, e.g. TPM2_Create's inSensitive; TPMA_SESSION_ENCRYPT: the answer's first parameter,
+/// e.g. TPM2_Unseal's outData), SHA-256. continueSession is clear: the TPM ends the session with
+/// the command it authorizes (no flush needed after a success). `*session` is ESYS_TR_NONE unless
+/// the TPM started one (flush it when this or the command fails). Returns the TSS2_RC.
+static inline TSS2_RC tokenstore_tpm_start_salted_session(const struct tokenstore_tss2 *_Nonnull api, ESYS_CONTEXT *_Nonnull esys,
+                                                          ESYS_TR salt_key, ESYS_TR *_Nonnull session) {
+    TPMT_SYM_DEF symmetric;
+    memset(&symmetric, 0, sizeof symmetric);
+    symmetric.algorithm = TPM2_ALG_AES;
+    symmetric.keyBits.aes = 128;
+    symmetric.mode.aes = TPM2_ALG_CFB;
+    *session = ESYS_TR_NONE;
+    TSS2_RC rc = api->esys_start_auth_session(esys, salt_key, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                              NULL, TPM2_SE_HMAC, &symmetric, TPM2_ALG_SHA256, session);
+    if (rc != TSS2_RC_SUCCESS) { *session = ESYS_TR_NONE; return rc; }
+    return api->esys_trsess_set_attributes(esys, *session, TPMA_SESSION_DECRYPT | TPMA_SESSION_ENCRYPT, 0xff);
 }
 
 /// ESYS_TR_NONE, ESYS_TR_PASSWORD, ESYS_TR_RH_OWNER as values Swift sees (macros of casts).

@@ -52,7 +52,7 @@ package final class TPMSigningKey: DPoPSigningKey {
     package var residence: DPoPKeyResidence { .tpm }
 
     /// Makes a new signing key in the TPM `tcti` names (TPM2_Startup, TPM2_CreatePrimary,
-    /// TPM2_Create, one flush).
+    /// TPM2_StartAuthSession, TPM2_Create in that salted, encrypting session, one flush).
     /// - Returns: the key, and the blob to keep (nothing in it is the private key in clear).
     /// - Throws: `tpmUnavailable` (no TPM answers; a TPM error).
     package static func create(

@@ -13,7 +13,11 @@ import Glibc
 /// (`TPMSealedBlob`: the object's public and TPM-encrypted private parts) is kept in the
 /// Secret Service item where ``SecretServiceKeyProvider`` keeps a raw key (same schema, the
 /// `store-id` and `key-id` attributes); no item of a TPM store holds the raw key. The key is
-/// unsealed once per open (TPM2_CreatePrimary, TPM2_Load, TPM2_Unseal, two flushes).
+/// unsealed once per open (TPM2_CreatePrimary, TPM2_Load, TPM2_StartAuthSession, TPM2_Unseal, two
+/// flushes). The key crosses the TPM interface only encrypted: TPM2_Create (sealing) and
+/// TPM2_Unseal run in an HMAC session salted to the primary key with AES-128-CFB parameter
+/// encryption, new each time, so a sniffer on a discrete TPM's bus sees neither the key nor the
+/// same bytes twice.
 ///
 /// No PCR policy: the sealed key does not depend on the firmware or boot state (a firmware
 /// update would otherwise lock users out), so it protects against copying, not against
@@ -35,8 +39,9 @@ public struct TPMKeyProvider: KeyProvider {
     /// The TCTI used when ``tctiVariable`` is not set: the kernel's resource manager.
     public static let defaultTCTI = TPMDiagnosis.defaultTCTI
     /// The TPM commands one open sends (TPM2_Startup, TPM2_CreatePrimary, TPM2_Load,
-    /// TPM2_Unseal and two TPM2_FlushContext), for estimating a real TPM's cost.
-    public static let operationsPerOpen = 6
+    /// TPM2_StartAuthSession, TPM2_Unseal and two TPM2_FlushContext; the session ends with the
+    /// Unseal), for estimating a real TPM's cost.
+    public static let operationsPerOpen = 7
 
     public var name: String { "tpm" }
 
@@ -68,7 +73,8 @@ public struct TPMKeyProvider: KeyProvider {
         return try unseal(item)
     }
 
-    /// The data key in a sealed item: TPM2_CreatePrimary, TPM2_Load, TPM2_Unseal, both objects flushed.
+    /// The data key in a sealed item: TPM2_CreatePrimary, TPM2_Load, TPM2_Unseal in an encrypting
+    /// session, both objects flushed.
     func unseal(_ item: SecretBytes) throws(TokenStoreError) -> SecretBytes {
         let blob = try TPMSealedBlob(decoding: item.copyBytes())
         let key = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> SecretBytes in
@@ -78,7 +84,7 @@ public struct TPMKeyProvider: KeyProvider {
                     throw TPMDiagnosis.mismatch(tcti: tcti, detail: "the primary key's name differs")
                 }
                 let sealed = try session.load(public: blob.publicPart, private: blob.privatePart, under: primary)
-                return try session.withTransient(sealed) { sealed throws(TokenStoreError) in try session.unseal(sealed) }
+                return try session.withTransient(sealed) { sealed throws(TokenStoreError) in try session.unseal(sealed, salt: primary) }
             }
         }
         guard key.count == SecretServiceKeyProvider.keyLength else {

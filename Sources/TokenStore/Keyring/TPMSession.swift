@@ -219,7 +219,31 @@ final class TPMSession {
         return (object, name)
     }
 
-    /// TPM2_Create of a sealed data object holding `data` under `parent`.
+    /// Runs `body` with a new salted, encrypting HMAC session (``tokenstore_tpm_start_salted_session``:
+    /// salted to `salt`, AES-128-CFB both ways, ended by the TPM with the one command it
+    /// authorizes): the session a command that carries a secret uses, so that the secret crosses
+    /// the TPM interface (a discrete TPM's bus) encrypted under a key only this TPM and this
+    /// process know, new each time. One command (TPM2_StartAuthSession); flushed when `body` fails.
+    func withEncryptedSession<R>(salt: Object, _ body: (ESYS_TR) throws(TokenStoreError) -> R) throws(TokenStoreError) -> R {
+        let esys = try context()
+        var api = self.api
+        var handle: ESYS_TR = tokenstore_esys_tr_none
+        commands += 1
+        let rc = tokenstore_tpm_start_salted_session(&api, esys, salt.handle, &handle)
+        guard rc == TSS2_RC_SUCCESS else {
+            if handle != tokenstore_esys_tr_none { flush(Object(handle: handle)) }
+            throw TPMDiagnosis.failed("TPM2_StartAuthSession", tcti: tcti, rc: rc)
+        }
+        do {
+            return try body(handle)
+        } catch {
+            flush(Object(handle: handle))  // a failed command does not end the session
+            throw error
+        }
+    }
+
+    /// TPM2_Create of a sealed data object holding `data` under `parent`, the data encrypted on
+    /// the way in (``withEncryptedSession(salt:_:)``, salted to `parent`).
     /// - Returns: the object's public and private parts, marshalled (TPM2B_PUBLIC, TPM2B_PRIVATE).
     func seal(_ data: SecretBytes, under parent: Object) throws(TokenStoreError) -> (public: [UInt8], private: [UInt8]) {
         var template = TPM2B_PUBLIC()
@@ -233,10 +257,19 @@ final class TPMSession {
         return try create(&template, &sensitive, under: parent)
     }
 
-    /// TPM2_Create of an object from `template` and `sensitive` under `parent`.
+    /// TPM2_Create of an object from `template` and `sensitive` under `parent`, authorized by a
+    /// salted session that encrypts `sensitive` (``withEncryptedSession(salt:_:)``).
     /// - Returns: the object's public and private parts, marshalled (TPM2B_PUBLIC, TPM2B_PRIVATE).
     func create(
         _ template: inout TPM2B_PUBLIC, _ sensitive: inout TPM2B_SENSITIVE_CREATE, under parent: Object
+    ) throws(TokenStoreError) -> (public: [UInt8], private: [UInt8]) {
+        try withEncryptedSession(salt: parent) { session throws(TokenStoreError) in
+            try create(&template, &sensitive, under: parent, session: session)
+        }
+    }
+
+    private func create(
+        _ template: inout TPM2B_PUBLIC, _ sensitive: inout TPM2B_SENSITIVE_CREATE, under parent: Object, session: ESYS_TR
     ) throws(TokenStoreError) -> (public: [UInt8], private: [UInt8]) {
         let esys = try context()
         var outside = TPM2B_DATA()
@@ -245,7 +278,7 @@ final class TPMSession {
         var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
         commands += 1
         let rc = api.esys_create(
-            esys, parent.handle, tokenstore_esys_tr_password, tokenstore_esys_tr_none, tokenstore_esys_tr_none,
+            esys, parent.handle, session, tokenstore_esys_tr_none, tokenstore_esys_tr_none,
             &sensitive, &template, &outside, &pcrs, &outPrivate, &outPublic, nil, nil, nil)
         defer {
             if let outPrivate { api.esys_free(outPrivate) }
@@ -285,12 +318,17 @@ final class TPMSession {
         return Object(handle: handle)
     }
 
-    /// TPM2_Unseal of a loaded sealed object.
-    func unseal(_ object: Object) throws(TokenStoreError) -> SecretBytes {
+    /// TPM2_Unseal of a loaded sealed object, the answer encrypted on the way out by a session
+    /// salted to `salt` (the primary it was loaded under: ``withEncryptedSession(salt:_:)``).
+    func unseal(_ object: Object, salt: Object) throws(TokenStoreError) -> SecretBytes {
+        try withEncryptedSession(salt: salt) { session throws(TokenStoreError) in try unseal(object, session: session) }
+    }
+
+    private func unseal(_ object: Object, session: ESYS_TR) throws(TokenStoreError) -> SecretBytes {
         let esys = try context()
         var outData: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
         commands += 1
-        let rc = api.esys_unseal(esys, object.handle, tokenstore_esys_tr_password, tokenstore_esys_tr_none, tokenstore_esys_tr_none, &outData)
+        let rc = api.esys_unseal(esys, object.handle, session, tokenstore_esys_tr_none, tokenstore_esys_tr_none, &outData)
         guard rc == TSS2_RC_SUCCESS, let outData else { throw TPMDiagnosis.failed("TPM2_Unseal", tcti: tcti, rc: rc) }
         defer {
             tokenstore_tpm_wipe(outData, MemoryLayout<TPM2B_SENSITIVE_DATA>.size)
