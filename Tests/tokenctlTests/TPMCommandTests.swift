@@ -128,6 +128,51 @@ struct TPMCommandTests {
         #expect(text.exitCode == 0 && text.standardOutput.contains("protection           keyring ("), "\(text.standardOutput)")
     }
 
+    @Test("status on a TPM store that cannot open (no TPM, another TPM): exit 0, keyState tpmUnavailable / tpmMismatch with the reason, never 'opens normally'")
+    func statusOfATPMStoreThatCannotOpen() throws {
+        let first = try SoftwareTPM.start()
+        let second = try SoftwareTPM.start()
+        let store = try TokenctlStore()
+        let put = try store.run(["--key-provider", "tpm", "put", "--account", "alice", "--kind", "generic"],
+            stdin: "s3cret-value\n", environment: Self.tpm(first.tcti))
+        #expect(put.exitCode == 0, "\(put.standardError)")
+        let before = FileManager.default.contents(atPath: store.path)
+
+        // Another machine's TPM: the same reason `list` gives (tpmMismatch, exit 65 there).
+        let list = try store.run(["--key-provider", "tpm", "list"], environment: Self.tpm(second.tcti))
+        #expect(list.exitCode == 65 && list.standardError.contains("[tpmMismatch]"), "\(list.standardError)")
+        let other = try store.json(["--key-provider", "tpm", "status"], environment: Self.tpm(second.tcti))
+        #expect(other.result.exitCode == 0, "\(other.result.standardError)")
+        #expect(other.object["keyState"] as? String == "tpmMismatch", "\(other.object)")
+        let mismatch = other.object["keyStateExplanation"] as? String ?? ""
+        #expect(mismatch.contains("cannot be opened") && mismatch.contains("another TPM") && mismatch.contains("[tpmMismatch]"), "\(mismatch)")
+        #expect(!mismatch.contains("opens normally") && !mismatch.lowercased().contains("reset"), "\(mismatch)")
+        let otherText = try store.run(["--key-provider", "tpm", "status"], environment: Self.tpm(second.tcti))
+        #expect(otherText.exitCode == 0 && otherText.standardOutput.contains("key state            tpmMismatch"), "\(otherText.standardOutput)")
+        #expect(!otherText.standardOutput.contains("opens normally"), "\(otherText.standardOutput)")
+
+        // No TPM at all: the reason `list` gives (tpmUnavailable, exit 69 there).
+        let nobody = try SoftwareTPM.unreachableTCTI()
+        let none = try store.json(["--key-provider", "tpm", "status"], environment: Self.tpm(nobody))
+        #expect(none.result.exitCode == 0, "\(none.result.standardError)")
+        #expect(none.object["keyState"] as? String == "tpmUnavailable", "\(none.object)")
+        let unavailable = none.object["keyStateExplanation"] as? String ?? ""
+        #expect(unavailable.contains("cannot be opened") && unavailable.contains("did not answer")
+            && unavailable.contains("[tpmUnavailable]") && unavailable.contains(nobody), "\(unavailable)")
+        #expect(!unavailable.contains("opens normally"), "\(unavailable)")
+        #expect((none.object["tpm"] as? [String: Any])?["available"] as? Bool == false)
+        let noneText = try store.run(["--key-provider", "tpm", "status"], environment: Self.tpm(nobody))
+        #expect(noneText.exitCode == 0 && noneText.standardOutput.contains("key state            tpmUnavailable"), "\(noneText.standardOutput)")
+        #expect(!noneText.standardOutput.contains("opens normally"), "\(noneText.standardOutput)")
+        #expect(FileManager.default.contents(atPath: store.path) == before, "status changed the store file")
+
+        // The right TPM: present, and the store opens normally.
+        let right = try store.json(["--key-provider", "tpm", "status"], environment: Self.tpm(first.tcti))
+        #expect(right.object["keyState"] as? String == "present", "\(right.object)")
+        #expect((right.object["keyStateExplanation"] as? String ?? "").contains("opens normally"))
+        #expect(!String(decoding: try store.run(["--key-provider", "tpm", "status"], environment: Self.tpm(first.tcti)).standardOutput.utf8, as: UTF8.self).contains("s3cret-value"))
+    }
+
     @Test("a TPM store with login --dpop: token DPoP, a proof the server accepts, bound to the key the TPM holds; no TPM, no proof (69)")
     func dpopOnATPMStore() throws {
         let tpm = try SoftwareTPM.start()

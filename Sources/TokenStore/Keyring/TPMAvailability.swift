@@ -12,6 +12,11 @@ public struct TPMAvailability: Sendable, Equatable {
     /// TCTI alone when the TPM did not answer.
     public let simulator: Bool
 
+    /// No usable TPM at `tcti`, for `reason` (whether it is a software TPM decided by the TCTI alone).
+    package static func unavailable(tcti: String, reason: String) -> TPMAvailability {
+        TPMAvailability(tcti: tcti, available: false, reason: reason, simulator: !TPMIdentity.isKernelDevice(tcti))
+    }
+
     init(tcti: String, available: Bool, reason: String, simulator: Bool = false) {
         self.tcti = tcti
         self.available = available

@@ -143,7 +143,7 @@ public struct TPMKeyProvider: KeyProvider {
             }
             return TPMAvailability(tcti: tcti, available: true, reason: "", simulator: simulator)
         } catch {
-            return TPMAvailability(tcti: tcti, available: false, reason: error.message, simulator: !device)
+            return .unavailable(tcti: tcti, reason: error.message)
         }
     }
 

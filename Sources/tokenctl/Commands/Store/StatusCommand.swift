@@ -20,6 +20,8 @@ struct StatusCommand: TokenctlCommand {
     /// The key state `status` reports, with the plain-words explanation.
     enum KeyState: String {
         case present, locked, missing, none, unavailable, error
+        /// A TPM store whose key is present but the TPM cannot open it: no usable TPM, or another TPM.
+        case tpmUnavailable, tpmMismatch
     }
 
     init(parsed: ParsedCommand) {}
@@ -29,14 +31,20 @@ struct StatusCommand: TokenctlCommand {
         let provider = try context.keyProvider(storePath: location.path)
         let inspection = try TokenStore.inspect(path: location.path)
 
-        let keyState: KeyState
+        var keyState: KeyState
         var keyError: String?
+        var tpmFailure: TokenStoreError?
         if let reference = inspection.activeKeyReference(appID: location.appID) {
             do {
                 switch try provider.availability(of: reference) {
                 case .present: keyState = .present
                 case .locked: keyState = .locked
                 case .missing: keyState = .missing
+                }
+                tpmFailure = keyState == .present ? try Self.tpmRefusal(provider, inspection, reference) : nil
+                if let tpmFailure {
+                    keyState = tpmFailure.code == .tpmMismatch ? .tpmMismatch : .tpmUnavailable
+                    keyError = "\(tpmFailure.message) [\(tpmFailure.code)]" + (tpmFailure.hint.map { " \($0)" } ?? "")
                 }
             } catch let error as TokenStoreError where error.code == .secretServiceUnavailable {
                 keyState = .unavailable
@@ -78,7 +86,11 @@ struct StatusCommand: TokenctlCommand {
         explanation += Self.modeNote(inspection.fileModes)
         // The protection tier of the key the file records (else of the provider used now), and
         // whether this machine's TPM could be used: asked even for a keyring store, never fatal.
-        let tpm = TPMKeyProvider.probe(tcti: provider.tpmTCTI ?? TPMKeyProvider.environmentTCTI())
+        let tpmTCTI = provider.tpmTCTI ?? TPMKeyProvider.environmentTCTI()
+        // A TPM the check above found unusable is not asked again (a silent one would cost a
+        // second time-out): the probe's answer is that reason.
+        let tpm = tpmFailure.flatMap { $0.code == .tpmUnavailable ? TPMAvailability.unavailable(tcti: tpmTCTI, reason: $0.message) : nil }
+            ?? TPMKeyProvider.probe(tcti: tpmTCTI)
         let protection = StoreProtection.of(inspection.keyProvider ?? provider.kind, tpm: tpm)
 
         let counts = inspection.counts
@@ -188,6 +200,21 @@ struct StatusCommand: TokenctlCommand {
         return .ok
     }
 
+    /// Why this TPM cannot open a TPM store whose sealed key is present (`tpmUnavailable`,
+    /// `tpmMismatch`: what `list` or `get` would throw), or nil when it can, or when the store is
+    /// not a TPM store opened with a TPM provider (the key never leaves the TPM: no unseal).
+    private static func tpmRefusal(
+        _ provider: any KeyProvider, _ inspection: StoreInspection, _ reference: DataKeyReference
+    ) throws -> TokenStoreError? {
+        guard let tcti = provider.tpmTCTI, (inspection.keyProvider ?? provider.kind) == .tpm else { return nil }
+        do {
+            _ = try TPMKeyProvider(tcti: tcti).verifySealedKey(reference)
+            return nil
+        } catch let error as TokenStoreError where [.tpmUnavailable, .tpmMismatch].contains(error.code) {
+            return error
+        }
+    }
+
     /// A line about modes looser than 0700/0600, which status (it only reads) leaves as they are.
     private static func modeNote(_ modes: StoreInspection.FileModes) -> String {
         var loose: [String] = []
@@ -242,6 +269,10 @@ struct StatusCommand: TokenctlCommand {
                 + "DBUS_SESSION_BUS_ADDRESS naming the session bus."
         case .error:
             return "The Secret Service could not tell whether the data key is there (\(error ?? "unknown error"))."
+        case .tpmUnavailable, .tpmMismatch:
+            // The same typed reason the commands that open the store give, and the way back.
+            return "The data key is in \(keyHome), but this store cannot be opened: \(error ?? "unknown error") "
+                + "Nothing in the store is lost."
         }
     }
 }
