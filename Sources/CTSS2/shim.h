@@ -4,38 +4,36 @@
 // tpm2-tss is loaded at the first TPM call (dlopen of libtss2-esys.so.0 and its siblings), not
 // linked: libtss2-esys brings libcrypto and libtss2-sys, which every process linking TokenStore
 // would otherwise load at start (as libcurl and libcrypto are loaded only when first needed).
-// Only the types and constants come from the headers; the functions are reached through the
-// `tokenstore_tss2` table.
+// The functions are reached through the `tokenstore_tss2` table; the types and constants are
+// declared in tss2_declarations.h (checked against tpm2-tss's headers by scripts/check-tss2-shim),
+// so that a build needs no tpm2-tss headers.
 #include <dlfcn.h>
 #include <string.h>
-#include <tss2/tss2_esys.h>
-#include <tss2/tss2_tctildr.h>
-#include <tss2/tss2_mu.h>
-#include <tss2/tss2_rc.h>
+#include "tss2_declarations.h"
 
 /* The tpm2-tss functions TPMSession calls. */
 struct tokenstore_tss2 {
-    __typeof__(Tss2_TctiLdr_Initialize) *_Nonnull tctildr_initialize;
-    __typeof__(Tss2_TctiLdr_Finalize) *_Nonnull tctildr_finalize;
-    __typeof__(Esys_Initialize) *_Nonnull esys_initialize;
-    __typeof__(Esys_Finalize) *_Nonnull esys_finalize;
-    __typeof__(Esys_Startup) *_Nonnull esys_startup;
-    __typeof__(Esys_CreatePrimary) *_Nonnull esys_create_primary;
-    __typeof__(Esys_Create) *_Nonnull esys_create;
-    __typeof__(Esys_Load) *_Nonnull esys_load;
-    __typeof__(Esys_Unseal) *_Nonnull esys_unseal;
-    __typeof__(Esys_Sign) *_Nonnull esys_sign;
-    __typeof__(Esys_FlushContext) *_Nonnull esys_flush_context;
-    __typeof__(Esys_GetCapability) *_Nonnull esys_get_capability;
-    __typeof__(Esys_StartAuthSession) *_Nonnull esys_start_auth_session;
-    __typeof__(Esys_TRSess_SetAttributes) *_Nonnull esys_trsess_set_attributes;
-    __typeof__(Esys_TR_GetName) *_Nonnull esys_tr_get_name;
-    __typeof__(Esys_Free) *_Nonnull esys_free;
-    __typeof__(Tss2_MU_TPM2B_PUBLIC_Marshal) *_Nonnull mu_public_marshal;
-    __typeof__(Tss2_MU_TPM2B_PUBLIC_Unmarshal) *_Nonnull mu_public_unmarshal;
-    __typeof__(Tss2_MU_TPM2B_PRIVATE_Marshal) *_Nonnull mu_private_marshal;
-    __typeof__(Tss2_MU_TPM2B_PRIVATE_Unmarshal) *_Nonnull mu_private_unmarshal;
-    __typeof__(Tss2_RC_Decode) *_Nonnull rc_decode;
+    tokenstore_tctildr_initialize_fn *_Nonnull tctildr_initialize;
+    tokenstore_tctildr_finalize_fn *_Nonnull tctildr_finalize;
+    tokenstore_esys_initialize_fn *_Nonnull esys_initialize;
+    tokenstore_esys_finalize_fn *_Nonnull esys_finalize;
+    tokenstore_esys_startup_fn *_Nonnull esys_startup;
+    tokenstore_esys_create_primary_fn *_Nonnull esys_create_primary;
+    tokenstore_esys_create_fn *_Nonnull esys_create;
+    tokenstore_esys_load_fn *_Nonnull esys_load;
+    tokenstore_esys_unseal_fn *_Nonnull esys_unseal;
+    tokenstore_esys_sign_fn *_Nonnull esys_sign;
+    tokenstore_esys_flush_context_fn *_Nonnull esys_flush_context;
+    tokenstore_esys_get_capability_fn *_Nonnull esys_get_capability;
+    tokenstore_esys_start_auth_session_fn *_Nonnull esys_start_auth_session;
+    tokenstore_esys_trsess_set_attributes_fn *_Nonnull esys_trsess_set_attributes;
+    tokenstore_esys_tr_get_name_fn *_Nonnull esys_tr_get_name;
+    tokenstore_esys_free_fn *_Nonnull esys_free;
+    tokenstore_mu_public_marshal_fn *_Nonnull mu_public_marshal;
+    tokenstore_mu_public_unmarshal_fn *_Nonnull mu_public_unmarshal;
+    tokenstore_mu_private_marshal_fn *_Nonnull mu_private_marshal;
+    tokenstore_mu_private_unmarshal_fn *_Nonnull mu_private_unmarshal;
+    tokenstore_rc_decode_fn *_Nonnull rc_decode;
 };
 
 /* Loads tpm2-tss and fills `api`; the libraries stay loaded for the life of the process.
