@@ -27,6 +27,8 @@ struct tokenstore_tss2 {
     tokenstore_esys_get_capability_fn *_Nonnull esys_get_capability;
     tokenstore_esys_start_auth_session_fn *_Nonnull esys_start_auth_session;
     tokenstore_esys_trsess_set_attributes_fn *_Nonnull esys_trsess_set_attributes;
+    tokenstore_esys_context_save_fn *_Nonnull esys_context_save;
+    tokenstore_esys_context_load_fn *_Nonnull esys_context_load;
     tokenstore_esys_tr_get_name_fn *_Nonnull esys_tr_get_name;
     tokenstore_esys_free_fn *_Nonnull esys_free;
     tokenstore_mu_public_marshal_fn *_Nonnull mu_public_marshal;
@@ -61,6 +63,8 @@ static inline int tokenstore_tss2_load(struct tokenstore_tss2 *_Nonnull api, con
     TOKENSTORE_TSS2_SYMBOL(1, esys_get_capability, "Esys_GetCapability")
     TOKENSTORE_TSS2_SYMBOL(1, esys_start_auth_session, "Esys_StartAuthSession")
     TOKENSTORE_TSS2_SYMBOL(1, esys_trsess_set_attributes, "Esys_TRSess_SetAttributes")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_context_save, "Esys_ContextSave")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_context_load, "Esys_ContextLoad")
     TOKENSTORE_TSS2_SYMBOL(1, esys_tr_get_name, "Esys_TR_GetName")
     TOKENSTORE_TSS2_SYMBOL(1, esys_free, "Esys_Free")
     TOKENSTORE_TSS2_SYMBOL(2, mu_public_marshal, "Tss2_MU_TPM2B_PUBLIC_Marshal")

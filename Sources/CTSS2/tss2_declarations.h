@@ -20,6 +20,7 @@ typedef uint8_t UINT8;
 typedef uint8_t BYTE;
 typedef uint16_t UINT16;
 typedef uint32_t UINT32;
+typedef uint64_t UINT64;
 typedef uint32_t TSS2_RC;
 typedef uint32_t ESYS_TR;
 typedef UINT16 TPM2_ALG_ID;
@@ -120,6 +121,11 @@ typedef struct TPMT_PUBLIC {
 } TPMT_PUBLIC;
 typedef struct TPM2B_PUBLIC { UINT16 size; TPMT_PUBLIC publicArea; } TPM2B_PUBLIC;
 
+/* A saved context (TPM2_ContextSave): the blob is sizeof(TPMS_CONTEXT_DATA), an integrity
+ * digest and the encrypted context of at most TPM2_MAX_CONTEXT_SIZE (5,120) bytes. */
+typedef struct TPM2B_CONTEXT_DATA { UINT16 size; BYTE buffer[5188]; } TPM2B_CONTEXT_DATA;
+typedef struct TPMS_CONTEXT { UINT64 sequence; TPM2_HANDLE savedHandle; TPM2_HANDLE hierarchy; TPM2B_CONTEXT_DATA contextBlob; } TPMS_CONTEXT;
+
 /* Constants (TPM 2.0 Part 2 and tpm2-tss's ESYS handles and response-code layers). */
 #define TSS2_RC_SUCCESS ((TSS2_RC) 0)
 #define TSS2_RC_LAYER_MASK ((TSS2_RC) (0xffU << 16))
@@ -190,6 +196,8 @@ typedef TSS2_RC tokenstore_esys_start_auth_session_fn(
     const TPM2B_NONCE *nonceCaller, TPM2_SE sessionType, const TPMT_SYM_DEF *symmetric, TPM2_ALG_ID authHash,
     ESYS_TR *sessionHandle);
 typedef TSS2_RC tokenstore_esys_trsess_set_attributes_fn(ESYS_CONTEXT *esysContext, ESYS_TR session, TPMA_SESSION flags, TPMA_SESSION mask);
+typedef TSS2_RC tokenstore_esys_context_save_fn(ESYS_CONTEXT *esysContext, ESYS_TR saveHandle, TPMS_CONTEXT **context);
+typedef TSS2_RC tokenstore_esys_context_load_fn(ESYS_CONTEXT *esysContext, const TPMS_CONTEXT *context, ESYS_TR *loadedHandle);
 typedef TSS2_RC tokenstore_esys_tr_get_name_fn(ESYS_CONTEXT *esysContext, ESYS_TR handle, TPM2B_NAME **name);
 typedef void tokenstore_esys_free_fn(void *ptr);
 typedef TSS2_RC tokenstore_mu_public_marshal_fn(TPM2B_PUBLIC const *src, uint8_t buffer[], size_t buffer_size, size_t *offset);

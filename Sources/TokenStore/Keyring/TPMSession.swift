@@ -53,8 +53,11 @@ final class TPMSession {
     /// thread of its own (``TPMDeadline``) that the caller waits for at most `timeout`.
     /// - Throws: `tpmUnavailable` (no TPM answers at `tcti`, or not within `timeout`), and
     ///   whatever `body` throws.
+    /// `startup: false` leaves TPM2_Startup out (a caller that talked to this TPM in this process
+    /// already, and sends ``startup()`` itself when an answer says the TPM restarted).
     static func with<R>(
-        tcti: String, timeout: Duration = defaultTimeout, _ body: @escaping (TPMSession) throws(TokenStoreError) -> R
+        tcti: String, timeout: Duration = defaultTimeout, startup: Bool = true,
+        _ body: @escaping (TPMSession) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
         // A module given as a path would be dlopen'ed by the TCTI loader: any file as a library.
         guard !TPMIdentity.namesAPath(tcti) else { throw TPMDiagnosis.pathRefused(tcti: tcti) }
@@ -77,7 +80,7 @@ final class TPMSession {
                         }
                     }
                     do {
-                        try session.open()
+                        try session.open(startup: startup)
                         return .success(try body(session))
                     } catch let error as TokenStoreError {
                         return .failure(error)
@@ -116,7 +119,7 @@ final class TPMSession {
         }
     }
 
-    private func open() throws(TokenStoreError) {
+    private func open(startup: Bool) throws(TokenStoreError) {
         Self.quietLibraryLog()
         var context: OpaquePointer?
         // tpm2-tss opens its socket or device without O_CLOEXEC: a program this process starts
@@ -138,10 +141,15 @@ final class TPMSession {
             throw TPMDiagnosis.unavailable(tcti: tcti, rc: initialized, step: "initializing ESYS")
         }
         esys = esysContext
+        if startup { try self.startup() }
+    }
+
+    /// TPM2_Startup(CLEAR). TPM2_RC_INITIALIZE: it was already done (by the firmware, the
+    /// resource manager, or swtpm's startup-clear flag): the TPM is ready.
+    func startup() throws(TokenStoreError) {
+        let esys = try context()
         commands += 1
-        let started = api.esys_startup(esysContext, TPM2_SU(TPM2_SU_CLEAR))
-        // TPM2_RC_INITIALIZE: TPM2_Startup was already done (by the firmware, the resource
-        // manager, or swtpm's startup-clear flag): the TPM is ready.
+        let started = api.esys_startup(esys, TPM2_SU(TPM2_SU_CLEAR))
         guard started == TSS2_RC_SUCCESS || started == tokenstore_rc_initialize else {
             throw TPMDiagnosis.unavailable(tcti: tcti, rc: started, step: "TPM2_Startup")
         }
