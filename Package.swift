@@ -95,11 +95,11 @@ let package = Package(
             providers: [.apt(["libglib2.0-dev"])]),
 
         // tpm2-tss: ESYS, the TCTI loader, marshalling and response-code text (TPMKeyProvider).
-        // Only its headers: the libraries are loaded at the first TPM call (dlopen), not linked,
-        // so no pkgConfig here (it would add -ltss2-esys, which brings libcrypto to every process).
-        .systemLibrary(
-            name: "CTSS2", path: "Sources/CTSS2",
-            providers: [.apt(["libtss2-dev"])]),
+        // Neither linked nor its headers needed: the libraries are loaded at the first TPM call
+        // (dlopen), and the types the shim passes them are declared in tss2_declarations.h
+        // (checked against tpm2-tss's headers by scripts/check-tss2-shim). No pkgConfig (it would
+        // add -ltss2-esys, which brings libcrypto to every process), no libtss2-dev to build.
+        .systemLibrary(name: "CTSS2", path: "Sources/CTSS2"),
 
         // glibc GNU extensions Swift's Glibc module leaves out (accept4, posix_spawn closefrom, prctl).
         .systemLibrary(name: "CGlibcExtensions", path: "Sources/CGlibcExtensions"),

@@ -87,12 +87,14 @@ typedef enum ts_logout_outcome {
     TS_LOGOUT_NOT_REVOCABLE = 4 /**< Deleted here; the server has no revocation endpoint (nothing queued). */
 } ts_logout_outcome;
 
-/** How well a store's data key is protected (ts_store_protection), best first. */
+/** How well a store's data key is protected (ts_store_protection). Values are appended, never
+ *  renumbered: a switch over them needs a default. */
 typedef enum ts_protection {
-    TS_PROTECTION_HARDWARE = 0,  /**< Sealed by this machine's TPM 2.0 and kept in the keyring. */
-    TS_PROTECTION_KEYRING = 1,   /**< In the Secret Service. */
-    TS_PROTECTION_PORTAL = 2,    /**< Wrapped under the Flatpak Secret portal's per-app secret. */
-    TS_PROTECTION_PASSPHRASE = 3 /**< Wrapped under a passphrase. */
+    TS_PROTECTION_HARDWARE = 0,    /**< Sealed by this machine's TPM 2.0 and kept in the keyring. */
+    TS_PROTECTION_KEYRING = 1,     /**< In the Secret Service. */
+    TS_PROTECTION_PORTAL = 2,      /**< Wrapped under the Flatpak Secret portal's per-app secret. */
+    TS_PROTECTION_PASSPHRASE = 3,  /**< Wrapped under a passphrase. */
+    TS_PROTECTION_SOFTWARE_TPM = 4 /**< Sealed by a software TPM (swtpm, a simulator, a VM's TPM) and kept in the keyring. */
 } ts_protection;
 
 /** The library's version ("MAJOR.MINOR.PATCH"), a static string. */
@@ -149,8 +151,10 @@ void ts_bytes_free(uint8_t *bytes, size_t length);
 
 /** The store's protection tier into `*tier`, and when `reason_or_null` is not NULL the reason a
  *  higher tier is not in use into `*reason_or_null` (release it with ts_string_free(); "" for
- *  TS_PROTECTION_HARDWARE). Below hardware the TPM ($TOKENSTORE_TPM_TCTI) is asked whether it
- *  could be used (a few commands, never an error). Codes: storeClosed, invalidInput. */
+ *  TS_PROTECTION_HARDWARE). A TPM store is TS_PROTECTION_SOFTWARE_TPM when its TPM is a software
+ *  one. Below that the TPM ($TOKENSTORE_TPM_TCTI) is asked whether it could be used (a few
+ *  commands, never an error). Codes: storeClosed, invalidInput, tpmUnavailable (a TPM store whose
+ *  TPM device must be asked its manufacturer and does not answer). */
 int ts_store_protection(ts_store *store, ts_protection *tier, char **reason_or_null, ts_error **err);
 
 /** The credential state of `user_id` (the Apple user id of a sign-in). */

@@ -4,35 +4,38 @@
 // tpm2-tss is loaded at the first TPM call (dlopen of libtss2-esys.so.0 and its siblings), not
 // linked: libtss2-esys brings libcrypto and libtss2-sys, which every process linking TokenStore
 // would otherwise load at start (as libcurl and libcrypto are loaded only when first needed).
-// Only the types and constants come from the headers; the functions are reached through the
-// `tokenstore_tss2` table.
+// The functions are reached through the `tokenstore_tss2` table; the types and constants are
+// declared in tss2_declarations.h (checked against tpm2-tss's headers by scripts/check-tss2-shim),
+// so that a build needs no tpm2-tss headers.
 #include <dlfcn.h>
 #include <string.h>
-#include <tss2/tss2_esys.h>
-#include <tss2/tss2_tctildr.h>
-#include <tss2/tss2_mu.h>
-#include <tss2/tss2_rc.h>
+#include "tss2_declarations.h"
 
 /* The tpm2-tss functions TPMSession calls. */
 struct tokenstore_tss2 {
-    __typeof__(Tss2_TctiLdr_Initialize) *_Nonnull tctildr_initialize;
-    __typeof__(Tss2_TctiLdr_Finalize) *_Nonnull tctildr_finalize;
-    __typeof__(Esys_Initialize) *_Nonnull esys_initialize;
-    __typeof__(Esys_Finalize) *_Nonnull esys_finalize;
-    __typeof__(Esys_Startup) *_Nonnull esys_startup;
-    __typeof__(Esys_CreatePrimary) *_Nonnull esys_create_primary;
-    __typeof__(Esys_Create) *_Nonnull esys_create;
-    __typeof__(Esys_Load) *_Nonnull esys_load;
-    __typeof__(Esys_Unseal) *_Nonnull esys_unseal;
-    __typeof__(Esys_Sign) *_Nonnull esys_sign;
-    __typeof__(Esys_FlushContext) *_Nonnull esys_flush_context;
-    __typeof__(Esys_TR_GetName) *_Nonnull esys_tr_get_name;
-    __typeof__(Esys_Free) *_Nonnull esys_free;
-    __typeof__(Tss2_MU_TPM2B_PUBLIC_Marshal) *_Nonnull mu_public_marshal;
-    __typeof__(Tss2_MU_TPM2B_PUBLIC_Unmarshal) *_Nonnull mu_public_unmarshal;
-    __typeof__(Tss2_MU_TPM2B_PRIVATE_Marshal) *_Nonnull mu_private_marshal;
-    __typeof__(Tss2_MU_TPM2B_PRIVATE_Unmarshal) *_Nonnull mu_private_unmarshal;
-    __typeof__(Tss2_RC_Decode) *_Nonnull rc_decode;
+    tokenstore_tctildr_initialize_fn *_Nonnull tctildr_initialize;
+    tokenstore_tctildr_finalize_fn *_Nonnull tctildr_finalize;
+    tokenstore_esys_initialize_fn *_Nonnull esys_initialize;
+    tokenstore_esys_finalize_fn *_Nonnull esys_finalize;
+    tokenstore_esys_startup_fn *_Nonnull esys_startup;
+    tokenstore_esys_create_primary_fn *_Nonnull esys_create_primary;
+    tokenstore_esys_create_fn *_Nonnull esys_create;
+    tokenstore_esys_load_fn *_Nonnull esys_load;
+    tokenstore_esys_unseal_fn *_Nonnull esys_unseal;
+    tokenstore_esys_sign_fn *_Nonnull esys_sign;
+    tokenstore_esys_flush_context_fn *_Nonnull esys_flush_context;
+    tokenstore_esys_get_capability_fn *_Nonnull esys_get_capability;
+    tokenstore_esys_start_auth_session_fn *_Nonnull esys_start_auth_session;
+    tokenstore_esys_trsess_set_attributes_fn *_Nonnull esys_trsess_set_attributes;
+    tokenstore_esys_context_save_fn *_Nonnull esys_context_save;
+    tokenstore_esys_context_load_fn *_Nonnull esys_context_load;
+    tokenstore_esys_tr_get_name_fn *_Nonnull esys_tr_get_name;
+    tokenstore_esys_free_fn *_Nonnull esys_free;
+    tokenstore_mu_public_marshal_fn *_Nonnull mu_public_marshal;
+    tokenstore_mu_public_unmarshal_fn *_Nonnull mu_public_unmarshal;
+    tokenstore_mu_private_marshal_fn *_Nonnull mu_private_marshal;
+    tokenstore_mu_private_unmarshal_fn *_Nonnull mu_private_unmarshal;
+    tokenstore_rc_decode_fn *_Nonnull rc_decode;
 };
 
 /* Loads tpm2-tss and fills `api`; the libraries stay loaded for the life of the process.
@@ -57,6 +60,11 @@ static inline int tokenstore_tss2_load(struct tokenstore_tss2 *_Nonnull api, con
     TOKENSTORE_TSS2_SYMBOL(1, esys_unseal, "Esys_Unseal")
     TOKENSTORE_TSS2_SYMBOL(1, esys_sign, "Esys_Sign")
     TOKENSTORE_TSS2_SYMBOL(1, esys_flush_context, "Esys_FlushContext")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_get_capability, "Esys_GetCapability")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_start_auth_session, "Esys_StartAuthSession")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_trsess_set_attributes, "Esys_TRSess_SetAttributes")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_context_save, "Esys_ContextSave")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_context_load, "Esys_ContextLoad")
     TOKENSTORE_TSS2_SYMBOL(1, esys_tr_get_name, "Esys_TR_GetName")
     TOKENSTORE_TSS2_SYMBOL(1, esys_free, "Esys_Free")
     TOKENSTORE_TSS2_SYMBOL(2, mu_public_marshal, "Tss2_MU_TPM2B_PUBLIC_Marshal")
@@ -172,6 +180,48 @@ static inline int tokenstore_tpm_sensitive(TPM2B_SENSITIVE_CREATE *out, const ui
 static inline void tokenstore_tpm_wipe(void *p, size_t n) {
     volatile unsigned char *q = (volatile unsigned char *)p;
     while (n--) *q++ = 0;
+}
+
+/// TPM2_PT_MANUFACTURER and TPM2_PT_VENDOR_STRING_1..4 (five fixed properties in a row) into
+/// `out` (0 where the TPM did not answer one), with one TPM2_GetCapability. Returns its TSS2_RC.
+static inline TSS2_RC tokenstore_tpm_read_vendor(const struct tokenstore_tss2 *_Nonnull api, ESYS_CONTEXT *_Nonnull esys, uint32_t out[5]) {
+    TPMI_YES_NO more = 0;
+    TPMS_CAPABILITY_DATA *data = NULL;
+    memset(out, 0, 5 * sizeof(uint32_t));
+    TSS2_RC rc = api->esys_get_capability(esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                          TPM2_CAP_TPM_PROPERTIES, TPM2_PT_MANUFACTURER, 5, &more, &data);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    if (data != NULL && data->capability == TPM2_CAP_TPM_PROPERTIES) {
+        const TPML_TAGGED_TPM_PROPERTY *list = &data->data.tpmProperties;
+        for (UINT32 i = 0; i < list->count && i < TPM2_MAX_TPM_PROPERTIES; i++) {
+            UINT32 index = list->tpmProperty[i].property - TPM2_PT_MANUFACTURER;
+            if (index < 5) out[index] = list->tpmProperty[i].value;
+        }
+    }
+    api->esys_free(data);
+    return TSS2_RC_SUCCESS;
+}
+
+/// Starts the session that carries a secret across the TPM interface (TPM2_StartAuthSession): an
+/// HMAC session salted with `salt_key` (a loaded key of this TPM: the salt is encrypted to its
+/// public key, so only this TPM learns the session key, and a fresh nonce makes it new each time),
+/// parameter encryption with AES-128-CFB both ways (TPMA_SESSION_DECRYPT: the command's first
+/// parameter, e.g. TPM2_Create's inSensitive; TPMA_SESSION_ENCRYPT: the answer's first parameter,
+/// e.g. TPM2_Unseal's outData), SHA-256. continueSession is clear: the TPM ends the session with
+/// the command it authorizes (no flush needed after a success). `*session` is ESYS_TR_NONE unless
+/// the TPM started one (flush it when this or the command fails). Returns the TSS2_RC.
+static inline TSS2_RC tokenstore_tpm_start_salted_session(const struct tokenstore_tss2 *_Nonnull api, ESYS_CONTEXT *_Nonnull esys,
+                                                          ESYS_TR salt_key, ESYS_TR *_Nonnull session) {
+    TPMT_SYM_DEF symmetric;
+    memset(&symmetric, 0, sizeof symmetric);
+    symmetric.algorithm = TPM2_ALG_AES;
+    symmetric.keyBits.aes = 128;
+    symmetric.mode.aes = TPM2_ALG_CFB;
+    *session = ESYS_TR_NONE;
+    TSS2_RC rc = api->esys_start_auth_session(esys, salt_key, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                              NULL, TPM2_SE_HMAC, &symmetric, TPM2_ALG_SHA256, session);
+    if (rc != TSS2_RC_SUCCESS) { *session = ESYS_TR_NONE; return rc; }
+    return api->esys_trsess_set_attributes(esys, *session, TPMA_SESSION_DECRYPT | TPMA_SESSION_ENCRYPT, 0xff);
 }
 
 /// ESYS_TR_NONE, ESYS_TR_PASSWORD, ESYS_TR_RH_OWNER as values Swift sees (macros of casts).

@@ -34,13 +34,8 @@ public func ts_store_protection(
         reasonOrNull?.pointee = nil
         let handle = try storeHandles.lookUp(store)
         defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
-        let protection = handle.store.protection
-        switch protection.tier {
-        case .hardware: tierOut.pointee = TS_PROTECTION_HARDWARE
-        case .keyring: tierOut.pointee = TS_PROTECTION_KEYRING
-        case .portal: tierOut.pointee = TS_PROTECTION_PORTAL
-        case .passphrase: tierOut.pointee = TS_PROTECTION_PASSPHRASE
-        }
+        let protection = try handle.store.protection()
+        tierOut.pointee = try CProtection.value(of: protection.tier)
         if let reasonOrNull { reasonOrNull.pointee = try CStrings.mallocCopy(protection.reason) }
         return CCall.ok
     }
@@ -148,4 +143,22 @@ public func ts_error_message(_ error: OpaquePointer!) -> UnsafePointer<CChar>! {
 public func ts_error_free(_ error: OpaquePointer!) {
     guard let error else { return }
     Unmanaged<ErrorBox>.fromOpaque(UnsafeRawPointer(error)).release()
+}
+
+/// The C value of each protection tier (`ts_protection`, include/tokenstore.h): one table, read
+/// by ts_store_protection. A tier the Swift library adds gets its C value appended here.
+enum CProtection {
+    static let values: [ProtectionTier: ts_protection] = [
+        .hardware: TS_PROTECTION_HARDWARE, .keyring: TS_PROTECTION_KEYRING,
+        .portal: TS_PROTECTION_PORTAL, .passphrase: TS_PROTECTION_PASSPHRASE, .softwareTPM: TS_PROTECTION_SOFTWARE_TPM,
+    ]
+
+    /// The C value of `tier`.
+    /// - Throws: `ioError` for a tier this C ABI has no value for (a library built without it).
+    static func value(of tier: ProtectionTier) throws -> ts_protection {
+        guard let value = values[tier] else {
+            throw TokenStoreError(.ioError, "The protection tier '\(tier.rawValue)' has no ts_protection value in this library.")
+        }
+        return value
+    }
 }

@@ -34,8 +34,9 @@ enum DPoPBench {
 
     /// `tokenbench dpop-proof-tpm ITERATIONS`: the same proof with the TPM-resident key
     /// (`TPMSigningKey` on `$TOKENSTORE_TPM_TCTI`, scripts/with-swtpm): each proof is one TPM
-    /// session (TPM2_Startup, CreatePrimary, Load, Sign, two flushes) on a connection of its own.
-    /// The key is made once; its JWK and thumbprint are cached (no TPM command).
+    /// session on a connection of its own; after the first (warm-up, not counted) it loads the
+    /// key's saved context (TPM2_ContextLoad, Sign, a flush). The key is made once; its JWK and
+    /// thumbprint are cached (no TPM command).
     /// Prints `METRIC bench_dpop_proof_tpm p50_us=… p95_us=… tpm_commands_per_proof=… iterations=… tcti=…`.
     static func runTPM(_ arguments: [String]) throws {
         guard arguments.count == 2, let iterations = Int(arguments[1]), iterations > 0 else {

@@ -190,6 +190,8 @@ static int test_items(const char *path) {
     CHECK(ts_store_protection(store, &tier, NULL, &err) == TS_OK && tier == TS_PROTECTION_KEYRING);
     status = ts_store_protection(store, NULL, NULL, &err);
     CHECK_ERROR(status, err, "invalidInput");
+    /* tiers are appended, never renumbered: a software TPM (swtpm, mssim, a simulator) is its own tier */
+    CHECK(TS_PROTECTION_HARDWARE == 0 && TS_PROTECTION_PASSPHRASE == 3 && TS_PROTECTION_SOFTWARE_TPM == 4);
 
     /* a second handle on the same file sees the same items */
     ts_store *second = open_store(path);

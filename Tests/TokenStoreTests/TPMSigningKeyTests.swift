@@ -91,6 +91,41 @@ struct TPMSigningKeyTests {
         #expect(try tpm.transientHandleCount() == 0)
     }
 
+    @Test func laterProofsReuseTheKeysSavedContextAndFallBackAfterATPMRestart() throws {
+        let tpm = try SoftwareTPM.start()
+        let relay = try TPMRelay(to: tpm)
+        defer { relay.stop() }
+        let blob = try TPMSigningKey.create(tcti: relay.tcti).blob
+        let message = Array("eyJ0eXAiOiJkcG9wK2p3dCJ9.eyJodG0iOiJHRVQifQ".utf8)
+        // A key read from its blob for each proof, as the session layer does (DPoPKeys.load).
+        func proof() throws -> (commands: Int, valid: Bool) {
+            let before = relay.exchanges.count
+            let key = try TPMSigningKey.load(blob: blob, tcti: relay.tcti)
+            let signature = try key.signES256(message)
+            return (relay.exchanges.count - before, try verify(key.publicJWK, message, signature).valid)
+        }
+        let proofs = try (0..<4).map { _ in try proof() }
+        print("METRIC tpm_commands_per_proof first=\(proofs[0].commands) later=\(proofs.dropFirst().map { String($0.commands) }.joined(separator: ","))")
+        let counts = proofs.map(\.commands)
+        let allValid = proofs.allSatisfy { $0.valid }
+        #expect(allValid, "every signature verifies")
+        #expect(counts[0] == TPMSigningKey.commandsPerFirstProof, "\(counts)")
+        #expect(Set(counts.dropFirst()) == [TPMSigningKey.commandsPerProof], "\(counts)")
+        #expect(TPMSigningKey.commandsPerProof <= 3, "TPM2_ContextLoad, TPM2_Sign, TPM2_FlushContext")
+        #expect(try tpm.transientHandleCount() == 0)
+
+        // The TPM restarts (swtpm's control channel: CMD_INIT, a power cycle): the saved context is
+        // no longer valid; the next proof falls back to the primary and the blob, and still verifies.
+        let cycled = try ChildProcess.run("swtpm_ioctl", ["--tcp", "127.0.0.1:\(tpm.port + 1)", "-i"], timeout: .seconds(30))
+        #expect(cycled.termination.code == 0, "swtpm_ioctl: \(cycled.standardErrorText)")
+        let after = try proof()
+        #expect(after.valid, "a proof after the TPM restarted")
+        #expect(after.commands > TPMSigningKey.commandsPerProof, "the saved context was refused and the key loaded again: \(after.commands)")
+        let next = try proof()
+        #expect(next.valid && next.commands == TPMSigningKey.commandsPerProof, "saved again: \(next.commands)")
+        #expect(try tpm.transientHandleCount() == 0)
+    }
+
     @Test func twoSignaturesOfOneMessageDifferAndBothVerify() throws {
         let tpm = try SoftwareTPM.start()
         let key = try TPMSigningKey.create(tcti: tpm.tcti).key
@@ -189,7 +224,7 @@ struct TPMSigningKeyTests {
         let notSigning = TPMSealedBlob(kind: .signingKey, parentName: sealed.parentName, publicPart: sealed.publicPart, privatePart: sealed.privatePart)
         let wrongKind = storeError { _ = try TPMSigningKey.load(blob: notSigning.encoded, tcti: tpm.tcti) }
         #expect(wrongKind?.code == .dataKeyCorrupt && wrongKind?.message.contains("not a P-256 ECDSA signing key") == true)
-        #expect(TPMSession.commandCount(tcti: tpm.tcti) - commands == 4, "only the data key's sealing asked the TPM (4 commands)")
+        #expect(TPMSession.commandCount(tcti: tpm.tcti) - commands == 5, "only the data key's sealing asked the TPM (5 commands: its session included)")
 
         // The last byte of the TPM-encrypted private part: the TPM's integrity check refuses it.
         var altered = blob

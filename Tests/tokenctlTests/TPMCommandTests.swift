@@ -96,11 +96,18 @@ struct TPMCommandTests {
         let plain = try store.run(["list"], environment: Self.tpm(first.tcti))
         #expect(plain.exitCode == 78 && plain.standardError.contains("--key-provider tpm"), "\(plain.standardError)")
 
+        // swtpm is a software TPM: not the hardware tier (the tier is softwareTPM, tpm.simulator true).
         let status = try store.json(["--key-provider", "tpm", "status"], environment: Self.tpm(first.tcti))
         #expect(status.result.exitCode == 0)
-        #expect(status.object["protection"] as? String == "hardware" && status.object["recordedKeyProvider"] as? String == "tpm")
+        #expect(status.object["protection"] as? String == "softwareTPM" && status.object["recordedKeyProvider"] as? String == "tpm")
+        #expect((status.object["protectionReason"] as? String ?? "").contains("software TPM"), "\(status.object)")
         let tpm = status.object["tpm"] as? [String: Any]
         #expect(tpm?["available"] as? Bool == true && tpm?["reason"] as? String == "", "\(tpm ?? [:])")
+        #expect(tpm?["simulator"] as? Bool == true, "\(tpm ?? [:])")
+        let text = try store.run(["--key-provider", "tpm", "status"], environment: Self.tpm(first.tcti))
+        #expect(text.exitCode == 0 && text.standardOutput.contains("protection           softwareTPM ("), "\(text.standardOutput)")
+        #expect(!text.standardOutput.contains("protection           hardware"), "\(text.standardOutput)")
+        #expect(text.standardOutput.contains("is a software TPM"), "\(text.standardOutput)")
     }
 
     @Test("status on a keyring store with no TPM reachable: 0, storeID kept, protection keyring, tpm unavailable with a reason")
@@ -113,11 +120,57 @@ struct TPMCommandTests {
         #expect(status.object["protection"] as? String == "keyring")
         let tpm = status.object["tpm"] as? [String: Any]
         #expect(tpm?["available"] as? Bool == false, "\(tpm ?? [:])")
+        #expect(tpm?["simulator"] as? Bool == true, "a swtpm TCTI is a software TPM, reachable or not: \(tpm ?? [:])")
         let reason = tpm?["reason"] as? String ?? ""
         #expect(reason.contains("TPM"), "\(tpm ?? [:])")
         #expect(((status.object["protectionReason"] as? String) ?? "").isEmpty == false)
         let text = try store.run(["status"], environment: Self.tpm(try SoftwareTPM.unreachableTCTI()))
         #expect(text.exitCode == 0 && text.standardOutput.contains("protection           keyring ("), "\(text.standardOutput)")
+    }
+
+    @Test("status on a TPM store that cannot open (no TPM, another TPM): exit 0, keyState tpmUnavailable / tpmMismatch with the reason, never 'opens normally'")
+    func statusOfATPMStoreThatCannotOpen() throws {
+        let first = try SoftwareTPM.start()
+        let second = try SoftwareTPM.start()
+        let store = try TokenctlStore()
+        let put = try store.run(["--key-provider", "tpm", "put", "--account", "alice", "--kind", "generic"],
+            stdin: "s3cret-value\n", environment: Self.tpm(first.tcti))
+        #expect(put.exitCode == 0, "\(put.standardError)")
+        let before = FileManager.default.contents(atPath: store.path)
+
+        // Another machine's TPM: the same reason `list` gives (tpmMismatch, exit 65 there).
+        let list = try store.run(["--key-provider", "tpm", "list"], environment: Self.tpm(second.tcti))
+        #expect(list.exitCode == 65 && list.standardError.contains("[tpmMismatch]"), "\(list.standardError)")
+        let other = try store.json(["--key-provider", "tpm", "status"], environment: Self.tpm(second.tcti))
+        #expect(other.result.exitCode == 0, "\(other.result.standardError)")
+        #expect(other.object["keyState"] as? String == "tpmMismatch", "\(other.object)")
+        let mismatch = other.object["keyStateExplanation"] as? String ?? ""
+        #expect(mismatch.contains("cannot be opened") && mismatch.contains("another TPM") && mismatch.contains("[tpmMismatch]"), "\(mismatch)")
+        #expect(!mismatch.contains("opens normally") && !mismatch.lowercased().contains("reset"), "\(mismatch)")
+        let otherText = try store.run(["--key-provider", "tpm", "status"], environment: Self.tpm(second.tcti))
+        #expect(otherText.exitCode == 0 && otherText.standardOutput.contains("key state            tpmMismatch"), "\(otherText.standardOutput)")
+        #expect(!otherText.standardOutput.contains("opens normally"), "\(otherText.standardOutput)")
+
+        // No TPM at all: the reason `list` gives (tpmUnavailable, exit 69 there).
+        let nobody = try SoftwareTPM.unreachableTCTI()
+        let none = try store.json(["--key-provider", "tpm", "status"], environment: Self.tpm(nobody))
+        #expect(none.result.exitCode == 0, "\(none.result.standardError)")
+        #expect(none.object["keyState"] as? String == "tpmUnavailable", "\(none.object)")
+        let unavailable = none.object["keyStateExplanation"] as? String ?? ""
+        #expect(unavailable.contains("cannot be opened") && unavailable.contains("did not answer")
+            && unavailable.contains("[tpmUnavailable]") && unavailable.contains(nobody), "\(unavailable)")
+        #expect(!unavailable.contains("opens normally"), "\(unavailable)")
+        #expect((none.object["tpm"] as? [String: Any])?["available"] as? Bool == false)
+        let noneText = try store.run(["--key-provider", "tpm", "status"], environment: Self.tpm(nobody))
+        #expect(noneText.exitCode == 0 && noneText.standardOutput.contains("key state            tpmUnavailable"), "\(noneText.standardOutput)")
+        #expect(!noneText.standardOutput.contains("opens normally"), "\(noneText.standardOutput)")
+        #expect(FileManager.default.contents(atPath: store.path) == before, "status changed the store file")
+
+        // The right TPM: present, and the store opens normally.
+        let right = try store.json(["--key-provider", "tpm", "status"], environment: Self.tpm(first.tcti))
+        #expect(right.object["keyState"] as? String == "present", "\(right.object)")
+        #expect((right.object["keyStateExplanation"] as? String ?? "").contains("opens normally"))
+        #expect(!String(decoding: try store.run(["--key-provider", "tpm", "status"], environment: Self.tpm(first.tcti)).standardOutput.utf8, as: UTF8.self).contains("s3cret-value"))
     }
 
     @Test("a TPM store with login --dpop: token DPoP, a proof the server accepts, bound to the key the TPM holds; no TPM, no proof (69)")
@@ -129,7 +182,7 @@ struct TPMCommandTests {
         let environment = fixture.environment.merging(tpmEnvironment) { _, given in given }
         let login = try DPoPCommandTests.loginDPoP(fixture, environment: tpmEnvironment)
         #expect(login.exitCode == 0, "\(login.standardError)")
-        #expect(try fixture.store.json(["status"], environment: environment).object["protection"] as? String == "hardware")
+        #expect(try fixture.store.json(["status"], environment: environment).object["protection"] as? String == "softwareTPM")
         let token = try fixture.store.json(["token", "--account", "alice", "--reveal"], environment: environment)
         #expect(token.object["tokenType"] as? String == "DPoP", "\(token.result.standardError)")
         let accessToken = try #require(token.object["accessToken"] as? String)

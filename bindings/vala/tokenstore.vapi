@@ -55,7 +55,8 @@ namespace TokenStore {
         HARDWARE,
         KEYRING,
         PORTAL,
-        PASSPHRASE
+        PASSPHRASE,
+        SOFTWARE_TPM
     }
 
     [CCode (cname = "ts_logout_outcome", cprefix = "TS_LOGOUT_", has_type_id = false)]

@@ -37,7 +37,7 @@ package enum DPoPSigningFailure: Error, Equatable {
 }
 
 extension TokenStore {
-    /// The TCTI of the TPM that seals this store's data key (the `hardware` tier), where its
+    /// The TCTI of the TPM that seals this store's data key (the `hardware` or `softwareTPM` tier), where its
     /// DPoP key is made and signs too; nil for every other key provider.
-    package var hardwareKeyTCTI: String? { (keyProvider as? TPMKeyProvider)?.tcti }
+    package var hardwareKeyTCTI: String? { keyProvider.tpmTCTI }
 }

@@ -16,9 +16,13 @@ internal import CTSS2
 ///
 /// **Cached** (computed once, in ``create(tcti:)`` or ``load(blob:tcti:)``,
 /// from the public area's x and y, with no TPM command): ``publicJWK`` and ``thumbprint``.
-/// **Per proof**: SHA-256 of the message outside the TPM, then one TPM session of
-/// ``commandsPerProof`` commands (TPM2_Startup, TPM2_CreatePrimary, TPM2_Load, TPM2_Sign, and
-/// a TPM2_FlushContext each for the key and the primary).
+/// **Per proof**: SHA-256 of the message outside the TPM, then one TPM session. The first proof
+/// of a process with a key (``commandsPerFirstProof``: TPM2_Startup, TPM2_CreatePrimary,
+/// TPM2_Load, a flush of the primary, TPM2_ContextSave of the key, TPM2_Sign, a flush of the key)
+/// keeps the key's saved context in memory (encrypted by the TPM, loadable only by it and only
+/// until it restarts); every later proof is ``commandsPerProof`` commands: TPM2_ContextLoad,
+/// TPM2_Sign, a flush (no TPM2_Startup: the TPM answers TPM_RC_INITIALIZE if it restarted, and
+/// then gets it; a context it refuses is replaced by loading the key from its blob again).
 ///
 /// **One TPM connection per proof, none held between proofs.** A TPM without a resource manager
 /// (swtpm over TCP, `/dev/tpm0`) has 3 object slots and serves one connection at a time: a key
@@ -26,17 +30,20 @@ internal import CTSS2
 /// out — this process's own store opens (``TPMKeyProvider``), `tokenctl`, another app — for as
 /// long as it lives. So each signature opens the TCTI, loads the key, signs, flushes both
 /// objects and closes (under ``TPMSession``'s process-wide lock, errors included). On a real
-/// TPM behind `/dev/tpmrm0` that costs about five commands more than a key kept loaded would
-/// (BENCHMARKS.md estimates the time); the resource manager would allow keeping it, swtpm and
-/// `/dev/tpm0` would not.
+/// TPM behind `/dev/tpmrm0` the flush after a proof could be left to the resource manager (2
+/// commands); swtpm and `/dev/tpm0` have none, so TokenStore always flushes.
 ///
 /// Errors (as `DPoPSigningFailure.store`): no TPM answering is
 /// `tpmUnavailable` with the reason; a blob made by another TPM (or altered) is `tpmMismatch`
 /// naming the TPM. No text holds key material.
 package final class TPMSigningKey: DPoPSigningKey {
-    /// The TPM commands one signature sends: TPM2_Startup, TPM2_CreatePrimary, TPM2_Load,
-    /// TPM2_Sign and two TPM2_FlushContext (for estimating a real TPM's cost per proof).
-    package static let commandsPerProof = 6
+    /// The TPM commands a signature sends once the key's context is saved in this process:
+    /// TPM2_ContextLoad, TPM2_Sign, TPM2_FlushContext (for estimating a real TPM's cost per proof).
+    package static let commandsPerProof = 3
+    /// The TPM commands of the first signature with a key in a process: TPM2_Startup,
+    /// TPM2_CreatePrimary, TPM2_Load, TPM2_FlushContext (the primary), TPM2_ContextSave,
+    /// TPM2_Sign, TPM2_FlushContext (the key).
+    package static let commandsPerFirstProof = 7
 
     /// The TCTI configuration of the TPM holding the key (as ``TPMKeyProvider/tcti``).
     package let tcti: String
@@ -52,7 +59,7 @@ package final class TPMSigningKey: DPoPSigningKey {
     package var residence: DPoPKeyResidence { .tpm }
 
     /// Makes a new signing key in the TPM `tcti` names (TPM2_Startup, TPM2_CreatePrimary,
-    /// TPM2_Create, one flush).
+    /// TPM2_StartAuthSession, TPM2_Create in that salted, encrypting session, one flush).
     /// - Returns: the key, and the blob to keep (nothing in it is the private key in clear).
     /// - Throws: `tpmUnavailable` (no TPM answers; a TPM error).
     package static func create(
@@ -106,8 +113,21 @@ package final class TPMSigningKey: DPoPSigningKey {
         let digest = Self.sha256(message)
         let blob = blob
         let tcti = tcti
+        let slot = SavedContexts.Slot(tcti: tcti, blob: blob.encoded)
+        let saved = SavedContexts.shared.context(for: slot)
         do {
-            return try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> [UInt8] in
+            return try TPMSession.with(tcti: tcti, startup: saved == nil) { session throws(TokenStoreError) -> [UInt8] in
+                if let saved {
+                    var loaded = try session.loadContext(saved)
+                    if case .restarted = loaded {
+                        try session.startup()
+                        loaded = try session.loadContext(saved)
+                    }
+                    if case .loaded(let key) = loaded {
+                        return try session.withTransient(key) { key throws(TokenStoreError) in try session.sign(digest: digest, with: key) }
+                    }
+                    SavedContexts.shared.forget(slot)  // the TPM restarted since: load the key anew
+                }
                 let (primary, parentName) = try session.createPrimary()
                 let key = try session.withTransient(primary) { primary throws(TokenStoreError) -> TPMSession.Object in
                     guard parentName == blob.parentName else {
@@ -115,7 +135,10 @@ package final class TPMSigningKey: DPoPSigningKey {
                     }
                     return try session.load(public: blob.publicPart, private: blob.privatePart, under: primary, subject: Self.subject)
                 }  // the primary is flushed before signing: one object slot in use, not two
-                return try session.withTransient(key) { key throws(TokenStoreError) in try session.sign(digest: digest, with: key) }
+                return try session.withTransient(key) { key throws(TokenStoreError) in
+                    SavedContexts.shared.keep(try session.saveContext(key), for: slot)
+                    return try session.sign(digest: digest, with: key)
+                }
             }
         } catch {
             throw .store(error)

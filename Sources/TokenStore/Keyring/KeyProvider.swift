@@ -101,6 +101,11 @@ public protocol KeyProvider: Sendable {
     /// the epoch was not read this way (the store then asks ``storeEpoch(storeID:)``).
     /// The default: ``loadKey(_:)``, and nil.
     func loadKeyAndStoreEpoch(_ reference: DataKeyReference) throws -> (key: SecretBytes?, epoch: UInt64?)
+
+    /// The TCTI of the TPM this provider seals keys with (``TPMKeyProvider/tcti``), where a
+    /// store's DPoP key is made and signs and whose kind decides the tier; nil (the default) for
+    /// a provider without a TPM. A capability callers read instead of casting to a provider type.
+    var tpmTCTI: String? { get }
 }
 
 extension KeyProvider {
@@ -111,4 +116,7 @@ extension KeyProvider {
     public func loadKeyAndStoreEpoch(_ reference: DataKeyReference) throws -> (key: SecretBytes?, epoch: UInt64?) {
         (try loadKey(reference), nil)
     }
+
+    /// nil: no TPM.
+    public var tpmTCTI: String? { nil }
 }

@@ -5,19 +5,28 @@ public struct StoreProtection: Sendable, Equatable {
     /// Why a higher tier is unavailable or not in use (empty for `hardware`); names no user.
     public let reason: String
 
-    /// The tier of a store whose key `kind` holds; `tpm` is what a TPM probe found (asked only
-    /// below `hardware`, to say whether the TPM could be used).
+    /// The tier of a store whose key `kind` holds; `tpm` is what a TPM probe found: for a TPM
+    /// store whether that TPM is a software one (`softwareTPM`, else `hardware`), below that
+    /// whether the TPM could be used.
     public static func of(_ kind: KeyProviderKind, tpm: @autoclosure () -> TPMAvailability) -> StoreProtection {
         let tier: ProtectionTier
         switch kind {
-        case .tpm: return StoreProtection(tier: .hardware, reason: "")
+        case .tpm:
+            let found = tpm()
+            guard found.simulator else { return StoreProtection(tier: .hardware, reason: "") }
+            return StoreProtection(
+                tier: .softwareTPM,
+                reason: "\(TPMDiagnosis.naming(found.tcti)) is a software TPM (a simulator such as swtpm, or a virtual "
+                    + "machine's TPM), not this machine's TPM chip or firmware: the seal binds the key to that TPM's "
+                    + "state, which is files that can be copied, not to this machine's hardware")
         case .portal: tier = .portal
         case .passphrase: tier = .passphrase
         default: tier = .keyring
         }
         let found = tpm()
         let why = found.available
-            ? "a TPM is available (\(TPMDiagnosis.naming(found.tcti))), but this store's key was made by the '"
+            ? "a TPM is available (\(TPMDiagnosis.naming(found.tcti))\(found.simulator ? ", a software TPM" : "")), "
+                + "but this store's key was made by the '"
                 + "\(KeyProviderKind.clipped(kind.rawValue))' key provider; a store made with TPMKeyProvider "
                 + "(tokenctl --key-provider tpm) is bound to this machine"
             : found.reason
@@ -27,7 +36,18 @@ public struct StoreProtection: Sendable, Equatable {
 
 extension TokenStore {
     /// This store's protection tier (``ProtectionTier``), from the key provider it was opened
-    /// with. Below `hardware` it asks the TPM (``TPMKeyProvider/probe(tcti:)``, a few commands)
-    /// to say why a higher tier is not in use.
-    public var protection: StoreProtection { .of(keyProvider.kind, tpm: TPMKeyProvider.probe()) }
+    /// with: a method, not a property, because it may send TPM commands (and wait up to the
+    /// TPM's time-out). A TPM store is `hardware`, or `softwareTPM` when its TPM is a software
+    /// one (decided by the TCTI; a device TCTI is asked its manufacturer once per process).
+    /// Below that it asks the TPM (``TPMKeyProvider/probe(tcti:)``, a few commands) to say why
+    /// a higher tier is not in use.
+    /// - Throws: ``TokenStoreError`` `tpmUnavailable` when a TPM store's device must be asked
+    ///   its manufacturer and does not answer.
+    public func protection() throws -> StoreProtection {
+        if keyProvider.kind == .tpm, let tcti = keyProvider.tpmTCTI {
+            let simulator = try TPMIdentity.isSimulator(tcti: tcti)
+            return .of(.tpm, tpm: TPMAvailability(tcti: tcti, available: true, reason: "", simulator: simulator))
+        }
+        return .of(keyProvider.kind, tpm: TPMKeyProvider.probe())
+    }
 }

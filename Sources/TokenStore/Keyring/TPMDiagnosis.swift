@@ -33,6 +33,43 @@ enum TPMDiagnosis {
             hint: hint(tcti), cause: .other(decode(rc)))
     }
 
+    /// A TCTI whose module part is a path (`/usr/lib/x.so:…`): the loader would `dlopen` it.
+    static func pathRefused(tcti: String) -> TokenStoreError {
+        TokenStoreError(
+            .tpmUnavailable,
+            "No usable TPM: the TCTI \(KeyProviderKind.clipped(tcti)) names its module by a path, which would load "
+                + "that file as a library; refused, nothing was loaded.",
+            hint: "Name a TCTI module, not a file: device:/dev/tpmrm0 (the kernel's TPM), swtpm:host=…,port=…, mssim:…, tabrmd:….")
+    }
+
+    /// What an answer to an owner-authorized command (TPM2_CreatePrimary in the owner hierarchy,
+    /// with the empty password) means, when it is about the authorization: the owner hierarchy
+    /// has a password (TPM_RC_BAD_AUTH, TPM_RC_AUTH_FAIL for the session) or the TPM is in
+    /// dictionary-attack lockout (TPM_RC_LOCKOUT); nil for any other answer.
+    static func ownerAuthorization(rc: TSS2_RC) -> String? {
+        guard rc & 0xFFFF_F000 == 0 else { return nil }  // a TSS layer's error, not the TPM's answer
+        if rc & 0xFFF == 0x921 { return "the TPM is in dictionary-attack lockout" }
+        let formatOne = rc & 0x80 != 0
+        if formatOne && [0x22, 0x0E].contains(rc & 0x3F) { return "the TPM's owner hierarchy has a password" }
+        return nil
+    }
+
+    /// TPM2_CreatePrimary refused for the owner hierarchy's authorization (`what` says which).
+    static func ownerRefused(tcti: String, what: String, rc: TSS2_RC) -> TokenStoreError {
+        let lockout = what.contains("lockout")
+        return TokenStoreError(
+            .tpmUnavailable,
+            "\(naming(tcti).capitalizedFirst) refused to make TokenStore's primary key: \(what) "
+                + "(TPM2_CreatePrimary: \(decode(rc))). TokenStore uses the owner hierarchy with the empty password, "
+                + "as a desktop's TPM has it; nothing was changed.",
+            hint: lockout
+                ? "Wait for the TPM's lockout to end (its recovery time), or have whoever holds the lockout password "
+                    + "reset it (tpm2_dictionarylockout -c); the store opens again as it was."
+                : "Whoever set the owner password (an administrator, tpm2-tools, another OS, or any user with access "
+                    + "to the TPM) can remove it (tpm2_changeauth -c owner -p OLD); the store opens again as it was.",
+            cause: .other(decode(rc)))
+    }
+
     /// The sealed key was made by another TPM (or this TPM's owner seed was cleared since).
     /// `subject` says what was made ("This store's data key was sealed", "This DPoP key was made").
     static func mismatch(tcti: String, detail: String, subject: String = "This store's data key was sealed") -> TokenStoreError {

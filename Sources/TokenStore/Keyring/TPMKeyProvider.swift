@@ -13,7 +13,11 @@ import Glibc
 /// (`TPMSealedBlob`: the object's public and TPM-encrypted private parts) is kept in the
 /// Secret Service item where ``SecretServiceKeyProvider`` keeps a raw key (same schema, the
 /// `store-id` and `key-id` attributes); no item of a TPM store holds the raw key. The key is
-/// unsealed once per open (TPM2_CreatePrimary, TPM2_Load, TPM2_Unseal, two flushes).
+/// unsealed once per open (TPM2_CreatePrimary, TPM2_Load, TPM2_StartAuthSession, TPM2_Unseal, two
+/// flushes). The key crosses the TPM interface only encrypted: TPM2_Create (sealing) and
+/// TPM2_Unseal run in an HMAC session salted to the primary key with AES-128-CFB parameter
+/// encryption, new each time, so a sniffer on a discrete TPM's bus sees neither the key nor the
+/// same bytes twice.
 ///
 /// No PCR policy: the sealed key does not depend on the firmware or boot state (a firmware
 /// update would otherwise lock users out), so it protects against copying, not against
@@ -35,8 +39,9 @@ public struct TPMKeyProvider: KeyProvider {
     /// The TCTI used when ``tctiVariable`` is not set: the kernel's resource manager.
     public static let defaultTCTI = TPMDiagnosis.defaultTCTI
     /// The TPM commands one open sends (TPM2_Startup, TPM2_CreatePrimary, TPM2_Load,
-    /// TPM2_Unseal and two TPM2_FlushContext), for estimating a real TPM's cost.
-    public static let operationsPerOpen = 6
+    /// TPM2_StartAuthSession, TPM2_Unseal and two TPM2_FlushContext; the session ends with the
+    /// Unseal), for estimating a real TPM's cost.
+    public static let operationsPerOpen = 7
 
     public var name: String { "tpm" }
 
@@ -68,7 +73,8 @@ public struct TPMKeyProvider: KeyProvider {
         return try unseal(item)
     }
 
-    /// The data key in a sealed item: TPM2_CreatePrimary, TPM2_Load, TPM2_Unseal, both objects flushed.
+    /// The data key in a sealed item: TPM2_CreatePrimary, TPM2_Load, TPM2_Unseal in an encrypting
+    /// session, both objects flushed.
     func unseal(_ item: SecretBytes) throws(TokenStoreError) -> SecretBytes {
         let blob = try TPMSealedBlob(decoding: item.copyBytes())
         let key = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> SecretBytes in
@@ -78,7 +84,7 @@ public struct TPMKeyProvider: KeyProvider {
                     throw TPMDiagnosis.mismatch(tcti: tcti, detail: "the primary key's name differs")
                 }
                 let sealed = try session.load(public: blob.publicPart, private: blob.privatePart, under: primary)
-                return try session.withTransient(sealed) { sealed throws(TokenStoreError) in try session.unseal(sealed) }
+                return try session.withTransient(sealed) { sealed throws(TokenStoreError) in try session.unseal(sealed, salt: primary) }
             }
         }
         guard key.count == SecretServiceKeyProvider.keyLength else {
@@ -125,17 +131,24 @@ public struct TPMKeyProvider: KeyProvider {
 
     /// Whether a TPM answers at `tcti` and can make TokenStore's primary key, and if not why.
     /// Sends TPM2_Startup, TPM2_CreatePrimary and a flush; seals nothing.
+    /// A device TCTI is also asked its manufacturer (one TPM2_GetCapability more) to
+    /// tell a software TPM behind it (``TPMAvailability/simulator``).
     public static func probe(tcti: String = environmentTCTI()) -> TPMAvailability {
+        let device = TPMIdentity.isKernelDevice(tcti)
         do {
-            try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) in
+            let simulator = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> Bool in
                 let (primary, _) = try session.createPrimary()
                 session.flush(primary)
+                return device ? try session.identity().isSimulatorManufacturer : true
             }
-            return TPMAvailability(tcti: tcti, available: true, reason: "")
+            return TPMAvailability(tcti: tcti, available: true, reason: "", simulator: simulator)
         } catch {
-            return TPMAvailability(tcti: tcti, available: false, reason: error.message)
+            return .unavailable(tcti: tcti, reason: error.message)
         }
     }
+
+    /// This provider's TPM (``KeyProvider/tpmTCTI``).
+    public var tpmTCTI: String? { tcti }
 
     /// TPM commands this process has sent so far (every provider and probe), for benchmarks.
     package static var commandCount: Int { TPMSession.commandCount }

@@ -37,4 +37,39 @@ extension TPMSession {
         }
         return raw
     }
+
+    /// TPM2_ContextSave of a loaded object: its context, encrypted and integrity-protected by
+    /// the TPM (only this TPM loads it again, and only until it restarts), as bytes.
+    func saveContext(_ object: Object) throws(TokenStoreError) -> [UInt8] {
+        let esys = try context()
+        var saved: UnsafeMutablePointer<TPMS_CONTEXT>?
+        commands += 1
+        let rc = api.esys_context_save(esys, object.handle, &saved)
+        defer { if let saved { api.esys_free(saved) } }
+        guard rc == TSS2_RC_SUCCESS, let saved else { throw TPMDiagnosis.failed("TPM2_ContextSave", tcti: tcti, rc: rc) }
+        return Array(UnsafeRawBufferPointer(start: saved, count: MemoryLayout<TPMS_CONTEXT>.size))
+    }
+
+    /// What TPM2_ContextLoad made of a saved context.
+    enum LoadedContext {
+        /// The object, loaded again (flush it).
+        case loaded(Object)
+        /// The TPM answered TPM_RC_INITIALIZE: it restarted and wants TPM2_Startup.
+        case restarted
+        /// The TPM refused it (restarted and started since, or another TPM): load the object anew.
+        case refused
+    }
+
+    /// TPM2_ContextLoad of bytes ``saveContext(_:)`` returned.
+    func loadContext(_ bytes: [UInt8]) throws(TokenStoreError) -> LoadedContext {
+        guard bytes.count == MemoryLayout<TPMS_CONTEXT>.size else { return .refused }
+        let esys = try context()
+        var saved = TPMS_CONTEXT()
+        bytes.withUnsafeBytes { source in withUnsafeMutableBytes(of: &saved) { $0.copyMemory(from: source) } }
+        var handle: ESYS_TR = tokenstore_esys_tr_none
+        commands += 1
+        let rc = api.esys_context_load(esys, &saved, &handle)
+        if rc == TSS2_RC_SUCCESS { return .loaded(Object(handle: handle)) }
+        return rc == tokenstore_rc_initialize ? .restarted : .refused
+    }
 }

@@ -53,9 +53,14 @@ final class TPMSession {
     /// thread of its own (``TPMDeadline``) that the caller waits for at most `timeout`.
     /// - Throws: `tpmUnavailable` (no TPM answers at `tcti`, or not within `timeout`), and
     ///   whatever `body` throws.
+    /// `startup: false` leaves TPM2_Startup out (a caller that talked to this TPM in this process
+    /// already, and sends ``startup()`` itself when an answer says the TPM restarted).
     static func with<R>(
-        tcti: String, timeout: Duration = defaultTimeout, _ body: @escaping (TPMSession) throws(TokenStoreError) -> R
+        tcti: String, timeout: Duration = defaultTimeout, startup: Bool = true,
+        _ body: @escaping (TPMSession) throws(TokenStoreError) -> R
     ) throws(TokenStoreError) -> R {
+        // A module given as a path would be dlopen'ed by the TCTI loader: any file as a library.
+        guard !TPMIdentity.namesAPath(tcti) else { throw TPMDiagnosis.pathRefused(tcti: tcti) }
         let api = try TSS2Library.loaded().api
         let lock = locks.withLock { locks in
             if let lock = locks[tcti] { return lock }
@@ -75,7 +80,7 @@ final class TPMSession {
                         }
                     }
                     do {
-                        try session.open()
+                        try session.open(startup: startup)
                         return .success(try body(session))
                     } catch let error as TokenStoreError {
                         return .failure(error)
@@ -114,7 +119,7 @@ final class TPMSession {
         }
     }
 
-    private func open() throws(TokenStoreError) {
+    private func open(startup: Bool) throws(TokenStoreError) {
         Self.quietLibraryLog()
         var context: OpaquePointer?
         // tpm2-tss opens its socket or device without O_CLOEXEC: a program this process starts
@@ -136,10 +141,15 @@ final class TPMSession {
             throw TPMDiagnosis.unavailable(tcti: tcti, rc: initialized, step: "initializing ESYS")
         }
         esys = esysContext
+        if startup { try self.startup() }
+    }
+
+    /// TPM2_Startup(CLEAR). TPM2_RC_INITIALIZE: it was already done (by the firmware, the
+    /// resource manager, or swtpm's startup-clear flag): the TPM is ready.
+    func startup() throws(TokenStoreError) {
+        let esys = try context()
         commands += 1
-        let started = api.esys_startup(esysContext, TPM2_SU(TPM2_SU_CLEAR))
-        // TPM2_RC_INITIALIZE: TPM2_Startup was already done (by the firmware, the resource
-        // manager, or swtpm's startup-clear flag): the TPM is ready.
+        let started = api.esys_startup(esys, TPM2_SU(TPM2_SU_CLEAR))
         guard started == TSS2_RC_SUCCESS || started == tokenstore_rc_initialize else {
             throw TPMDiagnosis.unavailable(tcti: tcti, rc: started, step: "TPM2_Startup")
         }
@@ -184,7 +194,8 @@ final class TPMSession {
     }
 
     /// TPM2_CreatePrimary in the owner hierarchy with TokenStore's storage template: the same
-    /// key each time on the same TPM (empty owner auth assumed, as on every desktop).
+    /// key each time on the same TPM (empty owner auth assumed, as on every desktop; an owner
+    /// password or a lockout is named as such: ``TPMDiagnosis/ownerAuthorization(rc:)``).
     /// - Returns: the transient object and its TPM name (a digest of its public area).
     func createPrimary() throws(TokenStoreError) -> (object: Object, name: [UInt8]) {
         let esys = try context()
@@ -198,7 +209,12 @@ final class TPMSession {
         let rc = api.esys_create_primary(
             esys, tokenstore_esys_tr_owner, tokenstore_esys_tr_password, tokenstore_esys_tr_none,
             tokenstore_esys_tr_none, &sensitive, &template, &outside, &pcrs, &handle, nil, nil, nil, nil)
-        guard rc == TSS2_RC_SUCCESS else { throw TPMDiagnosis.failed("TPM2_CreatePrimary", tcti: tcti, rc: rc) }
+        guard rc == TSS2_RC_SUCCESS else {
+            if let what = TPMDiagnosis.ownerAuthorization(rc: rc) {
+                throw TPMDiagnosis.ownerRefused(tcti: tcti, what: what, rc: rc)
+            }
+            throw TPMDiagnosis.failed("TPM2_CreatePrimary", tcti: tcti, rc: rc)
+        }
         let object = Object(handle: handle)
         var namePointer: UnsafeMutablePointer<TPM2B_NAME>?
         let named = api.esys_tr_get_name(esys, handle, &namePointer)
@@ -211,7 +227,31 @@ final class TPMSession {
         return (object, name)
     }
 
-    /// TPM2_Create of a sealed data object holding `data` under `parent`.
+    /// Runs `body` with a new salted, encrypting HMAC session (``tokenstore_tpm_start_salted_session``:
+    /// salted to `salt`, AES-128-CFB both ways, ended by the TPM with the one command it
+    /// authorizes): the session a command that carries a secret uses, so that the secret crosses
+    /// the TPM interface (a discrete TPM's bus) encrypted under a key only this TPM and this
+    /// process know, new each time. One command (TPM2_StartAuthSession); flushed when `body` fails.
+    func withEncryptedSession<R>(salt: Object, _ body: (ESYS_TR) throws(TokenStoreError) -> R) throws(TokenStoreError) -> R {
+        let esys = try context()
+        var api = self.api
+        var handle: ESYS_TR = tokenstore_esys_tr_none
+        commands += 1
+        let rc = tokenstore_tpm_start_salted_session(&api, esys, salt.handle, &handle)
+        guard rc == TSS2_RC_SUCCESS else {
+            if handle != tokenstore_esys_tr_none { flush(Object(handle: handle)) }
+            throw TPMDiagnosis.failed("TPM2_StartAuthSession", tcti: tcti, rc: rc)
+        }
+        do {
+            return try body(handle)
+        } catch {
+            flush(Object(handle: handle))  // a failed command does not end the session
+            throw error
+        }
+    }
+
+    /// TPM2_Create of a sealed data object holding `data` under `parent`, the data encrypted on
+    /// the way in (``withEncryptedSession(salt:_:)``, salted to `parent`).
     /// - Returns: the object's public and private parts, marshalled (TPM2B_PUBLIC, TPM2B_PRIVATE).
     func seal(_ data: SecretBytes, under parent: Object) throws(TokenStoreError) -> (public: [UInt8], private: [UInt8]) {
         var template = TPM2B_PUBLIC()
@@ -225,10 +265,19 @@ final class TPMSession {
         return try create(&template, &sensitive, under: parent)
     }
 
-    /// TPM2_Create of an object from `template` and `sensitive` under `parent`.
+    /// TPM2_Create of an object from `template` and `sensitive` under `parent`, authorized by a
+    /// salted session that encrypts `sensitive` (``withEncryptedSession(salt:_:)``).
     /// - Returns: the object's public and private parts, marshalled (TPM2B_PUBLIC, TPM2B_PRIVATE).
     func create(
         _ template: inout TPM2B_PUBLIC, _ sensitive: inout TPM2B_SENSITIVE_CREATE, under parent: Object
+    ) throws(TokenStoreError) -> (public: [UInt8], private: [UInt8]) {
+        try withEncryptedSession(salt: parent) { session throws(TokenStoreError) in
+            try create(&template, &sensitive, under: parent, session: session)
+        }
+    }
+
+    private func create(
+        _ template: inout TPM2B_PUBLIC, _ sensitive: inout TPM2B_SENSITIVE_CREATE, under parent: Object, session: ESYS_TR
     ) throws(TokenStoreError) -> (public: [UInt8], private: [UInt8]) {
         let esys = try context()
         var outside = TPM2B_DATA()
@@ -237,7 +286,7 @@ final class TPMSession {
         var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
         commands += 1
         let rc = api.esys_create(
-            esys, parent.handle, tokenstore_esys_tr_password, tokenstore_esys_tr_none, tokenstore_esys_tr_none,
+            esys, parent.handle, session, tokenstore_esys_tr_none, tokenstore_esys_tr_none,
             &sensitive, &template, &outside, &pcrs, &outPrivate, &outPublic, nil, nil, nil)
         defer {
             if let outPrivate { api.esys_free(outPrivate) }
@@ -277,12 +326,17 @@ final class TPMSession {
         return Object(handle: handle)
     }
 
-    /// TPM2_Unseal of a loaded sealed object.
-    func unseal(_ object: Object) throws(TokenStoreError) -> SecretBytes {
+    /// TPM2_Unseal of a loaded sealed object, the answer encrypted on the way out by a session
+    /// salted to `salt` (the primary it was loaded under: ``withEncryptedSession(salt:_:)``).
+    func unseal(_ object: Object, salt: Object) throws(TokenStoreError) -> SecretBytes {
+        try withEncryptedSession(salt: salt) { session throws(TokenStoreError) in try unseal(object, session: session) }
+    }
+
+    private func unseal(_ object: Object, session: ESYS_TR) throws(TokenStoreError) -> SecretBytes {
         let esys = try context()
         var outData: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
         commands += 1
-        let rc = api.esys_unseal(esys, object.handle, tokenstore_esys_tr_password, tokenstore_esys_tr_none, tokenstore_esys_tr_none, &outData)
+        let rc = api.esys_unseal(esys, object.handle, session, tokenstore_esys_tr_none, tokenstore_esys_tr_none, &outData)
         guard rc == TSS2_RC_SUCCESS, let outData else { throw TPMDiagnosis.failed("TPM2_Unseal", tcti: tcti, rc: rc) }
         defer {
             tokenstore_tpm_wipe(outData, MemoryLayout<TPM2B_SENSITIVE_DATA>.size)

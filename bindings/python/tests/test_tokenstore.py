@@ -108,6 +108,8 @@ def test_items(path):
         check(str(store.credential_state("000999.nobody.apple")) == "NOT_FOUND", "a state prints its name")
         tier, reason = store.protection()
         check(tier == tokenstore.Protection.KEYRING and reason != "", "a Secret Service store is the keyring tier, with a reason")
+        check(tokenstore.Protection.SOFTWARE_TPM == 4 and tokenstore.Protection.PASSPHRASE == 3,
+              "ts_protection: a software TPM is its own tier, appended")
 
         # From an event loop, off its thread (ctypes releases the GIL).
         async def concurrently():

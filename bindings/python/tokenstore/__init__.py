@@ -72,11 +72,12 @@ class State(_Named):
 
 
 class Protection(_Named):
-    """How well a store's data key is protected (ts_protection), best first."""
+    """How well a store's data key is protected (ts_protection), best first; values are appended, never renumbered."""
     HARDWARE = 0
     KEYRING = 1
     PORTAL = 2
     PASSPHRASE = 3
+    SOFTWARE_TPM = 4
 
 
 class LogoutOutcome(_Named):
@@ -212,7 +213,8 @@ class Store:
 
     def protection(self):
         """``(Protection, reason)``: the store's protection tier and why a higher tier is not in use
-        ("" for ``HARDWARE``). Below hardware the TPM ($TOKENSTORE_TPM_TCTI) is asked."""
+        ("" for ``HARDWARE``). A TPM store is ``SOFTWARE_TPM`` when its TPM is a software one (swtpm,
+        a simulator, a virtual machine's TPM). Below that the TPM ($TOKENSTORE_TPM_TCTI) is asked."""
         lib = _native.library()
         tier = ctypes.c_int()
         reason = ctypes.c_void_p()

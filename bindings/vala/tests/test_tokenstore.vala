@@ -38,6 +38,11 @@ int main (string[] args) {
     TokenStore.ErrorDetails? error;
     int status = TokenStore.Store.open (args[2], "org.example.cabi.vala", out store, out error);
     check (status == TokenStore.OK && store != null, "open");
+    TokenStore.Protection tier;
+    string? reason;
+    check (store.protection (out tier, out reason, out error) == TokenStore.OK, "protection");
+    check (tier == TokenStore.Protection.KEYRING && reason != null && reason.length > 0, "a Secret Service store is the keyring tier");
+    check ((int) TokenStore.Protection.SOFTWARE_TPM == 4, "a software TPM is its own tier, appended");
     if (store == null) return 1;
     status = TokenStore.Store.open (args[2], "not an app id", null, out error);
     expect_error (status, error, "invalidInput");

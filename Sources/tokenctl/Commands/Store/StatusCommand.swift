@@ -11,9 +11,9 @@ struct StatusCommand: TokenctlCommand {
             Prints the store path, the schema version, the key provider and the state of the \
             data key (present, locked or missing), the store epoch in the file and in the key \
             provider, the item and account counts, the pending revocations and the file modes, and the \
-            protection tier (hardware: sealed by this machine's TPM; keyring; portal; passphrase) with \
-            the reason a higher tier is not in use, and whether the TPM ($TOKENSTORE_TPM_TCTI) can be \
-            used. When the data key is missing or locked, says in \
+            protection tier (hardware: sealed by this machine's TPM; softwareTPM: sealed by a software \
+            TPM such as swtpm; keyring; portal; passphrase) with the reason a higher tier is not in use, \
+            and whether the TPM ($TOKENSTORE_TPM_TCTI) can be used and is a software one. When the data key is missing or locked, says in \
             plain words what happened and the way forward.
             """)
 
@@ -23,6 +23,8 @@ struct StatusCommand: TokenctlCommand {
         /// The file records another key provider than the one in use, which cannot hold its
         /// key: a passphrase store opened without --passphrase-fd, or another kind. Nothing is lost.
         case needsPassphrase, otherProvider
+        /// A TPM store whose key is present but the TPM cannot open it: no usable TPM, or another TPM.
+        case tpmUnavailable, tpmMismatch
     }
 
     init(parsed: ParsedCommand) {}
@@ -34,12 +36,18 @@ struct StatusCommand: TokenctlCommand {
 
         var keyState: KeyState
         var keyError: String?
+        var tpmFailure: TokenStoreError?
         if let reference = inspection.activeKeyReference(appID: location.appID) {
             do {
                 switch try provider.availability(of: reference) {
                 case .present: keyState = .present
                 case .locked: keyState = .locked
                 case .missing: keyState = .missing
+                }
+                tpmFailure = keyState == .present ? try Self.tpmRefusal(provider, inspection, reference) : nil
+                if let tpmFailure {
+                    keyState = tpmFailure.code == .tpmMismatch ? .tpmMismatch : .tpmUnavailable
+                    keyError = "\(tpmFailure.message) [\(tpmFailure.code)]" + (tpmFailure.hint.map { " \($0)" } ?? "")
                 }
             } catch let error as TokenStoreError where error.code == .secretServiceUnavailable {
                 keyState = .unavailable
@@ -82,7 +90,11 @@ struct StatusCommand: TokenctlCommand {
         explanation += Self.modeNote(inspection.fileModes)
         // The protection tier of the key the file records (else of the provider used now), and
         // whether this machine's TPM could be used: asked even for a keyring store, never fatal.
-        let tpm = TPMKeyProvider.probe(tcti: (provider as? TPMKeyProvider)?.tcti ?? TPMKeyProvider.environmentTCTI())
+        let tpmTCTI = provider.tpmTCTI ?? TPMKeyProvider.environmentTCTI()
+        // A TPM the check above found unusable is not asked again (a silent one would cost a
+        // second time-out): the probe's answer is that reason.
+        let tpm = tpmFailure.flatMap { $0.code == .tpmUnavailable ? TPMAvailability.unavailable(tcti: tpmTCTI, reason: $0.message) : nil }
+            ?? TPMKeyProvider.probe(tcti: tpmTCTI)
         let protection = StoreProtection.of(inspection.keyProvider ?? provider.kind, tpm: tpm)
 
         let counts = inspection.counts
@@ -113,7 +125,7 @@ struct StatusCommand: TokenctlCommand {
             "keyStateExplanation": .string(explanation),
             "protection": .string(protection.tier.rawValue),
             "protectionReason": .string(protection.reason),
-            "tpm": ["available": .bool(tpm.available), "reason": .string(tpm.reason)],
+            "tpm": ["available": .bool(tpm.available), "reason": .string(tpm.reason), "simulator": .bool(tpm.simulator)],
             "epoch": [
                 "file": inspection.epoch.map { .int(Int($0)) } ?? .null,
                 "keyProvider": providerEpoch.map { .int(Int($0)) } ?? .null,
@@ -177,6 +189,21 @@ struct StatusCommand: TokenctlCommand {
         return .ok
     }
 
+    /// Why this TPM cannot open a TPM store whose sealed key is present (`tpmUnavailable`,
+    /// `tpmMismatch`: what `list` or `get` would throw), or nil when it can, or when the store is
+    /// not a TPM store opened with a TPM provider (the key never leaves the TPM: no unseal).
+    private static func tpmRefusal(
+        _ provider: any KeyProvider, _ inspection: StoreInspection, _ reference: DataKeyReference
+    ) throws -> TokenStoreError? {
+        guard let tcti = provider.tpmTCTI, (inspection.keyProvider ?? provider.kind) == .tpm else { return nil }
+        do {
+            _ = try TPMKeyProvider(tcti: tcti).verifySealedKey(reference)
+            return nil
+        } catch let error as TokenStoreError where [.tpmUnavailable, .tpmMismatch].contains(error.code) {
+            return error
+        }
+    }
+
     /// A line about modes looser than 0700/0600, which status (it only reads) leaves as they are.
     private static func modeNote(_ modes: StoreInspection.FileModes) -> String {
         var loose: [String] = []
@@ -233,6 +260,10 @@ struct StatusCommand: TokenctlCommand {
             return "The Secret Service could not tell whether the data key is there (\(error ?? "unknown error"))."
         case .needsPassphrase, .otherProvider:
             return "This store's data key is kept by another key provider than '\(provider)'; nothing is lost."
+        case .tpmUnavailable, .tpmMismatch:
+            // The same typed reason the commands that open the store give, and the way back.
+            return "The data key is in \(keyHome), but this store cannot be opened: \(error ?? "unknown error") "
+                + "Nothing in the store is lost."
         }
     }
 }
