@@ -61,7 +61,9 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         [tokenEndpoint] + [revocationEndpoint, pushedAuthorizationRequestEndpoint, deviceAuthorizationEndpoint].compactMap { $0 }
     }
 
-    /// Auth0's fixed endpoints under `domain` (issuer `{domain}/`), as this library always used.
+    /// Auth0's fixed endpoints under `domain` (issuer `{domain}/`), as this library always used,
+    /// and its device authorization endpoint (`/oauth/device/code`). No PAR: Auth0 offers it
+    /// only on some plans, and a tenant without it refuses `/oauth/par`.
     static func auth0(domain: URL) -> AuthorizationServerMetadata {
         var issuer = domain.absoluteString
         if !issuer.hasSuffix("/") { issuer += "/" }
@@ -70,7 +72,8 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
             issuer: issuer, authorizationEndpoint: endpoint("authorize"), tokenEndpoint: endpoint("oauth/token"),
             revocationEndpoint: endpoint("oauth/revoke"), jwksURI: endpoint(".well-known/jwks.json"),
             userinfoEndpoint: endpoint("userinfo"), scopesSupported: nil, codeChallengeMethodsSupported: nil,
-            authorizationResponseIssParameterSupported: false, isAuth0: true)
+            authorizationResponseIssParameterSupported: false, isAuth0: true,
+            deviceAuthorizationEndpoint: endpoint("oauth/device/code"))
     }
 
     /// Whether a sign-in should ask for `offline_access`: always at Auth0 and when the document
