@@ -34,12 +34,18 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     public let pushedAuthorizationRequestEndpoint: URL?
     /// `device_authorization_endpoint` (RFC 8628), when the server has one.
     public let deviceAuthorizationEndpoint: URL?
+    /// `require_pushed_authorization_requests` (RFC 9126 §5): the server takes authorization
+    /// requests only through its PAR endpoint. A browser sign-in pushes its request whenever
+    /// the server has a PAR endpoint, so this only makes a document that requires PAR and names
+    /// no endpoint an error.
+    public let requirePushedAuthorizationRequests: Bool
 
     init(
         issuer: String, authorizationEndpoint: URL, tokenEndpoint: URL, revocationEndpoint: URL?, jwksURI: URL,
         userinfoEndpoint: URL?, scopesSupported: [String]?, codeChallengeMethodsSupported: [String]?,
         authorizationResponseIssParameterSupported: Bool, isAuth0: Bool,
-        pushedAuthorizationRequestEndpoint: URL? = nil, deviceAuthorizationEndpoint: URL? = nil
+        pushedAuthorizationRequestEndpoint: URL? = nil, deviceAuthorizationEndpoint: URL? = nil,
+        requirePushedAuthorizationRequests: Bool = false
     ) {
         self.issuer = issuer
         self.authorizationEndpoint = authorizationEndpoint
@@ -53,6 +59,7 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         self.isAuth0 = isAuth0
         self.pushedAuthorizationRequestEndpoint = pushedAuthorizationRequestEndpoint
         self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
+        self.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests
     }
 
     /// The endpoints a token or a token's proof is redeemed at: token, revocation, PAR and
@@ -129,13 +136,22 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         if let revocationFallback { try AuthorizationServerConfiguration.validateEndpoint(revocationFallback) }
         var issParameter = false
         if case .bool(let value)? = object["authorization_response_iss_parameter_supported"] { issParameter = value }
+        var requirePAR = false
+        if case .bool(let value)? = object["require_pushed_authorization_requests"] { requirePAR = value }
+        let par = try url("pushed_authorization_request_endpoint", required: false)
+        if requirePAR, par == nil {
+            throw AuthSessionError(
+                .unexpectedResponse,
+                "The discovery document requires pushed authorization requests and names no pushed_authorization_request_endpoint.")
+        }
         return AuthorizationServerMetadata(
             issuer: issuer, authorizationEndpoint: authorization, tokenEndpoint: token,
             revocationEndpoint: revocation, jwksURI: jwks, userinfoEndpoint: try url("userinfo_endpoint", required: false),
             scopesSupported: strings("scopes_supported"), codeChallengeMethodsSupported: strings("code_challenge_methods_supported"),
             authorizationResponseIssParameterSupported: issParameter, isAuth0: false,
-            pushedAuthorizationRequestEndpoint: try url("pushed_authorization_request_endpoint", required: false),
-            deviceAuthorizationEndpoint: try url("device_authorization_endpoint", required: false))
+            pushedAuthorizationRequestEndpoint: par,
+            deviceAuthorizationEndpoint: try url("device_authorization_endpoint", required: false),
+            requirePushedAuthorizationRequests: requirePAR)
     }
 
     /// Whether the document's `issuer` is the configured one: equal, or (Microsoft Entra) a

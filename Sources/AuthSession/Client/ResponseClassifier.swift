@@ -189,6 +189,13 @@ package enum ResponseClassifier {
             AuthSessionError(
                 code, message, httpStatus: status, oauthError: oauth.error, oauthErrorDescription: oauth.description)
         }
+        if endpoint == .pushedAuthorization, oauth.error != "invalid_client", status != 401 {
+            // RFC 9126 2.3: the authorization request itself was refused (scope, redirect URI,
+            // response type, client): a configuration matter, as the same error on the redirect.
+            return make(
+                .authorizationMisconfigured,
+                "The server refused the pushed authorization request (\(status))." + (oauth.isJSON ? "" : oauth.excerptSuffix))
+        }
         switch oauth.error {
         case "invalid_grant":
             switch endpoint {

@@ -13,8 +13,9 @@ let glewlwydTrait = Testing.ConditionTrait.enabled(
 /// through its admin API by Tests/Glewlwyd/serve.py) and headless Chromium signing in at its
 /// login step. Sign-in by issuer (discovery, PKCE S256, RS256), rotation, revocation as glewlwyd
 /// does it (only for an authenticated client) and a DPoP-bound sign-in (glewlwyd implements
-/// DPoP draft 07's proofs: `htm`, `htu`, `jti`, `iat`, `ath`; `dpop_jkt` at the authorization
-/// endpoint). What glewlwyd does differently from the RFCs is in docs/providers.md.
+/// DPoP draft 07's proofs: `htm`, `htu`, `jti`, `iat`, `ath`). Glewlwyd advertises a PAR
+/// endpoint, so these sign-ins push their request (GlewlwydPARSignInTests checks the URL). What
+/// glewlwyd does differently from the RFCs is in docs/providers.md.
 @Suite("glewlwyd by issuer with headless Chromium", sessionKeyringTrait, chromiumTrait, glewlwydTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct GlewlwydChromiumSignInTests {
     static func session(
