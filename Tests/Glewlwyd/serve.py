@@ -46,7 +46,7 @@ PUBLIC_CLIENT = "tokenstore-glewlwyd-public"
 CONFIDENTIAL_CLIENT = "tokenstore-glewlwyd-confidential"
 # Glewlwyd matches redirect URIs exactly, port included (the RFC 8252 any-port rule is not
 # implemented): every port the tests use is registered.
-REDIRECT_URIS = [f"http://127.0.0.1:{port}/callback" for port in (53190, 53191, 53192, 53193)]
+REDIRECT_URIS = [f"http://127.0.0.1:{port}/callback" for port in range(53190, 53198)]
 SCOPES = ["openid", "read"]
 
 LOGIN_PAGE = """<!doctype html>

@@ -26,8 +26,9 @@ final class GlewlwydServer: @unchecked Sendable {  // the process is guarded by 
     /// The confidential client (`client_secret_post`): glewlwyd revokes only for an
     /// authenticated client.
     static let confidentialClientID = "tokenstore-glewlwyd-confidential"
-    /// Registered exactly (glewlwyd does not allow any loopback port).
-    static let redirectURIs = (53190...53193).map { URL(string: "http://127.0.0.1:\($0)/callback")! }
+    /// Registered exactly (glewlwyd does not allow any loopback port); eight, for the glewlwyd
+    /// sign-ins that run at once.
+    static let redirectURIs = (53190...53197).map { URL(string: "http://127.0.0.1:\($0)/callback")! }
     static var script: String { repositoryRoot.appendingPathComponent("Tests/Glewlwyd/serve.py").path }
 
     struct Failure: Error, CustomStringConvertible { let description: String }
