@@ -96,3 +96,52 @@ struct DeviceLoginCommandTests {
         #expect(okta.standardError.contains("[unsupportedByServer]"))
     }
 }
+
+/// `tokenctl login --device` against Debian's glewlwyd 2.7.5 (Tests/Glewlwyd/serve.py): tokenctl
+/// polls; the test reads the URL from tokenctl's stderr as a person reads the terminal, and opens
+/// it in a browser "on another device" (headless Chromium, glewlwyd's own device page).
+@Suite(
+    "tokenctl login --device against glewlwyd", tokenctlKeyringTrait,
+    .enabled(if: glewlwydInstalled && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "glewlwyd or chromium missing"),
+    .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
+struct GlewlwydDeviceLoginCommandTests {
+    @Test("the URL on stderr, approved in Chromium while tokenctl polls: exit 0, the account stored")
+    func approvedInBrowser() async throws {
+        let server = try GlewlwydServer()
+        let store = try TokenctlStore()
+        let stderr = store.directory.appending("login.stderr")
+        var environment = TokenctlStore.keyringEnvironment
+        let inherited = ProcessInfo.processInfo.environment
+        environment["PATH"] = inherited["PATH"]
+        environment["HOME"] = inherited["HOME"]
+        environment["LANG"] = "C.UTF-8"
+        let child = try ChildProcess.start(
+            TokenctlBinary.url.path,
+            ["--store", store.path, "--json", "login", "--device", "--issuer", server.issuer, "--client-id",
+             GlewlwydServer.publicClientID, "--account", "alice", "--scope", "openid read"],
+            environment: environment, standardOutput: .capture, standardError: .append(stderr.path))
+        defer { _ = child.stop(grace: .seconds(2)) }
+        // What a person reads on the terminal: "tokenctl: or open <verification_uri_complete>".
+        var complete: URL?
+        let deadline = ContinuousClock.now + .seconds(60)
+        while complete == nil, ContinuousClock.now < deadline, child.isRunning {
+            let text = (try? String(contentsOf: stderr, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("tokenctl: or open ") }) {
+                complete = URL(string: String(line.dropFirst("tokenctl: or open ".count)))
+            } else {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        let page = try #require(complete, "no verification URI on stderr: \((try? String(contentsOf: stderr, encoding: .utf8)) ?? "")")
+        #expect(page.absoluteString.hasPrefix(server.issuer + "/device?code="))
+        #expect(try await offPool { try server.openInBrowser(page) } == 0)
+        let termination = try await offPool { try child.wait(timeout: .seconds(60)) }
+        let output = String(decoding: child.captured("stdout"), as: UTF8.self)
+        #expect(termination.succeeded, "\((try? String(contentsOf: stderr, encoding: .utf8)) ?? "")")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        #expect(object["state"] as? String == "authorized")
+        #expect((object["scopes"] as? [String])?.contains("read") == true)
+        let list = try store.json(["list"])
+        #expect(list.object["count"] as? Int ?? 0 > 0)
+    }
+}

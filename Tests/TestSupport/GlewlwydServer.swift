@@ -1,5 +1,4 @@
 import Foundation
-import TestSupport
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -11,7 +10,7 @@ import Glibc
 
 /// Whether Debian's glewlwyd is installed (`scripts/install-deps` installs it), so CI runs the
 /// glewlwyd suites; a machine without it skips them rather than fail.
-let glewlwydInstalled: Bool = access("/usr/bin/glewlwyd", X_OK) == 0
+public let glewlwydInstalled: Bool = access("/usr/bin/glewlwyd", X_OK) == 0
 
 /// Debian's glewlwyd 2.7.5 (its OIDC plugin) on loopback: a real server nobody here wrote, with
 /// the device grant, PAR and DPoP. `Tests/Glewlwyd/serve.py` (Debian's python3, no venv) makes
@@ -20,28 +19,28 @@ let glewlwydInstalled: Bool = access("/usr/bin/glewlwyd", X_OK) == 0
 /// (the OIDC plugin, the test user, a public and a confidential client). Glewlwyd is unchanged;
 /// its login page (its `login_url` setting) is one that signs the test user in through
 /// glewlwyd's login API, as its own page does once a person typed the password.
-final class GlewlwydServer: @unchecked Sendable {  // the process is guarded by `lock`
+public final class GlewlwydServer: @unchecked Sendable {  // the process is guarded by `lock`
     /// The public client (PKCE; code, device and refresh grants).
-    static let publicClientID = "tokenstore-glewlwyd-public"
+    public static let publicClientID = "tokenstore-glewlwyd-public"
     /// The confidential client (`client_secret_post`): glewlwyd revokes only for an
     /// authenticated client.
-    static let confidentialClientID = "tokenstore-glewlwyd-confidential"
+    public static let confidentialClientID = "tokenstore-glewlwyd-confidential"
     /// Registered exactly (glewlwyd does not allow any loopback port); eight, for the glewlwyd
     /// sign-ins that run at once.
-    static let redirectURIs = (53190...53197).map { URL(string: "http://127.0.0.1:\($0)/callback")! }
-    static var script: String { repositoryRoot.appendingPathComponent("Tests/Glewlwyd/serve.py").path }
+    public static let redirectURIs = (53190...53197).map { URL(string: "http://127.0.0.1:\($0)/callback")! }
+    public static var script: String { repositoryRoot.appendingPathComponent("Tests/Glewlwyd/serve.py").path }
 
-    struct Failure: Error, CustomStringConvertible { let description: String }
+    public struct Failure: Error, CustomStringConvertible { public let description: String }
 
     private let lock = NSLock()
     private var process: ChildProcess?
-    private(set) var port = 0
-    let directory: TemporaryDirectory
-    var logURL: URL { directory.appending("server.log") }
+    public private(set) var port = 0
+    public let directory: TemporaryDirectory
+    public var logURL: URL { directory.appending("server.log") }
     private var portFile: URL { directory.appending("port") }
     private var stateDirectory: URL { directory.appending("state") }
 
-    init() throws {
+    public init() throws {
         guard glewlwydInstalled else { throw Failure(description: "no /usr/bin/glewlwyd (scripts/install-deps installs it)") }
         directory = try TemporaryDirectory(prefix: "tokenstore-glewlwyd")
         try lock.withLock { try launchLocked(port: 0) }
@@ -50,11 +49,11 @@ final class GlewlwydServer: @unchecked Sendable {  // the process is guarded by 
     deinit { lock.withLock { terminateLocked() } }
 
     /// The OIDC plugin's issuer: `{external_url}/api/oidc`, no trailing slash.
-    var issuer: String { "http://127.0.0.1:\(port)/api/oidc" }
-    var tokenURL: URL { URL(string: issuer + "/token")! }
+    public var issuer: String { "http://127.0.0.1:\(port)/api/oidc" }
+    public var tokenURL: URL { URL(string: issuer + "/token")! }
 
     /// The confidential client's secret (random, made by serve.py).
-    var confidentialSecret: String {
+    public var confidentialSecret: String {
         get throws {
             let data = try Data(contentsOf: stateDirectory.appendingPathComponent("credentials.json"))
             let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
@@ -63,9 +62,9 @@ final class GlewlwydServer: @unchecked Sendable {  // the process is guarded by 
         }
     }
 
-    func stopTemporarily() { lock.withLock { terminateLocked() } }
+    public func stopTemporarily() { lock.withLock { terminateLocked() } }
 
-    func restart() throws { try lock.withLock { terminateLocked(); try launchLocked(port: port) } }
+    public func restart() throws { try lock.withLock { terminateLocked(); try launchLocked(port: port) } }
 
     private func launchLocked(port: Int) throws {
         try? FileManager.default.removeItem(at: portFile)
@@ -96,7 +95,7 @@ final class GlewlwydServer: @unchecked Sendable {  // the process is guarded by 
         _ = child.stop(grace: .seconds(5))
     }
 
-    func logTail() -> String {
+    public func logTail() -> String {
         var text = (try? String(contentsOf: logURL, encoding: .utf8)) ?? "(no log)"
         text += (try? String(contentsOf: stateDirectory.appendingPathComponent("glewlwyd.log"), encoding: .utf8)) ?? ""
         return text.split(separator: "\n").suffix(30).joined(separator: "\n")
@@ -105,7 +104,7 @@ final class GlewlwydServer: @unchecked Sendable {  // the process is guarded by 
     // MARK: Requests
 
     /// Status and JSON body of one form POST (or GET without a form).
-    func request(_ url: URL, form: [String: String]? = nil, headers: [String: String] = [:]) throws -> (status: Int, json: [String: Any]) {
+    public func request(_ url: URL, form: [String: String]? = nil, headers: [String: String] = [:]) throws -> (status: Int, json: [String: Any]) {
         var request = URLRequest(url: url, timeoutInterval: 30)
         if let form {
             request.httpMethod = "POST"
@@ -130,7 +129,7 @@ final class GlewlwydServer: @unchecked Sendable {  // the process is guarded by 
     /// (which rotates a live one: call it only on a token the test is done with). Glewlwyd
     /// refuses with a bare 400 (no `invalid_grant` body), or 401/403 for a bound token without
     /// its DPoP proof.
-    func refreshTokenIsRefused(_ refreshToken: String, clientID: String = publicClientID, secret: String? = nil) throws -> Bool {
+    public func refreshTokenIsRefused(_ refreshToken: String, clientID: String = publicClientID, secret: String? = nil) throws -> Bool {
         var form = ["grant_type": "refresh_token", "refresh_token": refreshToken, "client_id": clientID]
         if let secret { form["client_secret"] = secret }
         let answer = try request(tokenURL, form: form)
@@ -138,12 +137,12 @@ final class GlewlwydServer: @unchecked Sendable {  // the process is guarded by 
     }
 
     /// Whether glewlwyd's userinfo endpoint takes `accessToken` (Bearer) now.
-    func userinfoAccepts(_ accessToken: String) throws -> Bool {
+    public func userinfoAccepts(_ accessToken: String) throws -> Bool {
         try request(URL(string: issuer + "/userinfo")!, headers: ["Authorization": "Bearer " + accessToken]).status == 200
     }
 
     /// One value of glewlwyd's own SQLite database (read-only), e.g. a count.
-    func query(_ sql: String) throws -> String {
+    public func query(_ sql: String) throws -> String {
         let result = try ChildProcess.run(
             "/usr/bin/sqlite3", ["-readonly", "-cmd", ".timeout 5000", stateDirectory.appendingPathComponent("glewlwyd.sqlite").path, sql],
             timeout: .seconds(30))
@@ -154,7 +153,7 @@ final class GlewlwydServer: @unchecked Sendable {  // the process is guarded by 
     /// What a person does on another device: opens `url` (the verification URI) in a browser —
     /// headless Chromium here, with glewlwyd's login page signing the test user in — and waits
     /// for the page to finish. The wrapper's exit status.
-    func openInBrowser(_ url: URL) throws -> Int32 {
+    public func openInBrowser(_ url: URL) throws -> Int32 {
         let wrapper = repositoryRoot.appendingPathComponent("scripts/headless-chromium").path
         let scratch = try TemporaryDirectory(prefix: "tokenstore-glewlwyd-browser")
         var environment = ProcessInfo.processInfo.environment
