@@ -97,13 +97,14 @@ struct DeviceLoginCommandTests {
     }
 }
 
+/// Debian's glewlwyd and Chromium are installed (scripts/install-deps installs both).
+let glewlwydAndChromiumTrait = Testing.ConditionTrait.enabled(
+    if: glewlwydInstalled && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "glewlwyd or chromium missing")
+
 /// `tokenctl login --device` against Debian's glewlwyd 2.7.5 (Tests/Glewlwyd/serve.py): tokenctl
 /// polls; the test reads the URL from tokenctl's stderr as a person reads the terminal, and opens
 /// it in a browser "on another device" (headless Chromium, glewlwyd's own device page).
-@Suite(
-    "tokenctl login --device against glewlwyd", tokenctlKeyringTrait,
-    .enabled(if: glewlwydInstalled && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "glewlwyd or chromium missing"),
-    .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("tokenctl login --device against glewlwyd", tokenctlKeyringTrait, glewlwydAndChromiumTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct GlewlwydDeviceLoginCommandTests {
     @Test("the URL on stderr, approved in Chromium while tokenctl polls: exit 0, the account stored")
     func approvedInBrowser() async throws {
