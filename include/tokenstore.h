@@ -33,8 +33,8 @@
  *    libtokenstore.so.1.MINOR.0, MINOR the number of releases listed, none newer than VERSION.
  *      0.3.0: ts_harden_process, ts_session_new_issuer.
  *      0.4.0: ts_store_protection, ts_session_is_dpop_bound, ts_session_dpop_proof,
- *             ts_session_record_dpop_nonce; ts_sign_in_options.dpop; TS_KIND_ID_TOKEN,
- *             TS_KIND_PROFILE.
+ *             ts_session_record_dpop_nonce, ts_session_sign_in_device;
+ *             ts_sign_in_options.dpop; TS_KIND_ID_TOKEN, TS_KIND_PROFILE.
  */
 #ifndef TOKENSTORE_H
 #define TOKENSTORE_H
@@ -329,6 +329,42 @@ void ts_sign_in_options_init(ts_sign_in_options *options);
  */
 int ts_session_sign_in_browser(ts_session *session, const char *account, const ts_sign_in_options *options_or_null,
                                char **user_id_or_null, ts_error **err);
+
+/* ---- Device sign-in ----------------------------------------------------------------- */
+
+/**
+ * What ts_session_sign_in_device() shows the user, called once on the thread that called it,
+ * as soon as the server handed out the code; the sign-in polls meanwhile, so return promptly
+ * (show the code, start nothing that waits for the user). `user_code` (e.g. "WDJB-MJHT") is to
+ * be typed at `verification_uri` on any device with a browser; `verification_uri_complete`
+ * (NULL when the server gives none) is the same page with the code filled in, for a link or a
+ * QR code. The user code is not a secret: it is worthless without the device code, which never
+ * leaves the library. `expires_in`: seconds until the code expires. The strings are valid only
+ * during the call.
+ */
+typedef void (*ts_user_code_fn)(const char *user_code, const char *verification_uri,
+                                const char *verification_uri_complete, int expires_in, void *user_data);
+
+/**
+ * Signs `account` (service "auth0") in on a machine without a browser: the device
+ * authorization grant (RFC 8628). Asks the server for a code (Auth0's /oauth/device/code, or
+ * the discovery document's device_authorization_endpoint), calls `on_user_code` once with it,
+ * then polls the token endpoint (every `interval`; slow_down adds 5 s) until the user approves
+ * on another device, declines, or the code expires; validates the ID token and stores
+ * everything as ts_session_sign_in_browser() does. `scopes_or_null`: space-separated, NULL:
+ * "openid profile email" ("openid" and "offline_access" are always added). `audience_or_null`:
+ * the API the access token is for. `dpop` non-zero: bound to the store's DPoP key (RFC 9449).
+ * On TS_OK, `*user_id_or_null` (when not NULL) receives the Apple user id to release with
+ * ts_string_free(), or NULL. Blocking for up to the code's lifetime (often 5 to 15 minutes):
+ * call it from a worker thread. Since 0.4.0.
+ * Codes: authorizationFailed (declined: access_denied), timedOut (the code expired),
+ * unsupportedByServer (the server has no device grant), idTokenInvalid, userChanged,
+ * invalidGrant, insecureConfiguration (a verification URI that is not https), the network
+ * codes, the store's codes, storeClosed, invalidInput (a bad pointer, a NULL `on_user_code`).
+ */
+int ts_session_sign_in_device(ts_session *session, const char *account, const char *scopes_or_null,
+                              const char *audience_or_null, int dpop, ts_user_code_fn on_user_code,
+                              void *user_data, char **user_id_or_null, ts_error **err);
 
 /** Wipes and frees a string returned by this library (NULL is ignored). Such strings are
  *  malloc()'d, so free() and g_free() release them too (Vala's owned strings are freed that

@@ -29,6 +29,20 @@ It behaves like an Auth0 tenant whose only connection is Sign in with Apple
                       grant_type=urn:ietf:params:oauth:grant-type:token-exchange with
                       subject_token_type=http://auth0.com/oauth/token-type/apple-authz-code
   POST /oauth/revoke  RFC 7009
+  POST /oauth/device/code   RFC 8628 device authorization (Auth0's path; also in the
+                      discovery document): client_id, scope, audience, dpop_jkt; a user
+                      code XXXX-XXXX, verification_uri {issuer}activate, interval 1 s
+                      (/__test/device sets it). grant_type=urn:ietf:params:oauth:grant-type:
+                      device_code at /oauth/token: authorization_pending until the test
+                      approves or denies the user code (/__test/device), slow_down for a poll
+                      sooner than the interval (which then grows by 5 s, RFC 8628 3.5) or
+                      when armed, access_denied, expired_token, invalid_grant once used.
+  POST /oauth/par     RFC 9126 pushed authorization request (advertised as
+                      pushed_authorization_request_endpoint only while /__test/config
+                      "par" is true; "require_par" refuses /authorize without request_uri):
+                      the /authorize parameters as a form (+ a DPoP proof binding the code
+                      like dpop_jkt), 201 {request_uri, expires_in 60}; /authorize then takes
+                      client_id + request_uri (one use) instead of the parameters.
 
 ID tokens: RS256 with the server's RSA key (kept in the state file), `kid` in the header;
 iss "http://127.0.0.1:PORT/", sub "apple|<Apple id>", aud client_id (or [client_id,
@@ -56,6 +70,12 @@ Test-only control paths (JSON in, JSON out), under /__test/:
                                           switches (see dpop_control); GET: the nonce
   POST /__test/dpop/check {"proof", "method", "url", "access_token"?}   verify one proof:
                                           {"jkt", "header", "claims"} or 400 {"error"}
+  GET|POST /__test/device {"interval"?: s, "expires_in"?: s, "slow_down"?: n,
+                      "approve"?: user_code, "deny"?: user_code, "expire"?: user_code,
+                      "apple_id"?: id}   the device grant: settings, the test approving or
+                      denying a user code as the user would; GET lists the codes (user code,
+                      status, poll times, interval; never the device code) and
+                      authorize_log: the parameter NAMES of the last 20 GET /authorize
   POST /__test/revoke {"token": t} | {"sub": id}   revoke server-side (no client auth),
                                           like an admin or Apple revoking the grant
 Browser sign-in (OIDC) control, under /__test/oidc (each "next" switch is used once):
@@ -151,6 +171,9 @@ APPLE_CODE_TYPE = "http://auth0.com/oauth/token-type/apple-authz-code"
 ALLOWED_SCOPES = ["openid", "profile", "email", "offline_access", "read:items", "write:items"]
 DEFAULT_EXCHANGE_SCOPE = "openid"
 AUTHORIZATION_CODE = "authorization_code"
+DEVICE_CODE = "urn:ietf:params:oauth:grant-type:device_code"
+PAR_URI_PREFIX = "urn:ietf:params:oauth:request_uri:"
+PAR_TTL = 60
 # Loopback callbacks registered for every client by default (Auth0 matches exactly, port
 # included, so an app must register each port it may listen on).
 DEFAULT_CALLBACK_PORTS = [53180, 53181, 53182, 53183]
@@ -191,7 +214,8 @@ REDIRECT_FAULTS = {
 # change at the server), to exercise the client's "server declined scopes" path.
 # profile: the provider shape (profiles.py: auth0, okta, keycloak, entra, google).
 DEFAULT_CONFIG = {"rotate_refresh_tokens": True, "access_token_ttl": 3600, "refresh_token_ttl": None,
-                  "declined_scopes": [], "profile": "auth0", "reuse_interval": 0}
+                  "declined_scopes": [], "profile": "auth0", "reuse_interval": 0,
+                  "par": False, "require_par": False}
 STAT_NAMES = [
     "token_requests",  # every request that reached /oauth/token (faulted ones too)
     "revoke_requests",  # every request that reached /oauth/revoke (faulted ones too)
@@ -209,6 +233,12 @@ STAT_NAMES = [
     "dpop_nonce_challenges",  # token requests answered 400 use_dpop_nonce
     "dpop_invalid_proofs",  # requests refused for a bad proof (invalid_dpop_proof)
     "dpop_key_mismatches",  # bound refresh tokens / codes presented with another key or none
+    "device_authorizations",  # device codes issued at /oauth/device/code
+    "device_polls",  # device_code grant requests
+    "device_grants",  # device codes redeemed for tokens
+    "device_too_early_polls",  # polls sooner than the code's interval (answered slow_down)
+    "par_requests",  # pushed authorization requests accepted (201)
+    "par_authorizations",  # /authorize requests that used a request_uri
 ]
 
 # ----------------------------------------------------------------------------------------
@@ -243,6 +273,10 @@ def fresh_state():
         "oidc": fresh_oidc(),
         "keys": None,  # {"signing": {"kid", "pem"}, "retired": [public JWK, ...]}; kept by reset
         "dpop": dpop.fresh_state(),  # nonce, switches, jti replay cache (dpop.py)
+        # device_code -> record (see device_authorization_endpoint); settings for new codes
+        "device": {"codes": {}, "interval": 1, "expires_in": 600, "slow_down": 0},
+        "par": {},  # request_uri -> {"client_id", "query": [(k, v)], "dpop_jkt", "expires_at"}
+        "authorize_log": [],  # parameter NAMES of each GET /authorize (never values), newest last
     }
 
 
@@ -322,7 +356,7 @@ class Client:
         return response_type == "code"
 
     def check_grant_type(self, grant_type):
-        return grant_type in ("refresh_token", TOKEN_EXCHANGE, AUTHORIZATION_CODE)
+        return grant_type in ("refresh_token", TOKEN_EXCHANGE, AUTHORIZATION_CODE, DEVICE_CODE)
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "[::1]")
@@ -781,6 +815,74 @@ class AppleTokenExchangeGrant(BaseGrant, TokenEndpointMixin):
         return 200, token, self.TOKEN_RESPONSE_HEADER
 
 
+class DeviceGrantError(OAuth2Error):
+    """An RFC 8628 3.5 answer: authorization_pending, slow_down, access_denied, expired_token."""
+
+    status_code = 400
+
+    def __init__(self, error, description):
+        super().__init__(description=description)
+        self.error = error
+
+
+class DeviceCodeGrant(BaseGrant, TokenEndpointMixin):
+    """RFC 8628 3.4: the device code, polled until the test approves or denies its user code."""
+
+    GRANT_TYPE = DEVICE_CODE
+    TOKEN_ENDPOINT_AUTH_METHODS = TOKEN_AUTH_METHODS
+
+    def validate_token_request(self):
+        client = self.authenticate_token_endpoint_client()
+        self.request.client = client
+        bump("device_polls")
+        rec = STATE["device"]["codes"].get(self.request.form.get("device_code") or "")
+        if rec is None or rec["client_id"] != client.get_client_id():
+            raise InvalidGrantError("Unknown device code.")
+        now = time.time()
+        last = rec["polls"][-1] if rec["polls"] else None
+        rec["polls"].append(now)
+        if rec["status"] == "used":
+            raise InvalidGrantError("The device code was already used.")
+        if rec["status"] == "denied":
+            raise DeviceGrantError("access_denied", "The user declined the sign-in.")
+        if now >= rec["expires_at"] or rec["status"] == "expired":
+            raise DeviceGrantError("expired_token", "The device code expired.")
+        if rec.get("dpop_jkt") and g.get("dpop_jkt") != rec["dpop_jkt"]:
+            bump("dpop_key_mismatches")  # dpop_jkt at the device authorization binds the code
+            raise InvalidGrantError("The device code is bound to another DPoP key.")
+        if rec["status"] == "pending":
+            if STATE["device"]["slow_down"] > 0:
+                STATE["device"]["slow_down"] -= 1
+                rec["interval"] += 5
+                raise DeviceGrantError("slow_down", "Poll less often.")
+            if last is not None and now - last < rec["interval"] - 0.25:
+                bump("device_too_early_polls")
+                rec["interval"] += 5
+                raise DeviceGrantError("slow_down", "Poll less often.")
+            raise DeviceGrantError("authorization_pending", "The user has not approved the sign-in yet.")
+        rec["status"] = "used"  # approved: single use
+        self.request.user = rec["sub"]
+        self.request.device = rec
+
+    def create_token_response(self):
+        rec = self.request.device
+        client = self.request.client
+        sub = self.request.user
+        granted = rec["scope"].split()
+        token = self.generate_token(user=sub, scope=rec["scope"], include_refresh_token="offline_access" in granted)
+        family = new_family(sub, rec["approved_at"], rec.get("audience"))
+        store_token_answer(token, client, sub, family, rec["scope"], audience=rec.get("audience"))
+        if "openid" in granted:
+            user = apple_user(sub)
+            profile = profile_claims(user["name"], user["email"], rec["scope"]) if not user["authorized"] else None
+            user["authorized"] = True
+            token["id_token"] = make_id_token(sub, client.get_client_id(), audience=rec.get("audience"),
+                                              auth_time=rec["approved_at"], profile=profile,
+                                              fault=take_switch("next_id_token"))
+        bump("device_grants")
+        return 200, token, self.TOKEN_RESPONSE_HEADER
+
+
 class AuthCode:
     """A view over a record in STATE["auth_codes"]. Record keys: client_id, redirect_uri,
     scope, nonce, code_challenge, code_challenge_method, audience, max_age, sub, profile,
@@ -936,6 +1038,7 @@ authorization.register_token_generator("default", generate_bearer_token)
 authorization.register_grant(RefreshTokenGrant)
 authorization.register_grant(AuthorizationCodeGrant, [PKCE(required=True), Auth0AuthorizeChecks()])
 authorization.register_grant(AppleTokenExchangeGrant)
+authorization.register_grant(DeviceCodeGrant)
 authorization.register_endpoint(Revocation)
 
 
@@ -998,6 +1101,122 @@ def revoke_endpoint():
         return resp
 
 
+# ---- the device grant (RFC 8628) and pushed authorization requests (RFC 9126) ------------
+
+USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ"  # RFC 8628 6.1: no vowels, no look-alikes
+
+
+def authenticate_form_client():
+    """The client of a form POST (client_id + client_secret for a confidential one), or None."""
+    client = CLIENTS.get(request.form.get("client_id") or "")
+    if client is None:
+        return None
+    if not client.is_public() and not client.check_client_secret(request.form.get("client_secret")):
+        return None
+    return client
+
+
+@app.post("/oauth/device/code")
+def device_authorization_endpoint():
+    with LOCK:
+        client = authenticate_form_client()
+        if client is None:
+            return jsonify({"error": "invalid_client", "error_description": "Unknown client."}), 401
+        requested = (request.form.get("scope") or "openid").split()
+        scope = " ".join(s for s in dict.fromkeys(requested) if s in ALLOWED_SCOPES)
+        device_code = secrets.token_urlsafe(32)
+        letters = "".join(secrets.choice(USER_CODE_ALPHABET) for _ in range(8))
+        user_code = f"{letters[:4]}-{letters[4:]}"
+        settings = STATE["device"]
+        now = time.time()
+        settings["codes"][device_code] = {
+            "client_id": client.get_client_id(), "scope": scope, "user_code": user_code,
+            "audience": request.form.get("audience") or request.form.get("resource") or None,
+            "dpop_jkt": request.form.get("dpop_jkt") or None, "status": "pending", "sub": None,
+            "approved_at": None, "issued_at": now, "expires_at": now + float(settings["expires_in"]),
+            "interval": int(settings["interval"]), "polls": [],
+        }
+        bump("device_authorizations")
+        base = issuer()
+        answer = {"device_code": device_code, "user_code": user_code, "verification_uri": base + "activate",
+                  "verification_uri_complete": base + "activate?" + urllib.parse.urlencode({"user_code": user_code}),
+                  "expires_in": int(settings["expires_in"]), "interval": int(settings["interval"])}
+        return jsonify(answer), 200, {"Cache-Control": "no-store"}
+
+
+@app.get("/activate")
+def activate_page():
+    """Where a person types the user code (the test approves through /__test/device instead)."""
+    code = html.escape(request.args.get("user_code") or "")
+    return page(200, "Activate your device",
+                f'<h1>Activate your device</h1>\n<form method="get"><input name="user_code" value="{code}">'
+                "<button>Continue</button></form>")
+
+
+def device_by_user_code(user_code):
+    for rec in STATE["device"]["codes"].values():
+        if rec["user_code"] == user_code:
+            return rec
+    return None
+
+
+@app.post("/oauth/par")
+def pushed_authorization_endpoint():
+    with LOCK:
+        if not STATE["config"]["par"]:
+            return jsonify({"error": "invalid_request", "error_description": "PAR is not enabled."}), 400
+        try:
+            check_dpop("POST")
+        except dpop.ProofError as error:
+            return dpop_error(error)
+        client = authenticate_form_client()
+        if client is None:
+            return jsonify({"error": "invalid_client", "error_description": "Unknown client."}), 401
+        form = request.form
+        if form.get("request_uri"):
+            return jsonify({"error": "invalid_request", "error_description": "request_uri is not allowed here."}), 400
+        redirect_uri = form.get("redirect_uri") or ""
+        if not client.check_redirect_uri(redirect_uri):
+            return jsonify({"error": "invalid_request", "error_description": "redirect_uri is not registered."}), 400
+        jkt = form.get("dpop_jkt") or None
+        if g.dpop_jkt and jkt and jkt != g.dpop_jkt:
+            return jsonify({"error": "invalid_dpop_proof", "error_description": "dpop_jkt is not the proof's key."}), 400
+        query = [(k, v) for k, v in form.items(multi=True) if k not in ("client_secret", "dpop_jkt")]
+        if g.dpop_jkt or jkt:
+            query.append(("dpop_jkt", g.dpop_jkt or jkt))
+        now = time.time()
+        prune(STATE["par"], now)
+        request_uri = PAR_URI_PREFIX + secrets.token_urlsafe(24)
+        STATE["par"][request_uri] = {"client_id": client.get_client_id(), "query": query, "expires_at": now + PAR_TTL}
+        bump("par_requests")
+        return jsonify({"request_uri": request_uri, "expires_in": PAR_TTL}), 201, {"Cache-Control": "no-store"}
+
+
+def take_pushed_request():
+    """For GET /authorize: a request_uri replaces the query with the pushed parameters (once).
+    An error page for an unknown, used, expired or foreign one, or when PAR is required and
+    the request came without one; None otherwise."""
+    args = request.args
+    log = STATE["authorize_log"]
+    log.append(sorted(set(args.keys())))
+    del log[:-20]
+    request_uri = args.get("request_uri")
+    if not request_uri:
+        if STATE["config"]["require_par"]:
+            return error_page("invalid_request", "Pushed authorization requests are required (request_uri).")
+        return None
+    pushed = STATE["par"].pop(request_uri, None)
+    if pushed is None or pushed["expires_at"] <= time.time() or pushed["client_id"] != args.get("client_id"):
+        return error_page("invalid_request", "The request_uri is unknown, used, expired or of another client.")
+    query = urllib.parse.urlencode(pushed["query"])
+    request.environ["QUERY_STRING"] = query
+    request.query_string = query.encode()  # werkzeug keeps it from the request line
+    for cached in ("args", "values", "url", "full_path"):
+        request.__dict__.pop(cached, None)  # werkzeug caches them; read the pushed ones
+    bump("par_authorizations")
+    return None
+
+
 # ---- browser sign-in: /authorize -> emulated Apple -> /login/callback -> the app ----------
 
 
@@ -1041,6 +1260,9 @@ def prune(table, now):
 @app.get("/authorize")
 def authorize_endpoint():
     with LOCK:
+        refused = take_pushed_request()
+        if refused is not None:
+            return refused
         args = request.args
         client = CLIENTS.get(args.get("client_id") or "")
         if client is None:
@@ -1244,6 +1466,10 @@ def openid_configuration():
         "claims_supported": ["aud", "auth_time", "azp", "email", "email_verified", "exp",
                              "family_name", "given_name", "iat", "iss", "name", "nonce", "sid", "sub"],
         "request_parameter_supported": False,
+        "device_authorization_endpoint": base + "oauth/device/code",
+        **({"pushed_authorization_request_endpoint": base + "oauth/par",
+            "require_pushed_authorization_requests": bool(STATE["config"]["require_par"])}
+           if STATE["config"]["par"] else {}),
     })
 
 
@@ -1626,6 +1852,33 @@ def dpop_check():
     head, claims, _ = body["proof"].split(".")
     return jsonify({"jkt": jkt, "header": json.loads(dpop.b64url_decode(head)),
                     "claims": json.loads(dpop.b64url_decode(claims))})
+
+
+@app.route("/__test/device", methods=["GET", "POST"])
+def device_control():
+    with LOCK:
+        settings = STATE["device"]
+        if request.method == "POST":
+            body = request.get_json(force=True, silent=True) or {}
+            unknown = set(body) - {"interval", "expires_in", "slow_down", "approve", "deny", "expire", "apple_id"}
+            if unknown:
+                return bad(f"unknown device keys: {sorted(unknown)}")
+            for key in ("interval", "expires_in", "slow_down"):
+                if key in body:
+                    settings[key] = body[key]
+            for action, status in (("approve", "approved"), ("deny", "denied"), ("expire", "expired")):
+                if action in body:
+                    rec = device_by_user_code(body[action])
+                    if rec is None or rec["status"] != "pending":
+                        return bad(f"no pending device code with user code {body[action]!r}")
+                    rec["status"] = status
+                    if status == "approved":
+                        rec["sub"] = body.get("apple_id") or DEFAULT_APPLE_USER["apple_id"]
+                        rec["approved_at"] = time.time()
+        codes = [{k: v for k, v in rec.items() if k != "sub"} for rec in settings["codes"].values()]
+        return jsonify({"interval": settings["interval"], "expires_in": settings["expires_in"],
+                        "slow_down": settings["slow_down"], "codes": codes,
+                        "authorize_log": STATE["authorize_log"]})
 
 
 @app.post("/__test/reset")

@@ -572,7 +572,7 @@ def reset_clears_everything():
     assert all(v == 0 for v in s.values()), s
     assert ctl("GET", "config") == {"rotate_refresh_tokens": True, "access_token_ttl": 3600,
                                     "refresh_token_ttl": None, "declined_scopes": [], "profile": "auth0",
-                                    "reuse_interval": 0}
+                                    "reuse_interval": 0, "par": False, "require_par": False}
     assert introspect(j["refresh_token"]) ["kind"] is None
     assert revoke("x").status == 200
 
@@ -732,6 +732,72 @@ def set_redirect_uris(uris, any_port=None, client=PUBLIC):
     if any_port is not None:
         body["any_loopback_port"] = any_port
     return oidc("POST", "redirect_uris", body)
+
+
+@check
+def device_grant_pending_slow_down_approved_denied_expired():
+    ctl("POST", "reset")
+    conf = call("GET", "/.well-known/openid-configuration").json()
+    assert conf["device_authorization_endpoint"] == BASE + "/oauth/device/code", conf
+    assert "pushed_authorization_request_endpoint" not in conf, "PAR is advertised only when switched on"
+
+    def start():
+        answer = call("POST", "/oauth/device/code", form={"client_id": PUBLIC, "scope": "openid offline_access"})
+        assert answer.status == 200, answer.text
+        body = answer.json()
+        assert body["verification_uri"] == BASE + "/activate" and body["interval"] == 1, body
+        assert body["verification_uri_complete"].endswith("user_code=" + body["user_code"]), body
+        return body
+
+    def poll(code):
+        return call("POST", "/oauth/token", form={"grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+                                                  "device_code": code, "client_id": PUBLIC})
+
+    body = start()
+    assert poll(body["device_code"]).json()["error"] == "authorization_pending"
+    assert poll(body["device_code"]).json()["error"] == "slow_down", "a poll sooner than the interval"
+    ctl("POST", "device", {"approve": body["user_code"], "apple_id": "001.device"})
+    granted = poll(body["device_code"])
+    assert granted.status == 200 and granted.json()["refresh_token"] and granted.json()["id_token"], granted.text
+    assert poll(body["device_code"]).json()["error"] == "invalid_grant", "a device code works once"
+    denied = start()
+    ctl("POST", "device", {"deny": denied["user_code"]})
+    assert poll(denied["device_code"]).json()["error"] == "access_denied"
+    expired = start()
+    ctl("POST", "device", {"expire": expired["user_code"]})
+    assert poll(expired["device_code"]).json()["error"] == "expired_token"
+    assert stats()["device_grants"] == 1 and stats()["device_too_early_polls"] == 1, stats()
+    ctl("POST", "reset")
+
+
+@check
+def par_pushes_and_authorize_takes_request_uri_once():
+    ctl("POST", "reset")
+    form = {"client_id": PUBLIC, "response_type": "code", "redirect_uri": "http://127.0.0.1:53180/callback",
+            "scope": "openid offline_access", "state": "s1", "nonce": "n1", "connection": "apple",
+            "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGwSMQw-cM", "code_challenge_method": "S256"}
+    assert call("POST", "/oauth/par", form=form).status == 400, "PAR is off by default"
+    ctl("POST", "config", {"par": True, "require_par": True})
+    try:
+        par_round_trip(form)
+    finally:
+        ctl("POST", "reset")
+
+
+def par_round_trip(form):
+    conf = call("GET", "/.well-known/openid-configuration").json()
+    assert conf["pushed_authorization_request_endpoint"] == BASE + "/oauth/par", conf
+    assert conf["require_pushed_authorization_requests"] is True
+    pushed = call("POST", "/oauth/par", form=form)
+    assert pushed.status == 201, pushed.text
+    uri = pushed.json()["request_uri"]
+    assert uri.startswith("urn:ietf:params:oauth:request_uri:") and pushed.json()["expires_in"] == 60
+    query = urllib.parse.urlencode({"client_id": PUBLIC, "request_uri": uri})
+    first = call("GET", "/authorize?" + query)
+    assert first.status == 302 and "/appleid/auth/authorize" in first.headers["Location"], first.status
+    assert call("GET", "/authorize?" + query).status == 400, "a request_uri works once"
+    assert call("GET", "/authorize?" + urllib.parse.urlencode(form)).status == 400, "PAR required"
+    assert ctl("GET", "device")["authorize_log"][0] == ["client_id", "request_uri"]
 
 
 @check

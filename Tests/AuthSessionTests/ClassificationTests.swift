@@ -357,6 +357,7 @@ import TokenStore
             (.userChanged, "userChanged"),
             (.notRevocable, "notRevocable"), (.authorizationMisconfigured, "authorizationMisconfigured"),
             (.issuerMismatch, "issuerMismatch"), (.dpopKeyLost, "dpopKeyLost"),
+            (.unsupportedByServer, "unsupportedByServer"),
         ]
         #expect(AuthSessionError.Code.allCases.map(\.rawValue) == patterns.map(\.1))
         for (pattern, rawValue) in patterns {

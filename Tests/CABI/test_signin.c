@@ -13,7 +13,9 @@
  * (browserUnavailable), a browser that never comes back (timedOut, nothing stored), then a
  * sign-in that works: the user id comes back, the callback ran once on the calling thread,
  * the user is authorized, a refresh token is stored, ts_session_access_token works, logout
- * revokes.
+ * revokes. Then the device sign-in (ts_session_sign_in_device): a NULL callback is
+ * invalidInput; the callback runs once on the calling thread with the server's user code and
+ * /activate URIs, approves the code at the server's control path, and the user is authorized.
  *
  * Exit status 0 when every check passes; each failure is printed with its line.
  */
@@ -86,6 +88,42 @@ static int open_url(const char *url, void *user_data) {
     if (posix_spawn(&pid, argv[0], NULL, NULL, argv, envp) != 0) return 1;
     if (waitpid(pid, &status, 0) != pid) return 1;
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+/* What the device sign-in's user-code callback does, and what it saw: the user (this test)
+ * approves the code at the server's test control path, as a person would on another device. */
+struct approver {
+    const char *url;  /* the server */
+    const char *user; /* who approves (an Apple id) */
+    pthread_t caller;
+    int calls;
+    int on_caller_thread;
+    int shown_ok; /* a user code, the server's /activate page, its complete form */
+    int approved;
+};
+
+static void on_user_code(const char *user_code, const char *verification_uri, const char *verification_uri_complete,
+                         int expires_in, void *user_data) {
+    struct approver *approver = user_data;
+    approver->calls++;
+    if (pthread_equal(pthread_self(), approver->caller)) approver->on_caller_thread++;
+    size_t base = strlen(approver->url);
+    if (strlen(user_code) > 0 && strncmp(verification_uri, approver->url, base) == 0
+        && strcmp(verification_uri + base, "/activate") == 0 && verification_uri_complete != NULL
+        && strstr(verification_uri_complete, user_code) != NULL && expires_in > 60)
+        approver->shown_ok++;
+    char body[256];
+    snprintf(body, sizeof body, "{\"approve\": \"%s\", \"apple_id\": \"%s\"}", user_code, approver->user);
+    char *argv[] = {"/usr/bin/python3", "-c",
+                    "import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "
+                    "'/__test/device', data=sys.argv[2].encode(), headers={'Content-Type': 'application/json'}), "
+                    "timeout=30).read()",
+                    (char *)approver->url, body, NULL};
+    char *envp[] = {NULL};
+    pid_t pid;
+    int status = 0;
+    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, envp) != 0) return;
+    if (waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0) approver->approved++;
 }
 
 static void options_with(ts_sign_in_options *options, struct opener *opener, const uint16_t *ports, size_t count) {
@@ -255,6 +293,32 @@ static int test_sign_in(const char *path, const char *url, const char *user, con
     CHECK(outcome == TS_LOGOUT_REVOKED);
     CHECK(ts_credential_state(store, user, &state, &err) == TS_OK);
     CHECK(state == TS_STATE_REVOKED);
+    /* The device sign-in (RFC 8628): no browser; the callback shows the code on the calling
+     * thread and the test approves it there while the library polls. */
+    CHECK_ERROR(ts_session_sign_in_device(session, "alice", NULL, NULL, 0, NULL, NULL, NULL, &err), err,
+                "invalidInput");
+    struct approver approver;
+    memset(&approver, 0, sizeof approver);
+    approver.url = url;
+    char device_user[200];
+    snprintf(device_user, sizeof device_user, "%s.device", user);
+    approver.user = device_user;
+    approver.caller = pthread_self();
+    user_id = NULL;
+    status = ts_session_sign_in_device(session, "alice", "openid read:items", NULL, 0, on_user_code, &approver, &user_id,
+                                       &err);
+    if (status != TS_OK) fprintf(stderr, "  device sign-in: %s: %s\n", ts_error_code(err), ts_error_message(err));
+    CHECK(status == TS_OK);
+    ts_error_free(err);
+    err = NULL;
+    CHECK(user_id != NULL && strcmp(user_id, device_user) == 0);
+    ts_string_free(user_id);
+    CHECK(approver.calls == 1 && approver.on_caller_thread == 1 && approver.shown_ok == 1 && approver.approved == 1);
+    CHECK(ts_credential_state(store, device_user, &state, &err) == TS_OK);
+    CHECK(state == TS_STATE_AUTHORIZED);
+    CHECK(ts_session_logout(session, "alice", &outcome, &err) == TS_OK);
+    CHECK(outcome == TS_LOGOUT_REVOKED);
+
     ts_sign_in_options_init(NULL);
     ts_session_free(session);
     ts_store_close(store);

@@ -491,6 +491,22 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
         _ = try control("POST", "config", body)
     }
 
+    /// Pushed authorization requests (RFC 9126): `enabled` advertises `/oauth/par` in the
+    /// discovery document; `required` refuses an `/authorize` without `request_uri`.
+    public func configurePAR(enabled: Bool, required: Bool = false) throws {
+        _ = try control("POST", "config", ["par": enabled, "require_par": required])
+    }
+
+    /// The device grant (POST /__test/device): settings (`interval`, `expires_in`, `slow_down`:
+    /// the next N polls answered `slow_down`) and the test acting as the user (`approve`,
+    /// `deny`, `expire` a user code; `apple_id` who approves). Answers the settings, the codes
+    /// (user code, status, `polls`: their times, `interval`; never the device code) and
+    /// `authorize_log` (the parameter names of the last GET /authorize requests).
+    @discardableResult
+    public func device(_ body: [String: Any] = [:]) throws -> [String: Any] {
+        try control(body.isEmpty ? "GET" : "POST", "device", body.isEmpty ? nil : body)
+    }
+
     /// Revokes, server-side and without client authentication, the family of `token`
     /// (like an administrator or Apple revoking the grant). Returns the families revoked.
     @discardableResult

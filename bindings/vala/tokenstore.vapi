@@ -125,6 +125,16 @@ namespace TokenStore {
     [CCode (cname = "ts_open_url_fn", instance_pos = 1.9, has_target = true)]
     public delegate int OpenUrlFunc (string url);
 
+    /*
+     * Shows the device sign-in's code; called on the thread that called
+     * Session.sign_in_device, once, as soon as the server gave it: show it and return (the
+     * sign-in polls meanwhile). The user code is not a secret. `verification_uri_complete` may
+     * be null; `expires_in` is in seconds.
+     */
+    [CCode (cname = "ts_user_code_fn", instance_pos = 4.9, has_target = true)]
+    public delegate void UserCodeFunc (string user_code, string verification_uri, string? verification_uri_complete,
+                                       int expires_in);
+
     /* ts_sign_in_options: `TokenStore.SignInOptions ()` sets the defaults (every field unset). */
     [CCode (cname = "ts_sign_in_options", has_type_id = false, destroy_function = "")]
     public struct SignInOptions {
@@ -191,5 +201,12 @@ namespace TokenStore {
         [CCode (cname = "ts_session_sign_in_browser")]
         public int sign_in_browser (string account, SignInOptions? options, out string? user_id,
                                     out ErrorDetails? error);
+
+        /* The device sign-in (RFC 8628): `on_user_code` shows the code, then this blocks until
+         * the user approved on another device (or declined, or the code expired). `scopes`:
+         * space-separated, null: "openid profile email". `dpop` non-zero: DPoP-bound. */
+        [CCode (cname = "ts_session_sign_in_device")]
+        public int sign_in_device (string account, string? scopes, string? audience, int dpop,
+                                   UserCodeFunc on_user_code, out string? user_id, out ErrorDetails? error);
     }
 }

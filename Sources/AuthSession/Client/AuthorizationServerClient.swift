@@ -206,7 +206,7 @@ public struct AuthorizationServerClient: Sendable {
 
     // MARK: - Implementation
 
-    private func requestTokens(
+    func requestTokens(
         form: [(String, FormValue)], endpoint: Endpoint, scopes: [String], boundTo endpoints: ServerEndpoints? = nil
     ) async throws -> TokenResponse {
         let (responseClass, response, servedBy) = await perform(form: form, endpoint: endpoint, boundTo: endpoints)
@@ -266,7 +266,7 @@ public struct AuthorizationServerClient: Sendable {
     }
 
     /// Sends the form to `url` under the retry policy; returns the final class and, on success, the answer.
-    private func send(form: [(String, FormValue)], endpoint: Endpoint, to url: URL) async -> (ResponseClass, HTTPResponse?) {
+    func send(form: [(String, FormValue)], endpoint: Endpoint, to url: URL) async -> (ResponseClass, HTTPResponse?) {
         var headers = HTTPHeaders()
         headers["Content-Type"] = FormEncoding.contentType
         headers["Accept"] = "application/json"
@@ -274,7 +274,8 @@ public struct AuthorizationServerClient: Sendable {
         var request = HTTPRequest(
             method: "POST", url: url, headers: headers, body: FormEncoding.encode(form),
             timeout: configuration.requestTimeout)
-        let dpop = endpoint == .revoke ? nil : self.dpop
+        // Revocation carries no proof; the device authorization request names the key in `dpop_jkt`.
+        let dpop = endpoint == .revoke || endpoint == .deviceAuthorization ? nil : self.dpop
         let clock = retryPolicy.clock
         let start = clock.now()
         var attempt = 0

@@ -34,12 +34,18 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     public let pushedAuthorizationRequestEndpoint: URL?
     /// `device_authorization_endpoint` (RFC 8628), when the server has one.
     public let deviceAuthorizationEndpoint: URL?
+    /// `require_pushed_authorization_requests` (RFC 9126 §5): the server takes authorization
+    /// requests only through its PAR endpoint. A browser sign-in pushes its request whenever
+    /// the server has a PAR endpoint, so this only makes a document that requires PAR and names
+    /// no endpoint an error.
+    public let requirePushedAuthorizationRequests: Bool
 
     init(
         issuer: String, authorizationEndpoint: URL, tokenEndpoint: URL, revocationEndpoint: URL?, jwksURI: URL,
         userinfoEndpoint: URL?, scopesSupported: [String]?, codeChallengeMethodsSupported: [String]?,
         authorizationResponseIssParameterSupported: Bool, isAuth0: Bool,
-        pushedAuthorizationRequestEndpoint: URL? = nil, deviceAuthorizationEndpoint: URL? = nil
+        pushedAuthorizationRequestEndpoint: URL? = nil, deviceAuthorizationEndpoint: URL? = nil,
+        requirePushedAuthorizationRequests: Bool = false
     ) {
         self.issuer = issuer
         self.authorizationEndpoint = authorizationEndpoint
@@ -53,6 +59,7 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         self.isAuth0 = isAuth0
         self.pushedAuthorizationRequestEndpoint = pushedAuthorizationRequestEndpoint
         self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
+        self.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests
     }
 
     /// The endpoints a token or a token's proof is redeemed at: token, revocation, PAR and
@@ -61,7 +68,9 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         [tokenEndpoint] + [revocationEndpoint, pushedAuthorizationRequestEndpoint, deviceAuthorizationEndpoint].compactMap { $0 }
     }
 
-    /// Auth0's fixed endpoints under `domain` (issuer `{domain}/`), as this library always used.
+    /// Auth0's fixed endpoints under `domain` (issuer `{domain}/`), as this library always used,
+    /// and its device authorization endpoint (`/oauth/device/code`). No PAR: Auth0 offers it
+    /// only on some plans, and a tenant without it refuses `/oauth/par`.
     static func auth0(domain: URL) -> AuthorizationServerMetadata {
         var issuer = domain.absoluteString
         if !issuer.hasSuffix("/") { issuer += "/" }
@@ -70,7 +79,8 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
             issuer: issuer, authorizationEndpoint: endpoint("authorize"), tokenEndpoint: endpoint("oauth/token"),
             revocationEndpoint: endpoint("oauth/revoke"), jwksURI: endpoint(".well-known/jwks.json"),
             userinfoEndpoint: endpoint("userinfo"), scopesSupported: nil, codeChallengeMethodsSupported: nil,
-            authorizationResponseIssParameterSupported: false, isAuth0: true)
+            authorizationResponseIssParameterSupported: false, isAuth0: true,
+            deviceAuthorizationEndpoint: endpoint("oauth/device/code"))
     }
 
     /// Whether a sign-in should ask for `offline_access`: always at Auth0 and when the document
@@ -126,13 +136,22 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         if let revocationFallback { try AuthorizationServerConfiguration.validateEndpoint(revocationFallback) }
         var issParameter = false
         if case .bool(let value)? = object["authorization_response_iss_parameter_supported"] { issParameter = value }
+        var requirePAR = false
+        if case .bool(let value)? = object["require_pushed_authorization_requests"] { requirePAR = value }
+        let par = try url("pushed_authorization_request_endpoint", required: false)
+        if requirePAR, par == nil {
+            throw AuthSessionError(
+                .unexpectedResponse,
+                "The discovery document requires pushed authorization requests and names no pushed_authorization_request_endpoint.")
+        }
         return AuthorizationServerMetadata(
             issuer: issuer, authorizationEndpoint: authorization, tokenEndpoint: token,
             revocationEndpoint: revocation, jwksURI: jwks, userinfoEndpoint: try url("userinfo_endpoint", required: false),
             scopesSupported: strings("scopes_supported"), codeChallengeMethodsSupported: strings("code_challenge_methods_supported"),
             authorizationResponseIssParameterSupported: issParameter, isAuth0: false,
-            pushedAuthorizationRequestEndpoint: try url("pushed_authorization_request_endpoint", required: false),
-            deviceAuthorizationEndpoint: try url("device_authorization_endpoint", required: false))
+            pushedAuthorizationRequestEndpoint: par,
+            deviceAuthorizationEndpoint: try url("device_authorization_endpoint", required: false),
+            requirePushedAuthorizationRequests: requirePAR)
     }
 
     /// Whether the document's `issuer` is the configured one: equal, or (Microsoft Entra) a

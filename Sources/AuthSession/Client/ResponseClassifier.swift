@@ -11,6 +11,12 @@ package enum Endpoint: String, Sendable, CaseIterable {
     case refresh
     /// `POST /oauth/revoke`.
     case revoke
+    /// The device authorization endpoint (RFC 8628 §3.1: `POST /oauth/device/code` at Auth0).
+    case deviceAuthorization
+    /// `POST /oauth/token` with `grant_type=urn:ietf:params:oauth:grant-type:device_code`.
+    case deviceCode
+    /// The pushed authorization request endpoint (RFC 9126: `POST /oauth/par` at Auth0).
+    case pushedAuthorization
 }
 
 /// The meaning of one answer or transport failure for the call that got it.
@@ -183,6 +189,13 @@ package enum ResponseClassifier {
             AuthSessionError(
                 code, message, httpStatus: status, oauthError: oauth.error, oauthErrorDescription: oauth.description)
         }
+        if endpoint == .pushedAuthorization, oauth.error != "invalid_client", status != 401 {
+            // RFC 9126 2.3: the authorization request itself was refused (scope, redirect URI,
+            // response type, client): a configuration matter, as the same error on the redirect.
+            return make(
+                .authorizationMisconfigured,
+                "The server refused the pushed authorization request (\(status))." + (oauth.isJSON ? "" : oauth.excerptSuffix))
+        }
         switch oauth.error {
         case "invalid_grant":
             switch endpoint {
@@ -197,9 +210,18 @@ package enum ResponseClassifier {
                     .invalidGrant,
                     "The authorization code was refused (wrong, expired or already used, or the PKCE verifier or "
                         + "redirect URI did not match).")
-            case .revoke:
-                return make(.invalidRequest, "The revocation request was refused.")
+            case .revoke, .pushedAuthorization, .deviceAuthorization:
+                return make(.invalidRequest, "The request was refused (invalid_grant).")
+            case .deviceCode:
+                return make(.invalidGrant, "The device code was refused (wrong, expired or already used).")
             }
+        case "authorization_pending" where endpoint == .deviceCode, "slow_down" where endpoint == .deviceCode:
+            // RFC 8628 3.5: not approved yet; the device sign-in polls on (this never leaves it).
+            return make(.interactionRequired, "The user has not approved the device sign-in yet.")
+        case "access_denied" where endpoint == .deviceCode:
+            return make(.authorizationFailed, "The user declined the device sign-in.")
+        case "expired_token" where endpoint == .deviceCode:
+            return make(.timedOut, "The device code expired before the user approved the sign-in; start a new one.")
         case "interaction_required", "login_required", "consent_required", "mfa_required":
             guard endpoint != .revoke else { break }
             // OpenID Connect's "the user must act" errors (Auth0 sends them from the token

@@ -82,4 +82,6 @@ extension AuthSessionError {
     public static let issuerMismatch = Self(.issuerMismatch, "The sign-in redirect named another issuer.")
     /// Matches ``Code/dpopKeyLost``.
     public static let dpopKeyLost = Self(.dpopKeyLost, "The account's DPoP key is lost; the user must sign in again.")
+    /// Matches ``Code/unsupportedByServer``.
+    public static let unsupportedByServer = Self(.unsupportedByServer, "The server does not offer what the call needs.")
 }

@@ -113,6 +113,10 @@ public struct AuthSessionError: CodedError {
         /// refresh token is bound to is gone from the store, changed, or unusable here. The
         /// account's session was cleared locally (a new key is never made for an old session).
         public static let dpopKeyLost = Code(rawValue: "dpopKeyLost")
+        /// The server does not offer what the call needs: a device sign-in with a server whose
+        /// discovery document names no `device_authorization_endpoint` (RFC 8628). A
+        /// configuration matter: sign in through the browser instead, or enable the grant.
+        public static let unsupportedByServer = Code(rawValue: "unsupportedByServer")
 
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
@@ -121,7 +125,7 @@ public struct AuthSessionError: CodedError {
             .invalidGrant, .unexpectedResponse, .tlsFailure, .cancelled, .insecureConfiguration,
             .storage, .authorizationFailed, .stateMismatch, .idTokenInvalid, .loopbackUnavailable,
             .browserUnavailable, .minimumTTLTooLarge, .userChanged, .notRevocable, .authorizationMisconfigured,
-            .issuerMismatch, .dpopKeyLost,
+            .issuerMismatch, .dpopKeyLost, .unsupportedByServer,
         ]
     }
 

@@ -10,6 +10,9 @@ extension TokenSession {
     ///    Allowed Callback URL).
     /// 2. Opens `{domain}/authorize` with `response_type=code`, a PKCE S256 challenge, a
     ///    fresh `state` and `nonce`, `connection`, the scopes and `audience` in the browser.
+    ///    When the server has a pushed authorization request endpoint (RFC 9126, in its
+    ///    discovery document), those parameters are POSTed there first (with a DPoP proof when
+    ///    the sign-in is bound) and the browser gets only `client_id` and the `request_uri`.
     /// 3. Waits for the redirect (at most `timeout`), exchanges its code with the PKCE
     ///    verifier, validates the ID token (signature by the tenant's JWKS, `iss`, `aud`,
     ///    `exp`, `nonce`, …) and takes the Apple user id from its `sub` (`apple|<id>`).
@@ -54,7 +57,8 @@ extension TokenSession {
     /// ``SystemBrowserOpener`` or the app's, gets the start address. The listener serves only
     /// connections of this user (see ``LoopbackRedirectListener``).
     /// - Throws: ``AuthSessionError`` — `authorizationFailed` (the server's `error=`, such as
-    ///   `access_denied` when the user declined), `timedOut`, `stateMismatch`, `cancelled`,
+    ///   `access_denied` when the user declined), `authorizationMisconfigured` (the server refused
+    ///   the pushed authorization request), `timedOut`, `stateMismatch`, `cancelled`,
     ///   `loopbackUnavailable`, `browserUnavailable`, `idTokenInvalid` (the failed check in
     ///   ``AuthSessionError/idTokenCheck``), `userChanged`, `invalidGrant`, `insecureConfiguration` (a
     ///   redirect URI that is not `http://127.0.0.1:PORT/path`), the network codes, `storage`.
@@ -103,9 +107,17 @@ extension TokenSession {
             redirectURIs: redirectURIs, expectedState: secrets.state, logger: logger)
         let callback: AuthorizationCallback
         do {
-            let url = authorizationURL(
+            let parameters = authorizationParameters(
                 redirectURI: listener.redirectURI, secrets: secrets, scopes: requested, connection: connection,
                 audience: audience, maxAge: maxAge, metadata: metadata, dpopThumbprint: dpop?.key.thumbprint)
+            var url = Self.url(metadata.authorizationEndpoint, parameters)
+            if let par = metadata.pushedAuthorizationRequestEndpoint {
+                // RFC 9126: the parameters go to the server directly; the browser gets client_id + request_uri.
+                let pushed = try await client.withDPoP(dpop).pushAuthorizationRequest(parameters, to: par)
+                url = Self.url(
+                    metadata.authorizationEndpoint,
+                    [("client_id", .text(client.configuration.clientID)), ("request_uri", .text(pushed.requestURI))])
+            }
             let start = listener.startURL(for: url)
             onAuthorizationURL(start)
             try await browser.open(start)
@@ -132,6 +144,18 @@ extension TokenSession {
         maxAge: Duration?, metadata: AuthorizationServerMetadata? = nil, dpopThumbprint: String? = nil
     ) -> URL {
         let metadata = metadata ?? .auth0(domain: client.configuration.domain)
+        return Self.url(
+            metadata.authorizationEndpoint,
+            authorizationParameters(
+                redirectURI: redirectURI, secrets: secrets, scopes: scopes, connection: connection, audience: audience,
+                maxAge: maxAge, metadata: metadata, dpopThumbprint: dpopThumbprint))
+    }
+
+    /// The authorization request's parameters (in the URL, or pushed to the PAR endpoint).
+    func authorizationParameters(
+        redirectURI: URL, secrets: SignInSecrets, scopes: [String], connection: String?, audience: String?,
+        maxAge: Duration?, metadata: AuthorizationServerMetadata, dpopThumbprint: String?
+    ) -> [(String, FormValue)] {
         var query: [(String, FormValue)] = [
             ("response_type", .text("code")),
             ("client_id", .text(client.configuration.clientID)),
@@ -148,11 +172,15 @@ extension TokenSession {
         if let maxAge { query.append(("max_age", .text("\(maxAge.components.seconds)"))) }
         // RFC 9449 10: the code is bound to the key that will redeem it.
         if let dpopThumbprint { query.append(("dpop_jkt", .text(dpopThumbprint))) }
-        let endpoint = metadata.authorizationEndpoint.absoluteString
+        return query
+    }
+
+    /// `endpoint?query`, percent-encoded.
+    static func url(_ endpoint: URL, _ query: [(String, FormValue)]) -> URL {
         // Form encoding writes a space as `+` (a `+` itself as `%2B`); a URL query says `%20`.
         let encoded = String(decoding: FormEncoding.encode(query), as: UTF8.self).replacing("+", with: "%20")
         // The endpoint was validated with the configuration, and the query is percent-encoded.
-        return URL(string: endpoint + "?" + encoded)!
+        return URL(string: endpoint.absoluteString + "?" + encoded)!
     }
 }
 

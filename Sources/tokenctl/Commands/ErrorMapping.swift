@@ -69,6 +69,9 @@ enum ErrorMapping {
         // as asked: a mismatch with the server's configuration, learnt from its answer.
         case .minimumTTLTooLarge:
             return .config
+        // The server has no device grant (or another feature the command needs): its configuration.
+        case .unsupportedByServer:
+            return .config
         // The server refused the sign-in request itself (scope, client, redirect): fix the configuration.
         case .authorizationMisconfigured:
             return .config
@@ -117,6 +120,28 @@ enum ErrorMapping {
             .tempFailure, "\(error.message) [\(error.code.rawValue)]",
             hint: "timedOut: the browser did not come back within \(timeoutSeconds) s; run 'tokenctl login --browser' "
                 + "again, with a longer --timeout if needed")
+    }
+
+    /// A failure of `login --device`: as `sessionFailure`, except that the code expiring
+    /// (`timedOut`: the server's `expired_token` or the code's own lifetime) is 75, as the
+    /// browser's wait running out.
+    static func deviceSignInFailure(_ error: AuthSessionError) -> CommandFailure {
+        switch error.code {
+        case .timedOut where error.httpStatus == nil || error.oauthError == "expired_token":
+            return CommandFailure(
+                .tempFailure, "\(error.message) [\(error.code.rawValue)]",
+                hint: "timedOut: nobody approved the code in time; run 'tokenctl login --device' again")
+        case .authorizationFailed:
+            return CommandFailure(
+                .tempFailure, "\(error.message) [\(error.code.rawValue)]",
+                hint: "authorizationFailed: the sign-in was declined on the other device; run 'tokenctl login --device' to try again")
+        case .unsupportedByServer:
+            return CommandFailure(
+                exitCode(for: error.code), "\(error.message) [\(error.code.rawValue)]",
+                hint: "unsupportedByServer: sign in with 'tokenctl login --browser', or enable the device grant for the client")
+        default:
+            return sessionFailure(error)
+        }
     }
 
     /// The session layer's message in words for a command-line user: no Swift API advice, and a

@@ -243,6 +243,23 @@ def test_signin(path, url, user, useragent):
         check(session.sign_in_browser("bob", timeout=120) == user + ".default", "default opener and ports")
         check(session.logout("bob") == LogoutOutcome.REVOKED, "logout of the default sign-in")
 
+        # The device sign-in: the callback shows the code on the calling thread; the "user"
+        # approves it at the server's control path meanwhile.
+        shown = []
+
+        def on_user_code(code, uri, complete, expires_in):
+            shown.append((threading.get_ident(), uri == url + "/activate" and code in (complete or ""), expires_in > 60))
+            body = json.dumps({"approve": code, "apple_id": user + ".device"}).encode()
+            request = urllib.request.Request(url + "/__test/device", data=body, headers={"Content-Type": "application/json"})
+            urllib.request.urlopen(request, timeout=10).read()
+
+        expect_error("invalidInput", session.sign_in_device, "dave", None)
+        check(session.sign_in_device("dave", on_user_code, scopes=["openid", "read:items"]) == user + ".device",
+              "device sign-in returns the Apple user id")
+        check(shown == [(threading.get_ident(), True, True)], f"on_user_code called once, on this thread: {shown}")
+        check(store.credential_state(user + ".device") == State.AUTHORIZED, "authorized after the device sign-in")
+        check(session.logout("dave") == LogoutOutcome.REVOKED, "logout of the device sign-in")
+
 
 def test_race(path, rounds="150"):
     """4 threads call get in a loop while the main thread closes the store after 0.5-10 ms,

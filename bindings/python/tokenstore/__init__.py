@@ -8,6 +8,7 @@
 
     with tokenstore.Store("org.example.notes") as store, store.session(DOMAIN, CLIENT_ID) as session:
         user_id = session.sign_in_browser("alice")                  # opens the browser, waits
+        # or, without a browser: session.sign_in_device("alice", lambda code, uri, *_: print(uri, code))
         token = session.access_token("alice", scopes=["read:notes"])
         session.logout("alice")
 
@@ -350,6 +351,51 @@ class Session:
             return ctypes.string_at(user_id).decode()
         finally:
             lib.ts_string_free(user_id)
+
+    def sign_in_device(self, account, on_user_code, *, scopes=None, audience=None, dpop=False):
+        """Signs ``account`` in on a machine without a browser (the device authorization grant,
+        RFC 8628): ``on_user_code(user_code, verification_uri, verification_uri_complete,
+        expires_in)`` is called once, on the thread that called this method, as soon as the
+        server gave the code (``verification_uri_complete`` may be None); show it and return.
+        The user code is not a secret. Then this method blocks, polling, until the user approved
+        on another device (returns the Apple user id, or None), declined (``authorizationFailed``)
+        or the code expired (``timedOut``). A server without the grant: ``unsupportedByServer``.
+        An exception raised by ``on_user_code`` does not stop the wait; it is the ``__cause__``
+        of the error the sign-in ends with, or raised after a successful one.
+        """
+        lib = _native.library()
+        if not callable(on_user_code):
+            raise TokenStoreError("invalidInput", "on_user_code must be callable.")
+        scope_text = None
+        if scopes is not None:
+            if isinstance(scopes, str) or any(" " in scope for scope in scopes):
+                raise TokenStoreError("invalidInput", "The scopes must be a list of strings without spaces.")
+            scope_text = " ".join(scopes)
+        raised = []
+
+        def trampoline(user_code, uri, complete, expires_in, _user_data):
+            try:
+                on_user_code(user_code.decode(), uri.decode(), complete.decode() if complete else None, expires_in)
+            except BaseException as error:  # noqa: BLE001  (must not unwind through C)
+                raised.append(error)
+
+        callback = _native.USER_CODE(trampoline)
+        user_id = ctypes.c_void_p()
+        try:
+            _call(lib.ts_session_sign_in_device, self._live(), _text(account, "account"),
+                  _text(scope_text, "scopes", optional=True), _text(audience, "audience", optional=True),
+                  1 if dpop else 0, callback, None, ctypes.byref(user_id))
+        except TokenStoreError as error:
+            if raised:
+                raise error from raised[0]
+            raise
+        try:
+            if raised:
+                raise raised[0]
+            return ctypes.string_at(user_id).decode() if user_id else None
+        finally:
+            if user_id:
+                lib.ts_string_free(user_id)
 
     def logout(self, account):
         """Logs ``account`` out here and at the server: a :class:`LogoutOutcome`."""

@@ -41,6 +41,11 @@ def _candidates():
 OPEN_URL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
 
+# void (*ts_user_code_fn)(const char *user_code, const char *verification_uri,
+#                         const char *verification_uri_complete, int expires_in, void *user_data)
+USER_CODE = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p)
+
+
 class SignInOptions(ctypes.Structure):
     """ts_sign_in_options."""
 
@@ -88,6 +93,8 @@ def _declare(lib):
         "ts_session_record_dpop_nonce": (c_int, [c_void_p, c_char_p, c_char_p, err]),
         "ts_sign_in_options_init": (None, [ctypes.POINTER(SignInOptions)]),
         "ts_session_sign_in_browser": (c_int, [c_void_p, c_char_p, ctypes.POINTER(SignInOptions), handle_out, err]),
+        "ts_session_sign_in_device": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, c_int, USER_CODE, c_void_p,
+                                              handle_out, err]),
         "ts_string_free": (None, [c_void_p]),
         "ts_error_code": (c_char_p, [c_void_p]),
         "ts_error_message": (c_char_p, [c_void_p]),

@@ -104,6 +104,9 @@ int main (string[] args) {
     options.timeout_seconds = -1;
     expect_error (session.sign_in_browser ("alice", options, out user_id, out error), error, "invalidInput");
     check (calls == 2, "not called for bad input");
+    // The device sign-in binds and type-checks here (the C and Python tests run it against the server).
+    TokenStore.UserCodeFunc show = (code, uri, complete, expires_in) => { calls++; };
+    if (calls < 0) session.sign_in_device ("alice", null, null, 0, show, out user_id, out error);
     check (store.item_get (null, "alice", TokenStore.Kind.REFRESH_TOKEN, out bytes, out error) == TokenStore.NOT_FOUND,
            "nothing stored");
     // Last: the process stays hardened. Twice: harmless.

@@ -6,9 +6,12 @@ import TokenStore
 /// authorization code read from stdin; stores the refresh token, the user id and the profile.
 struct LoginCommand: TokenctlCommand {
     static let browser = OptionSpec.flag("browser", "Sign in through the browser (loopback redirect, PKCE).")
+    static let device = OptionSpec.flag(
+        "device", "Sign in on another device (RFC 8628): print a code and a URL, wait for the approval.")
     static let connection = OptionSpec.value(
         "connection", "connection", "The Auth0 connection (default: apple); with --browser.")
-    static let audience = OptionSpec.value("audience", "api", "The API the access token is for; with --browser.")
+    static let audience = OptionSpec.value(
+        "audience", "api", "The API the access token is for; with --browser or --device.")
     static let redirectPort = OptionSpec.value(
         "redirect-port", "port", repeatable: true, rule: .port,
         "A loopback redirect port, tried in order (default: 53180-53183).")
@@ -35,7 +38,7 @@ struct LoginCommand: TokenctlCommand {
 
     static let spec = CommandSpec(
         "login",
-        abstract: "Sign in through the browser, or with an Apple authorization code read from stdin.",
+        abstract: "Sign in through the browser, on another device, or with an Apple authorization code read from stdin.",
         discussion: """
             With --browser, opens the sign-in page in $BROWSER or the desktop's browser (the URL \
             is also printed on stderr) and waits for its redirect to \
@@ -49,6 +52,14 @@ struct LoginCommand: TokenctlCommand {
             and stores nothing, unless --allow-user-change is given; then the output says the \
             user changed.
 
+            With --device (no browser on this machine: an SSH session, a server), prints on \
+            stderr a user code and the URL where to enter it on any device with a browser (and \
+            a QR code of the URL when qrencode is on PATH), then waits until the user approves, \
+            declines (exit 75) or the code expires (exit 75). The user code is not a secret: it \
+            is worthless without the device code, which never leaves tokenctl. The server must \
+            offer the device grant (Auth0: /oauth/device/code; by --issuer: its \
+            device_authorization_endpoint), else exit 78.
+
             With --dpop (or TOKENCTL_DPOP=1) the session is DPoP-bound: the sign-in and every \
             later refresh prove the store's DPoP key (made at the first such sign-in, sealed in \
             the store), the tokens are of type DPoP, and a copied refresh token is useless \
@@ -61,14 +72,17 @@ struct LoginCommand: TokenctlCommand {
               printf %s "$CODE" | tokenctl --app-id org.example.notes login --account alice
             """,
         options: [
-            ServerOptions.domain, ServerOptions.issuer, ServerOptions.clientID, ItemOptions.account, browser, connection,
-            audience, redirectPort, timeout, appleUserID, allowUserChange, firstName, lastName, ServerOptions.scope, dpop,
+            ServerOptions.domain, ServerOptions.issuer, ServerOptions.clientID, ItemOptions.account, browser, device,
+            connection, audience, redirectPort, timeout, appleUserID, allowUserChange, firstName, lastName,
+            ServerOptions.scope, dpop,
         ],
+        mutuallyExclusive: [[browser.name, device.name]],
         refusedOptions: [appleCode])
 
     /// How the user signs in.
     enum Method: Sendable {
         case browser(connection: String, audience: String?, redirectURIs: [URL], timeoutSeconds: Int)
+        case device(audience: String?)
         case appleCode(appleUserID: String?, fullName: PersonName?)
     }
 
@@ -87,7 +101,20 @@ struct LoginCommand: TokenctlCommand {
         self.server = server
         account = try parsed.requiredValue(ItemOptions.account)
         allowsUserChange = parsed.isSet(Self.allowUserChange)
-        if parsed.isSet(Self.browser) {
+        if parsed.isSet(Self.device) {
+            for option in [Self.appleUserID, Self.firstName, Self.lastName] where parsed.value(option) != nil {
+                throw UsageError(
+                    kind: .mutuallyExclusive(options: [Self.device.longSpelling, option.longSpelling]),
+                    commandName: parsed.name)
+            }
+            for option in [Self.connection, Self.redirectPort, Self.timeout] where !parsed.values(option).isEmpty {
+                throw UsageError(
+                    kind: .requiresOption(option: option.longSpelling, required: Self.browser.longSpelling),
+                    commandName: parsed.name)
+            }
+            method = .device(audience: parsed.value(Self.audience))
+            scopes = ServerOptions.scopes(parsed, default: ["openid", "profile", "email"])
+        } else if parsed.isSet(Self.browser) {
             for option in [Self.appleUserID, Self.firstName, Self.lastName] where parsed.value(option) != nil {
                 throw UsageError(
                     kind: .mutuallyExclusive(options: [Self.browser.longSpelling, option.longSpelling]),
@@ -133,6 +160,8 @@ struct LoginCommand: TokenctlCommand {
             result = try signInThroughBrowser(
                 context, session, connection: connection, audience: audience, redirectURIs: redirectURIs,
                 timeoutSeconds: timeoutSeconds)
+        case .device(let audience):
+            result = try signInOnDevice(context, session, audience: audience)
         case .appleCode(let appleUserID, let fullName):
             // Read above for this method.
             result = try exchangeAppleCode(session, code: code!, appleUserID: appleUserID, fullName: fullName)
