@@ -34,7 +34,9 @@
  *      0.3.0: ts_harden_process, ts_session_new_issuer.
  *      0.4.0: ts_store_protection, ts_session_is_dpop_bound, ts_session_dpop_proof,
  *             ts_session_record_dpop_nonce; ts_sign_in_options.dpop; TS_KIND_ID_TOKEN,
- *             TS_KIND_PROFILE.
+ *             TS_KIND_PROFILE; ts_cancel_new, ts_cancel_trigger, ts_cancel_free,
+ *             ts_session_sign_in_browser_cancellable, ts_session_access_token_cancellable,
+ *             ts_session_logout_cancellable, ts_session_resume_cancellable.
  */
 #ifndef TOKENSTORE_H
 #define TOKENSTORE_H
@@ -325,6 +327,58 @@ void ts_sign_in_options_init(ts_sign_in_options *options);
  */
 int ts_session_sign_in_browser(ts_session *session, const char *account, const ts_sign_in_options *options_or_null,
                                char **user_id_or_null, ts_error **err);
+
+/* ---- Cancellation ------------------------------------------------------------------- */
+
+/** A cancel handle for the long calls (the `_cancellable` forms below). Since 0.4.0. */
+typedef struct ts_cancel ts_cancel;
+
+/** A new cancel handle into `*out`, to release with ts_cancel_free(). One handle may serve
+ *  several calls, one after another or at once (GIO's GCancellable maps onto it: connect its
+ *  "cancelled" signal to ts_cancel_trigger()). Codes: invalidInput. */
+int ts_cancel_new(ts_cancel **out, ts_error **err);
+
+/**
+ * Cancels every call running with `cancel` now, and makes every later call given it fail at
+ * once with "cancelled", changing nothing (a handle is not reset: make a new one). Returns at
+ * once, from any thread. A cancelled call ends within milliseconds:
+ *  - a sign-in: "cancelled"; its loopback listener is closed and nothing is stored (a refresh
+ *    token the server issued meanwhile is revoked);
+ *  - an access token: "cancelled"; a refresh already sent to the server goes on in the
+ *    background and stores the rotated refresh token when the server answers (dropping it would
+ *    sign the user out at the next renewal);
+ *  - a logout: TS_OK with TS_LOGOUT_PENDING: the account is logged out here and its revocation
+ *    queued for ts_session_resume(), as when offline ("cancelled", with nothing changed, only
+ *    while it waited behind another call on the same account);
+ *  - resume: "cancelled"; the entries not tried yet stay queued as they were.
+ * NULL and freed handles are ignored.
+ */
+void ts_cancel_trigger(ts_cancel *cancel);
+
+/** Releases the handle (NULL, or a handle freed already, is ignored). A call still running
+ *  with it keeps it until it ends (and can still be cancelled only through another handle). */
+void ts_cancel_free(ts_cancel *cancel);
+
+/** ts_session_sign_in_browser() that `cancel_or_null` can cancel (NULL: the plain form). Codes:
+ *  those of ts_session_sign_in_browser(), cancelled. */
+int ts_session_sign_in_browser_cancellable(ts_session *session, const char *account,
+                                           const ts_sign_in_options *options_or_null, ts_cancel *cancel_or_null,
+                                           char **user_id_or_null, ts_error **err);
+
+/** ts_session_access_token() that `cancel_or_null` can cancel (NULL: the plain form). Codes:
+ *  those of ts_session_access_token(), cancelled. */
+int ts_session_access_token_cancellable(ts_session *session, const char *account, const char *audience_or_null,
+                                        const char *scopes_space_separated, int min_ttl_seconds,
+                                        ts_cancel *cancel_or_null, uint8_t **token, size_t *length,
+                                        int64_t *expires_at, ts_error **err);
+
+/** ts_session_logout() that `cancel_or_null` can cancel (NULL: the plain form). */
+int ts_session_logout_cancellable(ts_session *session, const char *account, ts_cancel *cancel_or_null,
+                                  ts_logout_outcome *out, ts_error **err);
+
+/** ts_session_resume() that `cancel_or_null` can cancel (NULL: the plain form). */
+int ts_session_resume_cancellable(ts_session *session, ts_cancel *cancel_or_null, int *still_pending,
+                                  ts_error **err);
 
 /** Wipes and frees a string returned by this library (NULL is ignored). Such strings are
  *  malloc()'d, so free() and g_free() release them too (Vala's owned strings are freed that

@@ -190,5 +190,29 @@ namespace TokenStore {
         [CCode (cname = "ts_session_sign_in_browser")]
         public int sign_in_browser (string account, SignInOptions? options, out string? user_id,
                                     out ErrorDetails? error);
+
+        /* The same calls, cancellable through `cancel` (null: as above); see Cancel. */
+        [CCode (cname = "ts_session_sign_in_browser_cancellable")]
+        public int sign_in_browser_cancellable (string account, SignInOptions? options, Cancel? cancel,
+                                                out string? user_id, out ErrorDetails? error);
+        [CCode (cname = "ts_session_access_token_cancellable")]
+        public int access_token_cancellable (string account, string? audience, string? scopes, int min_ttl_seconds,
+                                             Cancel? cancel, [CCode (array_length_type = "size_t")] out unowned uint8[]? token,
+                                             out int64 expires_at, out ErrorDetails? error);
+        [CCode (cname = "ts_session_logout_cancellable")]
+        public int logout_cancellable (string account, Cancel? cancel, out LogoutOutcome outcome, out ErrorDetails? error);
+        [CCode (cname = "ts_session_resume_cancellable")]
+        public int resume_cancellable (Cancel? cancel, out int still_pending, out ErrorDetails? error);
+    }
+
+    /* A cancel handle (ts_cancel): trigger() from any thread ends the calls running with it
+     * within milliseconds (a sign-in: "cancelled", nothing stored; a logout: PENDING), and every
+     * later call given it fails at once. Connect a GLib.Cancellable's cancelled signal to it. */
+    [Compact, CCode (cname = "ts_cancel", free_function = "ts_cancel_free")]
+    public class Cancel {
+        [CCode (cname = "ts_cancel_new")]
+        public static int create (out Cancel? cancel, out ErrorDetails? error);
+        [CCode (cname = "ts_cancel_trigger")]
+        public void trigger ();
     }
 }

@@ -29,8 +29,8 @@ import enum
 
 from . import _native
 
-__all__ = ["Store", "Session", "AccessToken", "TokenStoreError", "Kind", "State", "Protection", "LogoutOutcome",
-           "version", "harden_process"]
+__all__ = ["Store", "Session", "Cancel", "AccessToken", "TokenStoreError", "Kind", "State", "Protection",
+           "LogoutOutcome", "version", "harden_process"]
 
 
 class TokenStoreError(Exception):
@@ -163,6 +163,41 @@ def _take_bytes(pointer, length):
         lib.ts_bytes_free(pointer, length)
 
 
+class Cancel:
+    """A cancel handle (``ts_cancel``) for the long calls: pass it as ``cancel=`` to
+    :meth:`Session.sign_in_browser`, :meth:`Session.access_token`, :meth:`Session.logout` and
+    :meth:`Session.resume`; :meth:`cancel` (from any thread) ends them within milliseconds. A
+    cancelled sign-in raises ``cancelled`` and stores nothing; a cancelled logout returns
+    ``LogoutOutcome.PENDING`` (logged out here, the revocation queued). A handle stays
+    cancelled: calls given it later raise ``cancelled`` at once."""
+
+    def __init__(self):
+        handle = ctypes.c_void_p()
+        _call(_native.library().ts_cancel_new, ctypes.byref(handle))
+        self._handle = handle
+
+    def cancel(self):
+        """Cancels the calls running with this handle, and every later one."""
+        if self._handle:
+            _native.library().ts_cancel_trigger(self._handle)
+
+    def close(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            _native.library().ts_cancel_free(handle)
+
+    def __del__(self):
+        self.close()
+
+
+def _cancel_handle(cancel):
+    if cancel is None:
+        return None
+    if not isinstance(cancel, Cancel) or not cancel._handle:
+        raise TokenStoreError("invalidInput", "cancel must be an open tokenstore.Cancel.")
+    return cancel._handle
+
+
 class Store:
     """An open store: ``Store(app_id, path=None)``; ``path`` None is the default location."""
 
@@ -266,8 +301,9 @@ class Session:
             raise TokenStoreError("storeClosed", "The session was closed.")
         return self._handle
 
-    def access_token(self, account, audience=None, scopes=(), min_ttl=60):
-        """An :class:`AccessToken` valid for at least ``min_ttl`` seconds (cached or renewed)."""
+    def access_token(self, account, audience=None, scopes=(), min_ttl=60, cancel=None):
+        """An :class:`AccessToken` valid for at least ``min_ttl`` seconds (cached or renewed);
+        ``cancel``: a :class:`Cancel` that can end the wait."""
         if isinstance(scopes, str):
             raise TypeError("scopes must be a list of strings")
         scope_text = " ".join(scopes)
@@ -279,14 +315,14 @@ class Session:
         pointer = ctypes.POINTER(ctypes.c_uint8)()
         length = ctypes.c_size_t()
         expires_at = ctypes.c_int64()
-        _call(lib.ts_session_access_token, self._live(), _text(account, "account"),
+        _call(lib.ts_session_access_token_cancellable, self._live(), _text(account, "account"),
               _text(audience, "audience", optional=True), _text(scope_text, "scopes"), int(min_ttl),
-              ctypes.byref(pointer), ctypes.byref(length), ctypes.byref(expires_at))
+              _cancel_handle(cancel), ctypes.byref(pointer), ctypes.byref(length), ctypes.byref(expires_at))
         token = _take_bytes(pointer, length)
         return AccessToken(token, expires_at.value or None)
 
     def sign_in_browser(self, account, *, ports=None, connection="apple", scopes=None, audience=None, timeout=300,
-                        open_url=None, redirect_path=None, dpop=False):
+                        open_url=None, redirect_path=None, dpop=False, cancel=None):
         """Signs ``account`` in through the user's browser (loopback redirect, PKCE); blocks until
         the browser's redirect came back and the tokens are stored, at most ``timeout`` seconds
         (plus the token exchange). Returns the Apple user id, or None for a user who did not
@@ -303,6 +339,8 @@ class Session:
         be opened (``browserUnavailable``, the exception as ``__cause__``). None: the system
         browser ($BROWSER, GIO, xdg-open). ``dpop``: bind the session to the store's DPoP key
         (RFC 9449; the server must take DPoP): its tokens are then DPoP tokens (:meth:`is_dpop_bound`).
+        ``cancel``: a :class:`Cancel` whose :meth:`Cancel.cancel` ends the sign-in at once
+        (``cancelled``; the listener closed, nothing stored).
         """
         lib = _native.library()
         options = _native.SignInOptions()
@@ -336,8 +374,8 @@ class Session:
             options.open_url = _native.OPEN_URL(trampoline)
         user_id = ctypes.c_void_p()
         try:
-            _call(lib.ts_session_sign_in_browser, self._live(), _text(account, "account"), ctypes.byref(options),
-                  ctypes.byref(user_id))
+            _call(lib.ts_session_sign_in_browser_cancellable, self._live(), _text(account, "account"),
+                  ctypes.byref(options), _cancel_handle(cancel), ctypes.byref(user_id))
         except TokenStoreError as error:
             if raised:
                 raise error from raised[0]
@@ -349,18 +387,20 @@ class Session:
         finally:
             lib.ts_string_free(user_id)
 
-    def logout(self, account):
-        """Logs ``account`` out here and at the server: a :class:`LogoutOutcome`."""
+    def logout(self, account, cancel=None):
+        """Logs ``account`` out here and at the server: a :class:`LogoutOutcome` (``PENDING`` when
+        ``cancel`` ended the wait for the server)."""
         lib = _native.library()
         outcome = ctypes.c_int()
-        _call(lib.ts_session_logout, self._live(), _text(account, "account"), ctypes.byref(outcome))
+        _call(lib.ts_session_logout_cancellable, self._live(), _text(account, "account"), _cancel_handle(cancel),
+              ctypes.byref(outcome))
         return LogoutOutcome(outcome.value)
 
-    def resume(self):
+    def resume(self, cancel=None):
         """Retries the queued revocations; returns how many stay pending."""
         lib = _native.library()
         pending = ctypes.c_int()
-        _call(lib.ts_session_resume, self._live(), ctypes.byref(pending))
+        _call(lib.ts_session_resume_cancellable, self._live(), _cancel_handle(cancel), ctypes.byref(pending))
         return pending.value
 
     def is_dpop_bound(self, account):

@@ -101,6 +101,33 @@ int main (string[] args) {
     check (calls == 2, "not called for bad input");
     check (store.item_get (null, "alice", TokenStore.Kind.REFRESH_TOKEN, out bytes, out error) == TokenStore.NOT_FOUND,
            "nothing stored");
+
+    // A cancel handle: a sign-in waiting for the browser, cancelled from another thread.
+    TokenStore.Cancel? cancel;
+    check (TokenStore.Cancel.create (out cancel, out error) == TokenStore.OK && cancel != null, "cancel handle");
+    options.timeout_seconds = 60;
+    options.open_url = (url) => { AtomicInt.inc (ref calls); return 0; };
+    int cancelled_status = 0;
+    string? cancelled_code = null;
+    unowned TokenStore.Cancel handle = cancel;
+    unowned TokenStore.Session waiting_session = session;
+    var worker = new Thread<bool> ("sign-in", () => {
+        TokenStore.ErrorDetails? thread_error;
+        string? no_user;
+        cancelled_status = waiting_session.sign_in_browser_cancellable ("alice", options, handle, out no_user, out thread_error);
+        cancelled_code = thread_error != null ? thread_error.code () : null;
+        return true;
+    });
+    for (int i = 0; i < 3000 && AtomicInt.get (ref calls) == 2; i++) Thread.usleep (10000);
+    Thread.usleep (50000);
+    int64 triggered = get_monotonic_time ();
+    cancel.trigger ();
+    worker.join ();
+    int64 took = get_monotonic_time () - triggered;
+    check (cancelled_status == TokenStore.ERROR && cancelled_code == "cancelled", "a cancelled sign-in fails cancelled");
+    check (took < 100000, "cancelled within 100 ms, took %lld µs".printf (took));
+    expect_error (session.logout_cancellable ("alice", cancel, out outcome, out error), error, "cancelled");
+    check (session.resume_cancellable (null, out pending, out error) == TokenStore.OK, "resume with no cancel handle");
     // Last: the process stays hardened. Twice: harmless.
     check (TokenStore.harden_process (out error) == TokenStore.OK && error == null, "harden_process");
     check (TokenStore.harden_process (out error) == TokenStore.OK, "harden_process again");
