@@ -114,6 +114,23 @@ def test_items(path):
             return await asyncio.gather(*(asyncio.to_thread(store.get, "carol", Kind.ACCESS_TOKEN) for _ in range(8)))
         check(asyncio.run(concurrently()) == [b"at"] * 8, "eight threads at once")
 
+        # Change events: another connection's sign-in and logout, on the watcher thread.
+        seen = []
+        arrived = threading.Event()
+
+        def on_change(change):
+            seen.append((change.kind, change.account, threading.get_ident()))
+            if change.kind == "accountRemoved":
+                arrived.set()
+        with store.watch(on_change), Store(APP, path) as other:
+            other.set("watched", Kind.REFRESH_TOKEN, b"rt")
+            other.delete("watched", Kind.REFRESH_TOKEN)
+            check(arrived.wait(5), f"the logout arrived as accountRemoved: {seen}")
+        check([kind for kind, account, _ in seen if account == "watched"] == ["accountAdded", "accountRemoved"],
+              f"added, then removed: {seen}")
+        check(all(thread != threading.get_ident() for _, _, thread in seen), "on the watcher thread")
+        check("carol" in store.accounts() and store.account_status("carol") == (False, None), "accounts, status")
+
         store.set("victim", Kind.REFRESH_TOKEN, b"tamper-me")
         store.set("bystander", Kind.GENERIC, b"intact")
     expect_error("storeClosed", store.get, "bystander", Kind.GENERIC)

@@ -29,7 +29,7 @@ import enum
 
 from . import _native
 
-__all__ = ["Store", "Session", "Cancel", "AccessToken", "TokenStoreError", "Kind", "State", "Protection",
+__all__ = ["Store", "Session", "Cancel", "Change", "AccessToken", "TokenStoreError", "Kind", "State", "Protection",
            "LogoutOutcome", "version", "harden_process"]
 
 
@@ -163,6 +163,58 @@ def _take_bytes(pointer, length):
         lib.ts_bytes_free(pointer, length)
 
 
+class Change:
+    """A change to a store (``ts_change``), made by this process or another: ``kind`` is one of
+    ``"accountAdded"``, ``"accountRemoved"``, ``"credentialStateChanged"``, ``"tokensRenewed"``,
+    ``"keyRotated"`` (more may come); ``account``, ``user_id``, ``old_state`` and ``new_state``
+    are set where the kind has them. Identifiers only, never a token."""
+
+    KINDS = ("accountAdded", "accountRemoved", "credentialStateChanged", "tokensRenewed", "keyRotated")
+    __slots__ = ("kind", "account", "user_id", "old_state", "new_state")
+
+    def __init__(self, kind, account=None, user_id=None, old_state=None, new_state=None):
+        self.kind, self.account, self.user_id, self.old_state, self.new_state = kind, account, user_id, old_state, new_state
+
+    def __repr__(self):
+        return f"Change({self.kind})"
+
+
+class Watch:
+    """A subscription of :meth:`Store.watch`; :meth:`close` ends it (no call after it returns)."""
+
+    def __init__(self, store, callback):
+        def trampoline(pointer, _user_data):
+            change = pointer.contents
+            kind = Change.KINDS[change.kind] if 0 <= change.kind < len(Change.KINDS) else None
+            if kind is None:
+                return  # a kind this binding does not know
+            text = lambda value: value.decode() if value is not None else None  # noqa: E731
+            states = (State(change.from_state), State(change.to_state)) if kind == "credentialStateChanged" else (None, None)
+            try:
+                callback(Change(kind, text(change.account), text(change.user_id), *states))
+            except BaseException:  # noqa: BLE001  (must not unwind through C)
+                import traceback
+                traceback.print_exc()
+        self._function = _native.CHANGE(trampoline)  # kept alive as long as the watch
+        handle = ctypes.c_void_p()
+        _call(_native.library().ts_store_watch, store._live(), self._function, None, ctypes.byref(handle))
+        self._handle = handle
+
+    def close(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            _native.library().ts_watch_free(handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
 class Cancel:
     """A cancel handle (``ts_cancel``) for the long calls: pass it as ``cancel=`` to
     :meth:`Session.sign_in_browser`, :meth:`Session.access_token`, :meth:`Session.logout` and
@@ -257,6 +309,39 @@ class Store:
         finally:
             lib.ts_string_free(reason)
         return Protection(tier.value), text
+
+    def accounts(self):
+        """The accounts (service "auth0") the store holds entries for, sorted."""
+        lib = _native.library()
+        array = ctypes.POINTER(ctypes.c_char_p)()
+        _call(lib.ts_store_accounts, self._live(), ctypes.byref(array))
+        try:
+            names, index = [], 0
+            while array[index] is not None:
+                names.append(array[index].decode())
+                index += 1
+            return names
+        finally:
+            lib.ts_strings_free(array)
+
+    def account_status(self, account):
+        """``(signed_in, user_id)`` of ``account``: whether a refresh token is stored (and no logout
+        has begun), and its Apple user id or None."""
+        lib = _native.library()
+        user_id = ctypes.c_void_p()
+        signed_in = ctypes.c_int()
+        _call(lib.ts_store_account_status, self._live(), _text(account, "account"), ctypes.byref(user_id),
+              ctypes.byref(signed_in))
+        try:
+            return signed_in.value == 1, ctypes.string_at(user_id).decode() if user_id else None
+        finally:
+            lib.ts_string_free(user_id)
+
+    def watch(self, callback):
+        """Calls ``callback(change)`` with each :class:`Change` made to the store from now on, by
+        this process or any other, on the library's watcher thread, in commit order; returns a
+        :class:`Watch` to close. The watch keeps the store open until it is closed."""
+        return Watch(self, callback)
 
     def session(self, domain=None, client_id=None, issuer=None):
         """A :class:`Session` over this store talking to ``domain`` (Auth0) or ``issuer`` (any

@@ -64,6 +64,27 @@ int main (string[] args) {
     check (store.credential_state ("000999.nobody.apple", out state, out error) == TokenStore.OK, "state");
     check (state == TokenStore.State.NOT_FOUND, "state of a stranger");
 
+    // Change events from a second connection, on the watcher thread; accounts and status.
+    int added = 0;
+    TokenStore.Watch? watch;
+    TokenStore.ChangeFunc on_change = (change) => {
+        if (change.kind == TokenStore.ChangeKind.ACCOUNT_ADDED && change.account == "watched") AtomicInt.inc (ref added);
+    };
+    check (store.watch (on_change, out watch, out error) == TokenStore.OK && watch != null, "watch");
+    TokenStore.Store? other;
+    check (TokenStore.Store.open (args[2], "org.example.cabi.vala", out other, out error) == TokenStore.OK, "second connection");
+    check (other.item_set (null, "watched", TokenStore.Kind.REFRESH_TOKEN, secret, out error) == TokenStore.OK, "sign-in elsewhere");
+    for (int i = 0; i < 500 && AtomicInt.get (ref added) == 0; i++) Thread.usleep (10000);
+    check (AtomicInt.get (ref added) == 1, "accountAdded arrived");
+    watch = null;  // ts_watch_free
+    string[]? names;
+    check (store.accounts (out names, out error) == TokenStore.OK && names != null && "watched" in names, "accounts");
+    string? watched_user;
+    int signed_in;
+    check (store.account_status ("watched", out watched_user, out signed_in, out error) == TokenStore.OK
+           && signed_in == 1 && watched_user == null, "account status");
+    other = null;
+
     TokenStore.Session? session;
     expect_error (TokenStore.Session.create (store, "ftp://127.0.0.1/", "tokenstore-test", out session, out error),
                   error, "insecureConfiguration");
