@@ -470,16 +470,17 @@ read_accounts (TsStore *self, GError **error)
     return statuses;
 }
 
-/* On the store's main context: the account objects, updated. */
+/* On the store's main context: the account objects, updated (the store keeps them: the array
+ * holds no reference of its own). */
 static GPtrArray *
 account_objects (TsStore *self, GPtrArray *statuses)
 {
-    GPtrArray *accounts = g_ptr_array_new_with_free_func (g_object_unref);
+    GPtrArray *accounts = g_ptr_array_new ();
     for (guint i = 0; i < statuses->len; i++) {
         AccountStatus *status = g_ptr_array_index (statuses, i);
         TsAccount *account = ts_store_account_for (self, status->name);
         ts_account_update (account, status->user_id, status->signed_in, TRUE, status->state);
-        g_ptr_array_add (accounts, g_object_ref (account));
+        g_ptr_array_add (accounts, account);
     }
     return accounts;
 }
@@ -504,7 +505,8 @@ accounts_thread (GTask *task, gpointer source, gpointer data, GCancellable *canc
  * The accounts (of service "auth0") the store holds entries for, sorted by name, blocking. Call
  * it on the thread of the store's main context (the account objects belong to it).
  *
- * Returns: (transfer full) (element-type TsAccount): the accounts, or %NULL with @error set
+ * Returns: (transfer container) (element-type TsAccount): the accounts (the store keeps each
+ *   object for as long as it lives), or %NULL with @error set
  */
 GPtrArray *
 ts_store_list_accounts_sync (TsStore *self, GCancellable *cancellable, GError **error)
@@ -541,7 +543,8 @@ ts_store_list_accounts_async (TsStore *self, GCancellable *cancellable, GAsyncRe
  * @result: the result passed to the callback
  * @error: return location for a #GError
  *
- * Returns: (transfer full) (element-type TsAccount): the accounts, or %NULL with @error set
+ * Returns: (transfer container) (element-type TsAccount): the accounts (the store keeps each
+ *   object for as long as it lives), or %NULL with @error set
  */
 GPtrArray *
 ts_store_list_accounts_finish (TsStore *self, GAsyncResult *result, GError **error)
