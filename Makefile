@@ -57,6 +57,7 @@ bench: deps
 	$(SWIFT) build -c release --product tokenbench $(SWIFT_FLAGS)
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/bench
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/with-keyring scripts/bench-footprint --output BENCHMARKS.md
+	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/with-keyring scripts/bench-gnome --output BENCHMARKS.md
 
 # Whole processes side by side (tokenctl vs secret-tool, the C ABI vs libsecret, the Python
 # binding vs keyring, the library's size); ~2 min. Part of `make bench`.
