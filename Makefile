@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build-deps build test test-providers test-cabi demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean deb test-deb examples test-gtk test-readme
+.PHONY: all deps build-deps build test test-providers test-cabi test-gnome demo bench bench-footprint symbol-order soak fuzz sanitizers release stress-tests docs install uninstall clean deb test-deb examples test-gtk test-readme
 
 all: build
 
@@ -57,6 +57,7 @@ bench: deps
 	$(SWIFT) build -c release --product tokenbench $(SWIFT_FLAGS)
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/bench
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/with-keyring scripts/bench-footprint --output BENCHMARKS.md
+	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/with-keyring scripts/bench-gnome --output BENCHMARKS.md
 
 # Whole processes side by side (tokenctl vs secret-tool, the C ABI vs libsecret, the Python
 # binding vs keyring, the library's size); ~2 min. Part of `make bench`.
@@ -110,6 +111,12 @@ release: build-deps
 # The C ABI alone (debug build, a temporary prefix; about 30 s once built).
 test-cabi: deps
 	SWIFT=$(SWIFT) scripts/with-keyring scripts/test-cabi $(SWIFT_FLAGS)
+
+# libtokenstore-gobject (gobject/) in C on a GMainLoop, GJS, Python (PyGObject) and Vala: sign-in,
+# token, logout, a cancelled sign-in and another process's logout as a signal, against the
+# test server answering after 500 ms; its GIR, typelib, vapi and gi-docgen docs (~1 min once built).
+test-gnome: deps
+	SWIFT=$(SWIFT) scripts/with-keyring scripts/test-gnome $(SWIFT_FLAGS)
 
 # libtokenstore.so.1 (+ symlinks), tokenstore.h, tokenstore.pc, tokenctl, its man page and
 # bash/zsh/fish completions under $(DESTDIR)$(PREFIX). CONFIG=debug installs the debug build

@@ -33,8 +33,11 @@
  *    libtokenstore.so.1.MINOR.0, MINOR the number of releases listed, none newer than VERSION.
  *      0.3.0: ts_harden_process, ts_session_new_issuer.
  *      0.4.0: ts_store_protection, ts_session_is_dpop_bound, ts_session_dpop_proof,
- *             ts_session_record_dpop_nonce, ts_session_sign_in_device;
- *             ts_sign_in_options.dpop; TS_KIND_ID_TOKEN, TS_KIND_PROFILE.
+ *             ts_session_record_dpop_nonce, ts_session_sign_in_device; ts_sign_in_options.dpop;
+ *             TS_KIND_ID_TOKEN, TS_KIND_PROFILE; ts_cancel_new, ts_cancel_trigger, ts_cancel_free,
+ *             ts_session_sign_in_browser_cancellable, ts_session_access_token_cancellable,
+ *             ts_session_logout_cancellable, ts_session_resume_cancellable; ts_store_watch,
+ *             ts_watch_free, ts_store_accounts, ts_store_account_status, ts_strings_free.
  */
 #ifndef TOKENSTORE_H
 #define TOKENSTORE_H
@@ -159,6 +162,66 @@ int ts_store_protection(ts_store *store, ts_protection *tier, char **reason_or_n
 
 /** The credential state of `user_id` (the Apple user id of a sign-in). */
 int ts_credential_state(ts_store *store, const char *user_id, ts_state *out, ts_error **err);
+
+/** The accounts (of service "auth0") the store holds entries for, sorted, as a NULL-terminated
+ *  array of strings in `*accounts`, to release with ts_strings_free(). Since 0.4.0. */
+int ts_store_accounts(ts_store *store, char ***accounts, ts_error **err);
+
+/** Whether `account` (service "auth0") is signed in (`*signed_in` 1: a refresh token is stored
+ *  and no logout has begun) and, when `user_id_or_null` is not NULL, its Apple user id (NULL
+ *  when it has none; release with ts_string_free()). Reads the store only. Since 0.4.0. */
+int ts_store_account_status(ts_store *store, const char *account, char **user_id_or_null, int *signed_in,
+                            ts_error **err);
+
+/** Frees a NULL-terminated string array returned by this library, each string wiped (NULL is
+ *  ignored). Since 0.4.0. */
+void ts_strings_free(char **strings);
+
+/* ---- Change events ------------------------------------------------------------------ */
+
+/** What a change is (ts_change.kind). More kinds may come: ignore those you do not know. */
+typedef enum ts_change_kind {
+    TS_CHANGE_ACCOUNT_ADDED = 0,    /**< `account` got a refresh token (a sign-in). */
+    TS_CHANGE_ACCOUNT_REMOVED = 1,  /**< `account`'s refresh token left it (a logout began, ...). */
+    TS_CHANGE_CREDENTIAL_STATE = 2, /**< `user_id`'s credential state went from `from` to `to`. */
+    TS_CHANGE_TOKENS_RENEWED = 3,   /**< A renewal stored new tokens for `account`. */
+    TS_CHANGE_KEY_ROTATED = 4       /**< The store switched to a new data key. */
+} ts_change_kind;
+
+/** One change, valid only during the callback. It names at most an account and a user id
+ *  (identifiers the app stored), never a token. */
+typedef struct ts_change {
+    size_t struct_size;    /**< sizeof(ts_change) of the library: fields may be added at the end. */
+    ts_change_kind kind;
+    const char *service;   /**< The account's service ("auth0"); NULL when no account. */
+    const char *account;   /**< ACCOUNT_ADDED, ACCOUNT_REMOVED, TOKENS_RENEWED; else NULL. */
+    const char *user_id;   /**< CREDENTIAL_STATE; else NULL. */
+    ts_state from;         /**< CREDENTIAL_STATE: the state before; else TS_STATE_NOT_FOUND. */
+    ts_state to;           /**< CREDENTIAL_STATE: the state after; else TS_STATE_NOT_FOUND. */
+} ts_change;
+
+/** Called with each change; see ts_store_watch(). */
+typedef void (*ts_change_fn)(const ts_change *change, void *user_data);
+
+/** A subscription to a store's changes (ts_store_watch). */
+typedef struct ts_watch ts_watch;
+
+/**
+ * Calls `callback` with each change made to the store from now on, by this process or any
+ * other that opens the same file: accounts signed in and out, credential states, renewals, key
+ * switches. No daemon and no polling: the library's watcher thread sleeps on inotify and wakes
+ * when the file is written (typically a few milliseconds after the commit). `callback` runs on
+ * that thread, one change at a time, in commit order (a GTK app hands each change to its main
+ * loop with g_main_context_invoke()); it may call the library, and it must not block for long.
+ * The watch keeps the store open until ts_watch_free(). Codes: storeClosed, invalidInput,
+ * ioError (the store's folder cannot be watched), the store's read errors. Since 0.4.0.
+ */
+int ts_store_watch(ts_store *store, ts_change_fn callback, void *user_data, ts_watch **out, ts_error **err);
+
+/** Ends a watch: once it returns the callback is not running and is never called again (called
+ *  from inside the callback, the current call finishes first). NULL and freed watches are
+ *  ignored. Since 0.4.0. */
+void ts_watch_free(ts_watch *watch);
 
 /* ---- Process hardening -------------------------------------------------------------- */
 
@@ -365,6 +428,58 @@ typedef void (*ts_user_code_fn)(const char *user_code, const char *verification_
 int ts_session_sign_in_device(ts_session *session, const char *account, const char *scopes_or_null,
                               const char *audience_or_null, int dpop, ts_user_code_fn on_user_code,
                               void *user_data, char **user_id_or_null, ts_error **err);
+
+/* ---- Cancellation ------------------------------------------------------------------- */
+
+/** A cancel handle for the long calls (the `_cancellable` forms below). Since 0.4.0. */
+typedef struct ts_cancel ts_cancel;
+
+/** A new cancel handle into `*out`, to release with ts_cancel_free(). One handle may serve
+ *  several calls, one after another or at once (GIO's GCancellable maps onto it: connect its
+ *  "cancelled" signal to ts_cancel_trigger()). Codes: invalidInput. */
+int ts_cancel_new(ts_cancel **out, ts_error **err);
+
+/**
+ * Cancels every call running with `cancel` now, and makes every later call given it fail at
+ * once with "cancelled", changing nothing (a handle is not reset: make a new one). Returns at
+ * once, from any thread. A cancelled call ends within milliseconds:
+ *  - a sign-in: "cancelled"; its loopback listener is closed and nothing is stored (a refresh
+ *    token the server issued meanwhile is revoked);
+ *  - an access token: "cancelled"; a refresh already sent to the server goes on in the
+ *    background and stores the rotated refresh token when the server answers (dropping it would
+ *    sign the user out at the next renewal);
+ *  - a logout: TS_OK with TS_LOGOUT_PENDING: the account is logged out here and its revocation
+ *    queued for ts_session_resume(), as when offline ("cancelled", with nothing changed, only
+ *    while it waited behind another call on the same account);
+ *  - resume: "cancelled"; the entries not tried yet stay queued as they were.
+ * NULL and freed handles are ignored.
+ */
+void ts_cancel_trigger(ts_cancel *cancel);
+
+/** Releases the handle (NULL, or a handle freed already, is ignored). A call still running
+ *  with it keeps it until it ends (and can still be cancelled only through another handle). */
+void ts_cancel_free(ts_cancel *cancel);
+
+/** ts_session_sign_in_browser() that `cancel_or_null` can cancel (NULL: the plain form). Codes:
+ *  those of ts_session_sign_in_browser(), cancelled. */
+int ts_session_sign_in_browser_cancellable(ts_session *session, const char *account,
+                                           const ts_sign_in_options *options_or_null, ts_cancel *cancel_or_null,
+                                           char **user_id_or_null, ts_error **err);
+
+/** ts_session_access_token() that `cancel_or_null` can cancel (NULL: the plain form). Codes:
+ *  those of ts_session_access_token(), cancelled. */
+int ts_session_access_token_cancellable(ts_session *session, const char *account, const char *audience_or_null,
+                                        const char *scopes_space_separated, int min_ttl_seconds,
+                                        ts_cancel *cancel_or_null, uint8_t **token, size_t *length,
+                                        int64_t *expires_at, ts_error **err);
+
+/** ts_session_logout() that `cancel_or_null` can cancel (NULL: the plain form). */
+int ts_session_logout_cancellable(ts_session *session, const char *account, ts_cancel *cancel_or_null,
+                                  ts_logout_outcome *out, ts_error **err);
+
+/** ts_session_resume() that `cancel_or_null` can cancel (NULL: the plain form). */
+int ts_session_resume_cancellable(ts_session *session, ts_cancel *cancel_or_null, int *still_pending,
+                                  ts_error **err);
 
 /** Wipes and frees a string returned by this library (NULL is ignored). Such strings are
  *  malloc()'d, so free() and g_free() release them too (Vala's owned strings are freed that

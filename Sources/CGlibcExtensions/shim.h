@@ -44,3 +44,5 @@ static inline int tokenstore_disable_core_files(void) {
     struct rlimit none = {0, 0};
     return setrlimit(RLIMIT_CORE, &none);
 }
+
+#include "change_watch.h"

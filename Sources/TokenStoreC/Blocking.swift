@@ -9,26 +9,28 @@ import TokenStore
 /// It must block: a C function returns its result to its caller (the ABI's contract); the
 /// blocking store work inside the call runs on the package's `BlockingExecutor`.
 enum Blocking {
-    static func wait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-        try wait(serving: nil, open: { _ in false }, body)
+    static func wait<T: Sendable>(cancel: CancelHandle? = nil, _ body: @escaping @Sendable () async throws -> T) throws -> T {
+        try wait(serving: nil, open: { _ in false }, cancel: cancel, body)
     }
 
     /// As ``wait(_:)``, and while blocked the calling thread also serves `requests`: each URL
     /// the call posts there is handed to `open` on this thread (the C caller's), and its answer
     /// goes back to the call. So a C callback runs on the thread that made the call, never on
-    /// a Swift thread.
+    /// a Swift thread. A trigger of `cancel` cancels the task the call runs in.
     static func wait<T: Sendable>(
-        serving requests: CallerThreadRequests?, open: (String) -> Bool,
+        serving requests: CallerThreadRequests?, open: (String) -> Bool, cancel: CancelHandle? = nil,
         _ body: @escaping @Sendable () async throws -> T
     ) throws -> T {
         let result = Locked<Result<T, any Error>?>(nil)
         let wake = requests?.wake ?? DispatchSemaphore(value: 0)
-        Task {
+        let task = Task {
             let outcome: Result<T, any Error>
             do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
             result.withLock { $0 = outcome }
             wake.signal()
         }
+        let registration = cancel?.register { task.cancel() }
+        defer { if let registration { cancel?.unregister(registration) } }
         while true {
             wake.wait()
             requests?.serve(open)

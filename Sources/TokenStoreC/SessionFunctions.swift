@@ -56,6 +56,16 @@ public func ts_session_access_token(
     _ token: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>!, _ length: UnsafeMutablePointer<Int>!,
     _ expiresAt: UnsafeMutablePointer<Int64>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
 ) -> CInt {
+    sessionAccessToken(session, account, audienceOrNull, scopesSpaceSeparated, minTTLSeconds, nil, token, length, expiresAt, err)
+}
+
+/// ts_session_access_token and its `_cancellable` form (`cancelOrNull` NULL: not cancellable).
+func sessionAccessToken(
+    _ session: OpaquePointer?, _ account: UnsafePointer<CChar>?, _ audienceOrNull: UnsafePointer<CChar>?,
+    _ scopesSpaceSeparated: UnsafePointer<CChar>?, _ minTTLSeconds: CInt, _ cancelOrNull: OpaquePointer?,
+    _ token: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?, _ length: UnsafeMutablePointer<Int>?,
+    _ expiresAt: UnsafeMutablePointer<Int64>?, _ err: UnsafeMutablePointer<OpaquePointer?>?
+) -> CInt {
     CCall.run(err) {
         let tokenOut = try CInput.out(token, "token")
         let lengthOut = try CInput.out(length, "length")
@@ -70,7 +80,8 @@ public func ts_session_access_token(
         guard minTTLSeconds >= 0 else { throw CInput.invalid("The minimum TTL is negative.") }
         let minimumTTL = Duration.seconds(Int(minTTLSeconds))
         let session = handle.session
-        let accessToken = try Blocking.wait {
+        let cancel = try CancelHandle.lookUp(cancelOrNull)
+        let accessToken = try Blocking.wait(cancel: cancel) {
             try await session.accessToken(for: account, audience: audience, scopes: scopes, minimumTTL: minimumTTL)
         }
         SecretBuffer.hand(accessToken.token, to: tokenOut, length: lengthOut)
@@ -87,13 +98,22 @@ public func ts_session_logout(
     _ session: OpaquePointer!, _ account: UnsafePointer<CChar>!, _ out: UnsafeMutablePointer<ts_logout_outcome>!,
     _ err: UnsafeMutablePointer<OpaquePointer?>!
 ) -> CInt {
+    sessionLogout(session, account, nil, out, err)
+}
+
+/// ts_session_logout and its `_cancellable` form.
+func sessionLogout(
+    _ session: OpaquePointer?, _ account: UnsafePointer<CChar>?, _ cancelOrNull: OpaquePointer?,
+    _ out: UnsafeMutablePointer<ts_logout_outcome>?, _ err: UnsafeMutablePointer<OpaquePointer?>?
+) -> CInt {
     CCall.run(err) {
         let out = try CInput.out(out, "outcome")
         let handle = try sessionHandles.lookUp(session)
         defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
         let account = AccountID(try CInput.string(account, "account"))
         let session = handle.session
-        switch try Blocking.wait({ try await session.logout(account: account) }) {
+        let cancel = try CancelHandle.lookUp(cancelOrNull)
+        switch try Blocking.wait(cancel: cancel, { try await session.logout(account: account) }) {
         case .revoked: out.pointee = TS_LOGOUT_REVOKED
         case .notFound: out.pointee = TS_LOGOUT_NOT_FOUND
         case .revocationPending: out.pointee = TS_LOGOUT_PENDING
@@ -108,11 +128,20 @@ public func ts_session_logout(
 public func ts_session_resume(
     _ session: OpaquePointer!, _ stillPending: UnsafeMutablePointer<CInt>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
 ) -> CInt {
+    sessionResume(session, nil, stillPending, err)
+}
+
+/// ts_session_resume and its `_cancellable` form.
+func sessionResume(
+    _ session: OpaquePointer?, _ cancelOrNull: OpaquePointer?, _ stillPending: UnsafeMutablePointer<CInt>?,
+    _ err: UnsafeMutablePointer<OpaquePointer?>?
+) -> CInt {
     CCall.run(err) {
         let handle = try sessionHandles.lookUp(session)
         defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
         let session = handle.session
-        let report = try Blocking.wait { try await session.resumePendingRevocations() }
+        let cancel = try CancelHandle.lookUp(cancelOrNull)
+        let report = try Blocking.wait(cancel: cancel) { try await session.resumePendingRevocations() }
         stillPending?.pointee = CInt(clamping: report.stillPending)
         return CCall.ok
     }

@@ -19,6 +19,15 @@ public func ts_session_sign_in_browser(
     _ session: OpaquePointer!, _ account: UnsafePointer<CChar>!, _ optionsOrNull: UnsafePointer<ts_sign_in_options>!,
     _ userIDOrNull: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
 ) -> CInt {
+    sessionSignInBrowser(session, account, optionsOrNull, nil, userIDOrNull, err)
+}
+
+/// ts_session_sign_in_browser and its `_cancellable` form.
+func sessionSignInBrowser(
+    _ session: OpaquePointer?, _ account: UnsafePointer<CChar>?, _ optionsOrNull: UnsafePointer<ts_sign_in_options>?,
+    _ cancelOrNull: OpaquePointer?, _ userIDOrNull: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+    _ err: UnsafeMutablePointer<OpaquePointer?>?
+) -> CInt {
     CCall.run(err) {
         userIDOrNull?.pointee = nil
         let handle = try sessionHandles.lookUp(session)
@@ -31,7 +40,8 @@ public func ts_session_sign_in_browser(
         let browser: any BrowserOpener = requests.map { CallerThreadOpener(requests: $0) } ?? SystemBrowserOpener()
         let (redirectURIs, connection, scopes, audience, timeout, usesDPoP) =
             (options.redirectURIs, options.connection, options.scopes, options.audience, options.timeout, options.usesDPoP)
-        let result = try Blocking.wait(serving: requests, open: options.open) {
+        let cancel = try CancelHandle.lookUp(cancelOrNull)
+        let result = try Blocking.wait(serving: requests, open: options.open, cancel: cancel) {
             try await session.signIn(
                 account: account, redirectURIs: redirectURIs, connection: connection, scopes: scopes,
                 audience: audience, timeout: timeout, browser: browser, usesDPoP: usesDPoP)

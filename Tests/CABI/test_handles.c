@@ -11,6 +11,10 @@
  *                                        with a message; the buffers are
  *                                        excluded from core dumps (VmFlags dd)
  *   test_handles harden                  ts_harden_process: not dumpable, RLIMIT_CORE 0 0
+ *   test_handles watch  STORE            ts_store_watch: a second connection's sign-in and
+ *                                        logout arrive as ACCOUNT_ADDED / ACCOUNT_REMOVED (on
+ *                                        the watcher thread), none after ts_watch_free;
+ *                                        ts_store_accounts, ts_store_account_status
  *
  * Exit status 0 when every check passes; each failure is printed with its line.
  */
@@ -292,10 +296,87 @@ static int test_harden(void) {
     return failures;
 }
 
+/* ---- watch ---------------------------------------------------------------------------- */
+
+struct seen {
+    pthread_mutex_t lock;
+    int added, removed, other, on_caller;
+    pthread_t caller;
+};
+
+static void on_change(const ts_change *change, void *user_data) {
+    struct seen *seen = user_data;
+    pthread_mutex_lock(&seen->lock);
+    if (pthread_equal(pthread_self(), seen->caller)) seen->on_caller++;
+    if (change->struct_size >= sizeof *change && change->account && strcmp(change->account, "watched") == 0
+        && change->service && strcmp(change->service, "auth0") == 0 && change->user_id == NULL) {
+        if (change->kind == TS_CHANGE_ACCOUNT_ADDED) seen->added++;
+        else if (change->kind == TS_CHANGE_ACCOUNT_REMOVED) seen->removed++;
+        else seen->other++;
+    } else {
+        seen->other++;
+    }
+    pthread_mutex_unlock(&seen->lock);
+}
+
+static int wait_for(struct seen *seen, int *counter, int wanted) {
+    for (int i = 0; i < 5000; i++) {
+        pthread_mutex_lock(&seen->lock);
+        int value = *counter;
+        pthread_mutex_unlock(&seen->lock);
+        if (value >= wanted) return 1;
+        struct timespec pause = {0, 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    return 0;
+}
+
+static int test_watch(const char *path) {
+    ts_store *store = open_store(path);
+    ts_store *other = open_store(path); /* a second connection: its commits reach the first only through the file */
+    ts_error *err = NULL;
+    ts_watch *watch = NULL;
+    struct seen seen;
+    memset(&seen, 0, sizeof seen);
+    pthread_mutex_init(&seen.lock, NULL);
+    seen.caller = pthread_self();
+    CHECK(ts_store_watch(store, NULL, &seen, &watch, &err) == TS_ERROR && watch == NULL);
+    ts_error_free(err);
+    err = NULL;
+    CHECK(ts_store_watch(store, on_change, &seen, &watch, &err) == TS_OK && watch != NULL);
+    CHECK(ts_item_set(other, NULL, "watched", TS_KIND_REFRESH_TOKEN, (const uint8_t *)"rt", 2, &err) == TS_OK);
+    CHECK(wait_for(&seen, &seen.added, 1));
+    char **accounts = NULL;
+    CHECK(ts_store_accounts(store, &accounts, &err) == TS_OK && accounts != NULL);
+    CHECK(accounts && accounts[0] && strcmp(accounts[0], "watched") == 0 && accounts[1] == NULL);
+    ts_strings_free(accounts);
+    ts_strings_free(NULL);
+    int signed_in = -1;
+    char *user_id = (char *)"unchanged";
+    CHECK(ts_store_account_status(store, "watched", &user_id, &signed_in, &err) == TS_OK);
+    CHECK(signed_in == 1 && user_id == NULL);
+    CHECK(ts_item_delete(other, NULL, "watched", TS_KIND_REFRESH_TOKEN, &err) == TS_OK);
+    CHECK(wait_for(&seen, &seen.removed, 1));
+    CHECK(ts_store_account_status(store, "watched", NULL, &signed_in, &err) == TS_OK && signed_in == 0);
+    ts_watch_free(watch);
+    ts_watch_free(watch); /* twice: ignored */
+    ts_watch_free(NULL);
+    CHECK(ts_item_set(other, NULL, "watched", TS_KIND_REFRESH_TOKEN, (const uint8_t *)"rt", 2, &err) == TS_OK);
+    struct timespec pause = {0, 300000000L};
+    nanosleep(&pause, NULL);
+    pthread_mutex_lock(&seen.lock);
+    CHECK(seen.added == 1 && seen.removed == 1 && seen.other == 0 && seen.on_caller == 0);
+    pthread_mutex_unlock(&seen.lock);
+    ts_store_close(other);
+    ts_store_close(store);
+    return failures;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "race") == 0) return test_race(argv[2], argc >= 4 ? atoi(argv[3]) : 150) ? 1 : 0;
     if (argc >= 3 && strcmp(argv[1], "bytes") == 0) return test_bytes(argv[2]) ? 1 : 0;
     if (argc >= 2 && strcmp(argv[1], "harden") == 0) return test_harden() ? 1 : 0;
-    fprintf(stderr, "usage: test_handles race|bytes|harden ...\n");
+    if (argc >= 3 && strcmp(argv[1], "watch") == 0) return test_watch(argv[2]) ? 1 : 0;
+    fprintf(stderr, "usage: test_handles race|bytes|harden|watch ...\n");
     return 64;
 }

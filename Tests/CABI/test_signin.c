@@ -13,7 +13,8 @@
  * (browserUnavailable), a browser that never comes back (timedOut, nothing stored), then a
  * sign-in that works: the user id comes back, the callback ran once on the calling thread,
  * the user is authorized, a refresh token is stored, ts_session_access_token works, logout
- * revokes. Then the device sign-in (ts_session_sign_in_device): a NULL callback is
+ * revokes. Between them, ts_cancel: a sign-in cancelled while it waits for the browser. Then
+ * the device sign-in (ts_session_sign_in_device): a NULL callback is
  * invalidInput; the callback runs once on the calling thread with the server's user code and
  * /activate URIs, approves the code at the server's control path, and the user is authorized.
  *
@@ -73,7 +74,7 @@ struct opener {
 
 static int open_url(const char *url, void *user_data) {
     struct opener *opener = user_data;
-    opener->calls++;
+    __atomic_add_fetch(&opener->calls, 1, __ATOMIC_SEQ_CST);
     if (pthread_equal(pthread_self(), opener->caller)) opener->on_caller_thread++;
     if (strncmp(url, "http://127.0.0.1:", 17) == 0 && strstr(url, "/start/") != NULL && strchr(url, '?') == NULL
         && strstr(url, "code_challenge") == NULL && strstr(url, "state") == NULL)
@@ -240,6 +241,92 @@ static void check_refused(ts_session *session, ts_store *store) {
     CHECK(ts_item_get(store, NULL, "alice", TS_KIND_REFRESH_TOKEN, &bytes, &length, &err) == TS_NOT_FOUND);
 }
 
+/* A sign-in on a thread of its own, with a cancel handle. */
+struct cancellable_sign_in {
+    ts_session *session;
+    ts_cancel *cancel;
+    ts_sign_in_options options;
+    struct opener opener;
+    int status;
+    char code[64];
+    struct timespec ended;
+};
+
+static void *run_cancellable_sign_in(void *argument) {
+    struct cancellable_sign_in *run = argument;
+    ts_error *err = NULL;
+    run->opener.caller = pthread_self();
+    run->status = ts_session_sign_in_browser_cancellable(run->session, "alice", &run->options, run->cancel, NULL, &err);
+    clock_gettime(CLOCK_MONOTONIC, &run->ended);
+    snprintf(run->code, sizeof run->code, "%s", err ? ts_error_code(err) : "");
+    ts_error_free(err);
+    return NULL;
+}
+
+/* ts_cancel: a sign-in waiting for the browser ends within milliseconds of the trigger, its
+ * listener closed (the port binds again at once) and nothing stored; a handle triggered before
+ * a call refuses it (logout: nothing changed); NULL, freed and foreign handles. */
+static void pause_millis(long millis) {
+    struct timespec pause = {millis / 1000, (millis % 1000) * 1000000L};
+    nanosleep(&pause, NULL);
+}
+
+static void check_cancel(ts_session *session, ts_store *store) {
+    ts_error *err = NULL;
+    ts_cancel *cancel = NULL;
+    CHECK_ERROR(ts_cancel_new(NULL, &err), err, "invalidInput");
+    CHECK(ts_cancel_new(&cancel, &err) == TS_OK && cancel != NULL);
+    uint16_t port;
+    close(listening_socket(&port));
+    struct cancellable_sign_in run;
+    memset(&run, 0, sizeof run);
+    run.session = session;
+    run.cancel = cancel;
+    options_with(&run.options, &run.opener, &port, 1); /* the opener starts nothing: the user never comes back */
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, run_cancellable_sign_in, &run) == 0);
+    for (int i = 0; i < 10000 && __atomic_load_n(&run.opener.calls, __ATOMIC_SEQ_CST) == 0; i++) pause_millis(1);
+    pause_millis(50); /* waiting for the redirect now */
+    struct timespec triggered;
+    clock_gettime(CLOCK_MONOTONIC, &triggered);
+    ts_cancel_trigger(cancel);
+    pthread_join(thread, NULL);
+    double millis = (double)(run.ended.tv_sec - triggered.tv_sec) * 1e3 + (double)(run.ended.tv_nsec - triggered.tv_nsec) / 1e6;
+    printf("METRIC cabi_cancel_sign_in ms=%.2f\n", millis);
+    CHECK(run.opener.calls == 1);
+    CHECK(run.status == TS_ERROR && strcmp(run.code, "cancelled") == 0);
+    CHECK(millis < 100);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in address;
+    memset(&address, 0, sizeof address);
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    CHECK(bind(fd, (struct sockaddr *)&address, sizeof address) == 0); /* the listener is gone */
+    close(fd);
+    uint8_t *bytes = NULL;
+    size_t length = 0;
+    CHECK(ts_item_get(store, NULL, "alice", TS_KIND_REFRESH_TOKEN, &bytes, &length, &err) == TS_NOT_FOUND);
+
+    /* Triggered already: later calls fail at once, changing nothing. */
+    ts_logout_outcome outcome = TS_LOGOUT_REVOKED;
+    CHECK_ERROR(ts_session_logout_cancellable(session, "alice", cancel, &outcome, &err), err, "cancelled");
+    int pending = -1;
+    CHECK_ERROR(ts_session_resume_cancellable(session, cancel, &pending, &err), err, "cancelled");
+    int64_t expires_at = 0;
+    CHECK_ERROR(ts_session_access_token_cancellable(session, "alice", NULL, NULL, 60, cancel, &bytes, &length, &expires_at, &err),
+                err, "cancelled");
+    /* NULL is the plain form; a handle of another kind is refused. */
+    CHECK(ts_session_resume_cancellable(session, NULL, &pending, &err) == TS_OK && pending == 0);
+    CHECK_ERROR(ts_session_resume_cancellable(session, (ts_cancel *)session, &pending, &err), err, "invalidInput");
+    ts_cancel_free(cancel);
+    ts_cancel_trigger(cancel); /* freed: ignored */
+    ts_cancel_trigger(NULL);
+    ts_cancel_free(cancel);
+    ts_cancel_free(NULL);
+    CHECK_ERROR(ts_session_resume_cancellable(session, cancel, &pending, &err), err, "storeClosed");
+}
+
 static int test_sign_in(const char *path, const char *url, const char *user, const char *useragent) {
     ts_store *store = open_store(path);
     ts_session *session = NULL;
@@ -249,6 +336,7 @@ static int test_sign_in(const char *path, const char *url, const char *user, con
     ts_state state;
 
     check_refused(session, store);
+    check_cancel(session, store);
     CHECK(ts_credential_state(store, user, &state, &err) == TS_OK);
     CHECK(state == TS_STATE_NOT_FOUND);
 

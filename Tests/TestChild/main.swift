@@ -10,6 +10,7 @@
 //                                                      TTL 5 s, or forced refreshes); print each result
 //   tokenstore-testchild first-use TAG N         N threads store, load and delete a key each, released at once
 //                                                (the process's first libsecret calls); print "FIRST-USE ok=<n> failed=<n>"
+//   tokenstore-testchild watch STORE IDLE_MS      print each change to the store (see WatchMode.swift)
 //   tokenstore-testchild harden -                TokenStore.hardenProcess(), then print "HARDEN dumpable=<before>/<after>
 //                                                core=<soft> <hard>" (PR_GET_DUMPABLE, /proc/self/limits)
 // Crash points are armed with TOKENSTORE_CRASH_POINT=<name> (debug builds).
@@ -109,6 +110,8 @@ do {
         try await runReliabilityMode(mode, args)
     case "km-rotate", "km-open-default":
         try runKeyManagementMode(mode, args)
+    case "watch":
+        try runWatchMode(args)
     default:
         fail("unknown mode")
     }

@@ -115,6 +115,20 @@ namespace TokenStore {
 
         [CCode (cname = "ts_store_protection")]
         public int protection (out Protection tier, out string? reason, out ErrorDetails? error);
+
+        /* The accounts (service "auth0") with entries, sorted. */
+        [CCode (cname = "ts_store_accounts")]
+        public int accounts ([CCode (array_length = false, array_null_terminated = true)] out string[]? accounts,
+                             out ErrorDetails? error);
+
+        /* Whether the account is signed in (signed_in 1), and its Apple user id or null. */
+        [CCode (cname = "ts_store_account_status")]
+        public int account_status (string account, out string? user_id, out int signed_in, out ErrorDetails? error);
+
+        /* Calls `callback` on the library's watcher thread with each change from now on, until
+         * the Watch is freed; the closure must live as long as the watch. */
+        [CCode (cname = "ts_store_watch")]
+        public int watch (ChangeFunc callback, out Watch? watch, out ErrorDetails? error);
     }
 
     /*
@@ -158,6 +172,36 @@ namespace TokenStore {
         public unowned OpenUrlFunc? open_url;
         /* Non-zero: bind the sign-in to the store's DPoP key (RFC 9449). 0: Bearer. */
         public int dpop;
+    }
+
+    [CCode (cname = "ts_change_kind", cprefix = "TS_CHANGE_", has_type_id = false)]
+    public enum ChangeKind {
+        ACCOUNT_ADDED,
+        ACCOUNT_REMOVED,
+        CREDENTIAL_STATE,
+        TOKENS_RENEWED,
+        KEY_ROTATED
+    }
+
+    /* One change, valid only during the callback (ts_change). */
+    [CCode (cname = "ts_change", has_type_id = false, destroy_function = "")]
+    public struct Change {
+        public size_t struct_size;
+        public ChangeKind kind;
+        public unowned string? service;
+        public unowned string? account;
+        public unowned string? user_id;
+        public State from;
+        public State to;
+    }
+
+    /* Called on the library's watcher thread with each change (ts_change_fn). */
+    [CCode (cname = "ts_change_fn", has_target = true, instance_pos = 1.9)]
+    public delegate void ChangeFunc (Change change);
+
+    /* A subscription to a store's changes (ts_store_watch); freeing it ends it. */
+    [Compact, CCode (cname = "ts_watch", free_function = "ts_watch_free")]
+    public class Watch {
     }
 
     /* A session over a store talking to one authorization server (ts_session). */
@@ -208,5 +252,29 @@ namespace TokenStore {
         [CCode (cname = "ts_session_sign_in_device")]
         public int sign_in_device (string account, string? scopes, string? audience, int dpop,
                                    UserCodeFunc on_user_code, out string? user_id, out ErrorDetails? error);
+
+        /* The same calls, cancellable through `cancel` (null: as above); see Cancel. */
+        [CCode (cname = "ts_session_sign_in_browser_cancellable")]
+        public int sign_in_browser_cancellable (string account, SignInOptions? options, Cancel? cancel,
+                                                out string? user_id, out ErrorDetails? error);
+        [CCode (cname = "ts_session_access_token_cancellable")]
+        public int access_token_cancellable (string account, string? audience, string? scopes, int min_ttl_seconds,
+                                             Cancel? cancel, [CCode (array_length_type = "size_t")] out unowned uint8[]? token,
+                                             out int64 expires_at, out ErrorDetails? error);
+        [CCode (cname = "ts_session_logout_cancellable")]
+        public int logout_cancellable (string account, Cancel? cancel, out LogoutOutcome outcome, out ErrorDetails? error);
+        [CCode (cname = "ts_session_resume_cancellable")]
+        public int resume_cancellable (Cancel? cancel, out int still_pending, out ErrorDetails? error);
+    }
+
+    /* A cancel handle (ts_cancel): trigger() from any thread ends the calls running with it
+     * within milliseconds (a sign-in: "cancelled", nothing stored; a logout: PENDING), and every
+     * later call given it fails at once. Connect a GLib.Cancellable's cancelled signal to it. */
+    [Compact, CCode (cname = "ts_cancel", free_function = "ts_cancel_free")]
+    public class Cancel {
+        [CCode (cname = "ts_cancel_new")]
+        public static int create (out Cancel? cancel, out ErrorDetails? error);
+        [CCode (cname = "ts_cancel_trigger")]
+        public void trigger ();
     }
 }

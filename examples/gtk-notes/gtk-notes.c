@@ -1,16 +1,18 @@
 /*
- * gtk-notes: a small GTK 4 app that signs in with TokenStore's C ABI (libtokenstore.so.1,
- * through `pkg-config tokenstore gtk4`):
+ * gtk-notes: a small GTK 4 app that signs in with TokenStore's GObject library
+ * (libtokenstore-gobject-1, `pkg-config tokenstore-gobject-1 gtk4 libcurl`):
  *
  *   gtk-notes --domain URL --client-id ID [--api URL] [--store PATH]
  *
- * "Sign in" runs ts_session_sign_in_browser() on a worker thread (g_task_run_in_thread: it
- * blocks until the browser comes back) with the system browser ($BROWSER, GIO, xdg-open),
- * then calls the API (default DOMAIN/userinfo, the OIDC UserInfo endpoint) with the access
- * token to show who is signed in. "Call the API" does that call again (the library renews the
- * token when it is due). "Log out" revokes at the server, or queues the revocation (pending)
- * when the server cannot be reached; the queue is sent at the next start (ts_session_resume,
- * on a worker thread: an app also calls it when the network comes back).
+ * Every TokenStore call is GIO async on the main loop: the store opens with ts_store_new_async
+ * (the keyring is asked on a worker), "Sign in" runs ts_session_sign_in_async with the system
+ * browser ($BROWSER, GIO, xdg-open) and a GCancellable that "Cancel" triggers (the sign-in's
+ * loopback listener closes at once), then the API (default DOMAIN/userinfo, the OIDC UserInfo
+ * endpoint) is called with a token from ts_session_get_access_token_async (renewed when due).
+ * "Log out" revokes at the server, or queues the revocation (pending) when the server cannot
+ * be reached; the queue is sent at the next start (ts_session_resume_async). A logout made by
+ * another process (another window, tokenctl) arrives as the store's account-removed signal and
+ * the window shows it. Only the API request itself (libcurl, blocking) runs on GLib's worker pool.
  *
  * Every change of what the window shows is also written to stdout, one line per label, so
  * that scripts/test-gtk can check it; the profile (a name and an email address) is written
@@ -20,23 +22,25 @@
  * the API URL parsed once with libcurl's own parser (curl_url) and that parse handed to every
  * request (CURLOPT_CURLU), so the host checked is the host connected to: https anywhere, plain
  * http only to 127.0.0.1, [::1] or localhost, never a user name or password in the URL; the
- * access token freed with ts_bytes_free() and the header copies of it wiped (explicit_bzero).
+ * header copies of the access token wiped (explicit_bzero; TsAccessToken wipes its own).
  */
 #include <curl/curl.h>
 #include <gtk/gtk.h>
 #include <string.h> /* explicit_bzero (glibc 2.25) */
 #include <tokenstore.h>
+#include <tokenstore-gobject.h>
 
 #define APP_ID "org.example.GtkNotes"
 #define ACCOUNT "default"
 
 typedef struct {
     GtkWidget *status, *profile, *api, *logout;
-    GtkWidget *sign_in, *call, *log_out;
+    GtkWidget *sign_in, *cancel, *call, *log_out;
     char *domain, *client_id, *api_url, *store_path;
     CURLU *api_parsed; /* api_url as parsed and checked (api_url_check); each request uses a copy */
-    ts_store *store;
-    ts_session *session;
+    TsStore *store;
+    TsSession *session;
+    GCancellable *sign_in_cancel; /* while a sign-in is under way */
     char *profile_text; /* "Name <email>" of the signed-in user, or NULL */
     gboolean signed_in, busy;
 } Notes;
@@ -44,11 +48,9 @@ typedef struct {
 /* What a worker thread did, for the main thread to show. */
 typedef struct {
     int ok;
-    char *error_code;  /* a ts_error code or an HTTP failure, when !ok */
+    char *error_code;  /* an HTTP failure, when !ok */
     long http_status;  /* the API call's, 0 when none was made */
     char *profile;     /* from the API's answer */
-    ts_logout_outcome outcome;
-    int still_pending;
 } Outcome;
 
 static void outcome_free(gpointer data) {
@@ -72,7 +74,7 @@ static void show(Notes *n, GtkWidget *label, const char *name, const char *text,
 }
 
 static void update_buttons(Notes *n) {
-    gtk_widget_set_sensitive(n->sign_in, !n->busy && !n->signed_in);
+    gtk_widget_set_sensitive(n->sign_in, n->session != NULL && !n->busy && !n->signed_in);
     gtk_widget_set_sensitive(n->call, !n->busy && n->signed_in);
     gtk_widget_set_sensitive(n->log_out, !n->busy && n->signed_in);
     printf("gtk-notes: ready=%s\n", n->busy ? "no" : "yes");
@@ -111,16 +113,10 @@ static void wipe_slist(struct curl_slist *list) {
     curl_slist_free_all(list);
 }
 
-/* GET the API with a fresh access token; fills o->http_status and o->profile. */
-static void call_api(Notes *n, Outcome *o) {
-    uint8_t *token = NULL;
-    size_t length = 0;
-    ts_error *err = NULL;
-    if (ts_session_access_token(n->session, ACCOUNT, NULL, NULL, 30, &token, &length, NULL, &err) != TS_OK) {
-        o->error_code = g_strdup(ts_error_code(err));
-        ts_error_free(err);
-        return;
-    }
+/* GET the API with `access` (on a worker: libcurl blocks); fills o->http_status and o->profile. */
+static void call_api(Notes *n, TsAccessToken *access, Outcome *o) {
+    const char *token = ts_access_token_get_token(access);
+    size_t length = strlen(token);
     /* Sized once, so that no reallocation leaves an unwiped copy of the token behind. */
     static const char prefix[] = "Authorization: Bearer ";
     size_t header_length = sizeof prefix - 1 + length;
@@ -128,7 +124,6 @@ static void call_api(Notes *n, Outcome *o) {
     memcpy(header, prefix, sizeof prefix - 1);
     memcpy(header + sizeof prefix - 1, token, length);
     header[header_length] = '\0';
-    ts_bytes_free(token, length); /* the library wipes its buffer */
     struct curl_slist *headers = curl_slist_append(NULL, header);
     explicit_bzero(header, header_length);
     g_free(header);
@@ -162,58 +157,14 @@ static void call_api(Notes *n, Outcome *o) {
     g_string_free(body, TRUE);
 }
 
-/* ---- worker threads --------------------------------------------------------------------- */
-
-static void sign_in_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancel) {
-    Notes *n = data;
-    Outcome *o = g_new0(Outcome, 1);
-    ts_error *err = NULL;
-    char *user_id = NULL;
-    /* Blocks until the browser's redirect (or the time-out): hence this thread. */
-    if (ts_session_sign_in_browser(n->session, ACCOUNT, NULL, &user_id, &err) != TS_OK) {
-        o->error_code = g_strdup(ts_error_code(err));
-        ts_error_free(err);
-    } else {
-        ts_string_free(user_id);
-        call_api(n, o);
-        o->ok = 1; /* signed in, whatever the API said */
-    }
-    g_task_return_pointer(task, o, outcome_free);
-}
+/* ---- TokenStore's async calls, and the one HTTP request ---------------------------------- */
 
 static void api_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancel) {
     Outcome *o = g_new0(Outcome, 1);
-    call_api(data, o);
+    Notes *n = g_object_get_data(G_OBJECT(task), "notes");
+    call_api(n, data, o);
     g_task_return_pointer(task, o, outcome_free);
 }
-
-static void logout_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancel) {
-    Notes *n = data;
-    Outcome *o = g_new0(Outcome, 1);
-    ts_error *err = NULL;
-    if (ts_session_logout(n->session, ACCOUNT, &o->outcome, &err) == TS_OK) {
-        o->ok = 1;
-    } else {
-        o->error_code = g_strdup(ts_error_code(err));
-        ts_error_free(err);
-    }
-    g_task_return_pointer(task, o, outcome_free);
-}
-
-static void resume_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancel) {
-    Notes *n = data;
-    Outcome *o = g_new0(Outcome, 1);
-    ts_error *err = NULL;
-    if (ts_session_resume(n->session, &o->still_pending, &err) == TS_OK) {
-        o->ok = 1;
-    } else {
-        o->error_code = g_strdup(ts_error_code(err));
-        ts_error_free(err);
-    }
-    g_task_return_pointer(task, o, outcome_free);
-}
-
-/* ---- back on the main thread ------------------------------------------------------------ */
 
 static void show_api(Notes *n, Outcome *o) {
     char *text = o->http_status == 200 ? g_strdup_printf("API: GET %s answered 200", strrchr(n->api_url, '/'))
@@ -227,68 +178,159 @@ static void show_api(Notes *n, Outcome *o) {
     }
 }
 
-static void done(GObject *source, GAsyncResult *result, gpointer data) {
+static void api_done(GObject *source, GAsyncResult *result, gpointer data) {
     Notes *n = data;
-    const char *what = g_task_get_name(G_TASK(result));
     Outcome *o = g_task_propagate_pointer(G_TASK(result), NULL);
+    show_api(n, o);
+    outcome_free(o);
     n->busy = FALSE;
-    if (g_str_equal(what, "sign-in")) {
-        if (o->ok) {
-            n->signed_in = TRUE;
-            show(n, n->status, "status", "Signed in", FALSE);
-            show(n, n->logout, "logout", "", FALSE);
-            show_api(n, o);
+    update_buttons(n);
+}
+
+/* The code of a GError for the window: the library's code (TsError's nick), or the message. */
+static const char *error_code(const GError *error) {
+    if (error->domain == TS_STORE_ERROR) {
+        GEnumValue *value = g_enum_get_value(g_type_class_peek(TS_TYPE_ERROR), error->code);
+        if (value) return value->value_nick;
+    }
+    return error->message;
+}
+
+/* A fresh access token (async: the library renews it when due), then the API request with it.
+ * libcurl's call blocks, so it runs as a GTask on GLib's worker pool; the token is the only
+ * thing it is handed. */
+static void token_ready(GObject *source, GAsyncResult *result, gpointer data) {
+    Notes *n = data;
+    g_autoptr(GError) error = NULL;
+    TsAccessToken *token = ts_session_get_access_token_finish(TS_SESSION(source), result, &error);
+    if (token == NULL) {
+        Outcome o = {0};
+        o.error_code = (char *)error_code(error);
+        show_api(n, &o);
+        n->busy = FALSE;
+        update_buttons(n);
+        return;
+    }
+    GTask *task = g_task_new(NULL, NULL, api_done, n);
+    g_object_set_data(G_OBJECT(task), "notes", n);
+    g_task_set_task_data(task, token, g_object_unref); /* the worker's `data` */
+    g_task_run_in_thread(task, api_thread);
+    g_object_unref(task);
+}
+
+static void call_api_async(Notes *n) {
+    n->busy = TRUE;
+    update_buttons(n);
+    ts_session_get_access_token_async(n->session, ACCOUNT, NULL, NULL, 30, NULL, token_ready, n);
+}
+
+static void signed_in(GObject *source, GAsyncResult *result, gpointer data) {
+    Notes *n = data;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *user_id = ts_session_sign_in_finish(TS_SESSION(source), result, &error);
+    g_clear_object(&n->sign_in_cancel);
+    gtk_widget_set_visible(n->cancel, FALSE);
+    n->busy = FALSE;
+    if (error != NULL) {
+        if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+            show(n, n->status, "status", "Sign-in cancelled", FALSE);
         } else {
-            char *text = g_strdup_printf("Sign-in failed (%s)", o->error_code);
+            char *text = g_strdup_printf("Sign-in failed (%s)", error_code(error));
             show(n, n->status, "status", text, FALSE);
             g_free(text);
         }
-    } else if (g_str_equal(what, "api")) {
-        show_api(n, o);
-    } else if (g_str_equal(what, "resume")) {
-        if (!o->ok) {
-            char *text = g_strdup_printf("Queued logouts not sent (%s)", o->error_code);
-            show(n, n->logout, "logout", text, FALSE);
-            g_free(text);
-        }
-    } else if (g_str_equal(what, "logout")) {
-        if (o->ok) {
-            n->signed_in = FALSE;
-            g_clear_pointer(&n->profile_text, g_free);
-            show(n, n->status, "status", "Signed out", FALSE);
-            show(n, n->profile, "profile", "", FALSE);
-            show(n, n->api, "api", "", FALSE);
-            show(n, n->logout, "logout",
-                 o->outcome == TS_LOGOUT_REVOKED   ? "Logout: revoked at the server"
-                 : o->outcome == TS_LOGOUT_PENDING ? "Logout: pending (the server will be told later)"
-                 : o->outcome == TS_LOGOUT_FAILED  ? "Logout: the server refused the revocation"
-                                                   : "Logout: nothing was stored", FALSE);
-        } else {
-            char *text = g_strdup_printf("Logout failed (%s)", o->error_code);
-            show(n, n->logout, "logout", text, FALSE);
-            g_free(text);
-        }
+        update_buttons(n);
+        return;
     }
-    update_buttons(n);
-    outcome_free(o);
+    n->signed_in = TRUE;
+    show(n, n->status, "status", "Signed in", FALSE);
+    show(n, n->logout, "logout", "", FALSE);
+    call_api_async(n);
 }
 
-static void run(Notes *n, const char *what, GTaskThreadFunc thread) {
-    n->busy = TRUE;
+static void show_signed_out(Notes *n, const char *status) {
+    n->signed_in = FALSE;
+    g_clear_pointer(&n->profile_text, g_free);
+    show(n, n->status, "status", status, FALSE);
+    show(n, n->profile, "profile", "", FALSE);
+    show(n, n->api, "api", "", FALSE);
+}
+
+static void logged_out(GObject *source, GAsyncResult *result, gpointer data) {
+    Notes *n = data;
+    g_autoptr(GError) error = NULL;
+    TsLogoutOutcome outcome = ts_session_logout_finish(TS_SESSION(source), result, &error);
+    n->busy = FALSE;
+    if (error == NULL) {
+        show_signed_out(n, "Signed out");
+        show(n, n->logout, "logout",
+             outcome == TS_LOGOUT_OUTCOME_REVOKED   ? "Logout: revoked at the server"
+             : outcome == TS_LOGOUT_OUTCOME_PENDING ? "Logout: pending (the server will be told later)"
+             : outcome == TS_LOGOUT_OUTCOME_FAILED  ? "Logout: the server refused the revocation"
+                                                    : "Logout: nothing was stored", FALSE);
+    } else {
+        char *text = g_strdup_printf("Logout failed (%s)", error_code(error));
+        show(n, n->logout, "logout", text, FALSE);
+        g_free(text);
+    }
     update_buttons(n);
-    GTask *task = g_task_new(NULL, NULL, done, n);
-    g_task_set_name(task, what);        /* which action, for done() */
-    g_task_set_task_data(task, n, NULL); /* the worker's `data` */
-    g_task_run_in_thread(task, thread);
-    g_object_unref(task);
+}
+
+static void resumed(GObject *source, GAsyncResult *result, gpointer data) {
+    Notes *n = data;
+    g_autoptr(GError) error = NULL;
+    n->busy = FALSE;
+    if (!ts_session_resume_finish(TS_SESSION(source), result, NULL, &error)) {
+        char *text = g_strdup_printf("Queued logouts not sent (%s)", error_code(error));
+        show(n, n->logout, "logout", text, FALSE);
+        g_free(text);
+    }
+    update_buttons(n);
+}
+
+/* Another process (another window of the app, tokenctl) logged the account out: the store's
+ * signal, on this main context. */
+static void account_removed(TsStore *store, TsAccount *account, gpointer data) {
+    Notes *n = data;
+    if (!g_str_equal(ts_account_get_name(account), ACCOUNT) || !n->signed_in || n->busy) return;
+    show_signed_out(n, "Signed out (logged out elsewhere)");
+    show(n, n->logout, "logout", "", FALSE);
+    update_buttons(n);
 }
 
 static void on_sign_in(GtkButton *b, Notes *n) {
     show(n, n->status, "status", "Signing in (finish in the browser)…", FALSE);
-    run(n, "sign-in", sign_in_thread);
+    n->busy = TRUE;
+    update_buttons(n);
+    n->sign_in_cancel = g_cancellable_new();
+    gtk_widget_set_visible(n->cancel, TRUE);
+    ts_session_sign_in_async(n->session, ACCOUNT, NULL, n->sign_in_cancel, signed_in, n);
 }
-static void on_call(GtkButton *b, Notes *n) { run(n, "api", api_thread); }
-static void on_log_out(GtkButton *b, Notes *n) { run(n, "logout", logout_thread); }
+static void on_cancel(GtkButton *b, Notes *n) {
+    if (n->sign_in_cancel) g_cancellable_cancel(n->sign_in_cancel); /* the listener closes at once */
+}
+static void on_call(GtkButton *b, Notes *n) { call_api_async(n); }
+static void on_log_out(GtkButton *b, Notes *n) {
+    n->busy = TRUE;
+    update_buttons(n);
+    ts_session_logout_async(n->session, ACCOUNT, NULL, logged_out, n);
+}
+
+static void store_ready(GObject *source, GAsyncResult *result, gpointer data) {
+    Notes *n = data;
+    g_autoptr(GError) error = NULL;
+    n->store = ts_store_new_finish(result, &error);
+    if (n->store != NULL) n->session = ts_session_new_for_domain(n->store, n->domain, n->client_id, &error);
+    if (n->session == NULL) {
+        char *text = g_strdup_printf("The store could not be opened (%s)", error_code(error));
+        show(n, n->status, "status", text, FALSE);
+        g_free(text);
+        return;
+    }
+    g_signal_connect(n->store, "account-removed", G_CALLBACK(account_removed), n);
+    /* Logouts an earlier run could not deliver (it says nothing unless it fails). */
+    ts_session_resume_async(n->session, NULL, resumed, n);
+}
 
 static GtkWidget *label(GtkWidget *box, const char *css) {
     GtkWidget *l = gtk_label_new("");
@@ -325,12 +367,16 @@ static void activate(GtkApplication *app, Notes *n) {
     gtk_widget_set_margin_top(row, 12);
     gtk_box_append(GTK_BOX(box), row);
     n->sign_in = button(row, "_Sign in", G_CALLBACK(on_sign_in), n);
+    n->cancel = button(row, "Ca_ncel", G_CALLBACK(on_cancel), n);
+    gtk_widget_set_visible(n->cancel, FALSE);
     n->call = button(row, "_Call the API", G_CALLBACK(on_call), n);
     n->log_out = button(row, "_Log out", G_CALLBACK(on_log_out), n);
     gtk_window_set_child(GTK_WINDOW(window), box);
     show(n, n->status, "status", "Not signed in", FALSE);
-    /* Logouts an earlier run could not deliver (it says nothing unless it fails). */
-    run(n, "resume", resume_thread);
+    n->busy = TRUE;
+    update_buttons(n);
+    /* The store opens on a worker (the keyring is asked there); store_ready goes on. */
+    ts_store_new_async(APP_ID, n->store_path, NULL, store_ready, n);
     gtk_window_present(GTK_WINDOW(window));
     printf("gtk-notes: window=shown\n");
 }
@@ -402,19 +448,13 @@ int main(int argc, char **argv) {
     }
     if (n.api_url == NULL) n.api_url = g_strconcat(n.domain, g_str_has_suffix(n.domain, "/") ? "" : "/", "userinfo", NULL);
     if (!api_url_check(n.api_url, &n.api_parsed)) return 64;
-    if (ts_store_open(n.store_path, APP_ID, &n.store, &err) != TS_OK
-        || ts_session_new(n.store, n.domain, n.client_id, &n.session, &err) != TS_OK) {
-        fprintf(stderr, "gtk-notes: %s: %s\n", ts_error_code(err), ts_error_message(err));
-        ts_error_free(err);
-        return 1;
-    }
     GtkApplication *app = gtk_application_new(APP_ID, G_APPLICATION_NON_UNIQUE);
     g_signal_connect(app, "activate", G_CALLBACK(activate), &n);
     char *plain_argv[] = {argv[0], NULL};
     int status = g_application_run(G_APPLICATION(app), 1, plain_argv);
     g_object_unref(app);
-    ts_session_free(n.session);
-    ts_store_close(n.store);
+    g_clear_object(&n.session);
+    g_clear_object(&n.store);
     curl_url_cleanup(n.api_parsed);
     curl_global_cleanup();
     return status;

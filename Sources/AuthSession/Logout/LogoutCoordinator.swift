@@ -33,6 +33,10 @@ package actor LogoutCoordinator {
 
     /// Logs `account` out. See the type's documentation for the steps.
     ///
+    /// A cancellation ends the revocation request (or the wait between its retries) at once;
+    /// the account is logged out here all the same and its revocation queued, as offline
+    /// (``LogoutOutcome/revocationPending``).
+    ///
     /// A second logout of the same account reports the current state: pending entries that
     /// are due (flagged ones too, once their long backoff is over) are tried again, others are
     /// left alone.
@@ -70,6 +74,9 @@ package actor LogoutCoordinator {
         report.unreadable = list.unreadable.count
         let outbox = Outbox(now: now)
         for entry in list.entries {
+            if Task.isCancelled {
+                throw AuthSessionError(.cancelled, "Resuming the pending revocations was cancelled; the entries not tried stay queued as they were.")
+            }
             guard outbox.triesOnResume(entry, includingNotDue: includingNotDue, includingFailed: includingFailed) else {
                 report.notDue += 1
                 continue
@@ -170,7 +177,8 @@ package actor LogoutCoordinator {
     /// held up. A failure of the maintenance is logged; it stays owed and runs at the next open.
     private func withOwedMaintenance<T: Sendable>(_ transaction: () async throws -> T) async throws -> T {
         let value = try await transaction()
-        await performOwedMaintenance()
+        // A cancelled caller is not held up by it: it stays owed for the next call or open.
+        if !Task.isCancelled { await performOwedMaintenance() }
         return value
     }
 

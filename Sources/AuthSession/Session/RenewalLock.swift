@@ -19,12 +19,21 @@ struct RenewalLock: Sendable {
 
     /// Runs `body` holding the lock. Waiting polls without blocking a thread, and is cancellable.
     func withLock<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        let held = try await acquire()
+        defer { held.release() }
+        return try await body()
+    }
+
+    /// Takes the lock (waiting as ``withLock(_:)`` does) and hands it over: it is held until
+    /// ``Held/release()``, by whichever task calls it.
+    /// - Throws: `timedOut`, `cancelled`, `storage` (the file cannot be opened or locked).
+    func acquire() async throws -> Held {
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw AuthSessionError.storage(TokenStoreError(
                 .ioError, "The renewal lock file could not be opened.", cause: .posix(errno: errno, operation: "open renewal lock")))
         }
-        defer { close(fd) }
+        let held = Held(fd: fd)  // closes the file however this ends
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         var pause = Duration.milliseconds(2)
@@ -39,7 +48,22 @@ struct RenewalLock: Sendable {
             do { try await Task.sleep(for: pause) } catch { throw AuthSessionError(.cancelled, "Waiting for the renewal lock was cancelled.") }
             pause = min(pause * 2, .milliseconds(50))
         }
-        defer { flock(fd, LOCK_UN) }
-        return try await body()
+        return held
+    }
+
+    /// The lock file, open (and locked once ``acquire()`` returned it); released and closed once.
+    final class Held: Sendable {
+        private let fd: Locked<Int32?>
+
+        init(fd: Int32) { self.fd = Locked(fd) }
+
+        /// Unlocks and closes the file (the kernel would on close anyway); later calls do nothing.
+        func release() {
+            guard let fd = fd.withLock({ fd in defer { fd = nil }; return fd }) else { return }
+            flock(fd, LOCK_UN)
+            close(fd)
+        }
+
+        deinit { release() }
     }
 }

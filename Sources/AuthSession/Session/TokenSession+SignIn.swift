@@ -112,6 +112,8 @@ extension TokenSession {
                     "The sign-in asked for DPoP-bound tokens and the server answered with unbound ones (token_type "
                         + "\(response.tokenType)); nothing was stored.")
             }
+            // A sign-in cancelled after the server answered stores nothing (and revokes what it got).
+            if Task.isCancelled { throw AuthSessionError(.cancelled, "The sign-in was cancelled; nothing was stored.") }
             identity = SignInIdentity(
                 idToken: idToken,
                 profile: UserProfile(
@@ -159,14 +161,19 @@ extension TokenSession {
     }
 
     /// A refresh token the server issued but the sign-in will not store: one try to revoke it
-    /// where it was issued.
+    /// where it was issued. The try is not part of the caller's task: a cancelled sign-in returns
+    /// at once and the revocation goes on.
     private func revokeUnstored(_ refreshToken: SecretBytes?, at endpoints: ServerEndpoints?, because error: any Error) async {
         guard let refreshToken else { return }
-        let revoked = await client.withoutRetries.revoke(refreshToken, boundTo: endpoints)
         let code = (error as? AuthSessionError)?.code.rawValue ?? "\(type(of: error))"
-        logger.warning(
-            "sign-in not stored; tried to revoke the new refresh token",
-            metadata: ["revoke.outcome": revoked.outcome, "error.code": code])
+        let (client, logger) = (client.withoutRetries, logger)
+        let attempt = Task {
+            let revoked = await client.revoke(refreshToken, boundTo: endpoints)
+            logger.warning(
+                "sign-in not stored; tried to revoke the new refresh token",
+                metadata: ["revoke.outcome": revoked.outcome, "error.code": code])
+        }
+        if !Task.isCancelled { await attempt.value }
     }
 
     /// The account's profile: user id, `sub`, name and email from its sign-ins' ID tokens

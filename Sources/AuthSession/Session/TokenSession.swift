@@ -137,7 +137,12 @@ public final class TokenSession: Sendable {
                 }
                 if let cached { return cached }
             }
-            return try await self.renewalLock.withLock {
+            // Once the lock is held, the refresh runs to its end whatever happens to the caller (a
+            // refresh the server answered must store its rotated refresh token): a cancelled caller
+            // is released at once with `cancelled`, and the lock when the refresh has finished.
+            let held = try await self.renewalLock.acquire()
+            let renewal = Task { () async throws -> AccessToken in
+                defer { held.release() }
                 // ...or another process, while we waited for the lock.
                 if !forceRefresh, let cached = try await self.blocking({ try self.cachedToken(key, minimumTTL: minimumTTL) }) {
                     return cached
@@ -148,6 +153,7 @@ public final class TokenSession: Sendable {
                 }
                 return token
             }
+            return try await CancellableWait.value("The renewal") { await renewal.result }
         }
     }
 

@@ -33,6 +33,10 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     private var confirmedDataVersion: Int64?
     /// Checkpoints held back by a reader since the last one that finished (see ``checkpointQuietly()``).
     private var owedCheckpoints = 0
+    /// Whether the schema has the change log (schema 14; a store never loses it once it has it).
+    private var logsChanges = false
+    /// The subscribers to this store's changes and the watcher serving them (``TokenStore/changes``).
+    let changeHub = ChangeHub()
 
     init(
         path: String, appID: String, keyProvider: any KeyProvider, options: TokenStore.Options,
@@ -55,6 +59,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// - Throws: `invalidInput` from inside a callback of this store.
     func close() throws {
         try lock.withLock { database = nil }
+        changeHub.close()
     }
 
     /// Runs `body` with the connection, serialized with every other call on this store.
@@ -94,11 +99,27 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
                 db.afterCommit { [self] _ in activate(key) }
             }
             let value = try body()
+            try logChanges(db, switchingTo: next)
             if db.epochRaiseRequired { try raiseEpoch(db, from: current, to: next) }
             if !db.publishesEpoch, let owed = epochOwed { db.afterCommit { [self] _ in publishEpoch(owed) } }
             if owedCheckpoints > 0 { checkpointAfterCommit(db) }
             return value
         }
+    }
+
+    /// With `lock` held, before a commit: the changes the transaction noted go to the change log
+    /// (a key switch re-seals the log under `next` and is one of them); once committed, watchers
+    /// are woken (``ChangeHub/committed(databasePath:)``).
+    private func logChanges(_ db: Database, switchingTo next: Envelope?) throws {
+        guard try logsChanges || ChangeLog.exists(db) else { return }
+        logsChanges = true
+        if let next {
+            try ChangeLog.reseal(db, from: current, to: next)
+            db.noteChange(.keyRotated)
+        }
+        guard !db.notedChanges.isEmpty else { return }
+        try ChangeLog.append(db, db.notedChanges, envelope: next ?? current)
+        db.afterCommit(once: "changes") { [self] _ in changeHub.committed(databasePath: path) }
     }
 
     /// Inside a write transaction of this connection: raises the file's epoch by one now,

@@ -15,6 +15,8 @@ package struct RecordFields {
         /// The endpoints a refresh token is bound to (in its item and its outbox entry), or a
         /// discovery document's previous ones when they changed (with `changedAt`).
         case tokenEndpoint = 23, revocationEndpoint = 24, changedAt = 25
+        /// In a change-log row (schema 14): the change's kind and the credential state it left.
+        case changeKind = 26, fromState = 27
         /// In a credential state: the MAC of its user's last history row (schema 7 on).
         case historyHead = 32
     }

@@ -100,6 +100,8 @@ package enum RecordKind: UInt8, CustomStringConvertible {
     case accessToken = 5
     case dpop = 6
     case discovery = 7
+    /// A row of the change log (``ChangeLog``).
+    case changeEvent = 8
 
     package var description: String {
         switch self {
@@ -110,6 +112,7 @@ package enum RecordKind: UInt8, CustomStringConvertible {
         case .accessToken: return "access-token"
         case .dpop: return "dpop"
         case .discovery: return "discovery"
+        case .changeEvent: return "change"
         }
     }
 }

@@ -63,6 +63,7 @@ enum CredentialRecord: SealedTable {
                 return
             }
         }
+        if from != state { db.noteChange(.credentialStateChanged(userID: userID, from: from, to: state)) }
         let now = Timestamp.nowMillis()
         let head = try CredentialHistory.append(
             db, ref: ref, at: now, from: from.rawValue, to: state.rawValue, reason: reason.rawValue, detail: detail,
@@ -142,6 +143,22 @@ enum CredentialRecord: SealedTable {
                 _ = try open(column: row.text(3), keyID: row.blob(1), sealed: row.blob(2), userRef: row.blob(0), envelope: envelope)
             }
         }
+    }
+
+    /// Every user's state, by user id, from the rows that open (a change watcher's snapshot; a
+    /// row that does not open is left out: `verify` reports it).
+    static func allStates(_ db: Database, envelope: Envelope) throws -> [String: CredentialState] {
+        var states: [String: CredentialState] = [:]
+        try db.forEachRow("SELECT user_ref, key_id, sealed_user, state FROM credential_states") { row in
+            do {
+                let opened = try open(
+                    column: row.text(3), keyID: row.blob(1), sealed: row.blob(2), userRef: row.blob(0), envelope: envelope)
+                if let userID = opened.fields.string(.userID) { states[userID] = opened.state }
+            } catch let error as TokenStoreError where error.code == .integrityCheckFailed {
+                return
+            }
+        }
+        return states
     }
 
     /// The history head sealed in each state row that opens (nil for a state from before schema 7).

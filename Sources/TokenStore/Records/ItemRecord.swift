@@ -128,6 +128,8 @@ struct ItemRecord: SealedTable {
             endpoints.add(to: &fields)
         }
         fields.setSecret(secret)
+        // An account whose refresh token this adds is signed in from now on (``StoreChange``).
+        if key.kind == .refreshToken, try !exists(db, key, envelope: envelope) { db.noteChange(.accountAdded(key.account)) }
         let now = Timestamp.nowMillis()
         try db.run(
             """
@@ -145,7 +147,9 @@ struct ItemRecord: SealedTable {
     @discardableResult
     static func delete(_ db: Database, _ key: ItemKey, envelope: Envelope) throws -> Bool {
         try db.run("DELETE FROM items WHERE lookup = ?", [.blob(envelope.itemLookup(key))])
-        return db.changes > 0
+        let deleted = db.changes > 0
+        if deleted, key.kind == .refreshToken { db.noteChange(.accountRemoved(key.account)) }
+        return deleted
     }
 
     /// Whether the account has any item, found by the items' lookups (not by `account_ref`,

@@ -154,6 +154,7 @@ package struct SessionLedger: Sendable {
                 } else {
                     try AccessTokenRecord.delete(db, cacheKey, envelope: envelope)
                 }
+                db.noteChange(.tokensRenewed(account))
                 return .stored
             }
             if let newRefreshToken {

@@ -24,6 +24,9 @@ final class Database {
     private var commitHooks: [(Database) -> Void] = []
     /// The names of the hooks registered ``afterCommit(once:_:)`` in the transaction running now.
     private var namedCommitHooks: Set<String> = []
+    /// The changes the write transaction running now made that change watchers are told of
+    /// (``noteChange(_:)``), in order; its owner logs them before the commit (``ChangeLog``).
+    private(set) var notedChanges: [StoreChange] = []
     /// Whether a change of the transaction running now requires the epoch raised.
     var epochRaiseRequired: Bool { !epochRaisingChanges.isEmpty }
 
@@ -267,6 +270,14 @@ final class Database {
         publishesEpoch = false
         commitHooks = []
         namedCommitHooks = []
+        notedChanges = []
+    }
+
+    /// Inside a write transaction: `change` is one to tell change watchers of. Called by the
+    /// record layer; a rollback drops it.
+    func noteChange(_ change: StoreChange) {
+        precondition(isInTransaction, "a change noted outside a transaction")
+        notedChanges.append(change)
     }
 
     /// Inside a write transaction: the change being made must raise the store epoch (see

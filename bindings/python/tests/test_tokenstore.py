@@ -28,7 +28,7 @@ import time
 import urllib.request
 
 import tokenstore
-from tokenstore import Kind, LogoutOutcome, Session, State, Store, TokenStoreError
+from tokenstore import Cancel, Kind, LogoutOutcome, Session, State, Store, TokenStoreError
 
 APP = "org.example.cabi.python"
 failures = 0
@@ -115,6 +115,23 @@ def test_items(path):
         async def concurrently():
             return await asyncio.gather(*(asyncio.to_thread(store.get, "carol", Kind.ACCESS_TOKEN) for _ in range(8)))
         check(asyncio.run(concurrently()) == [b"at"] * 8, "eight threads at once")
+
+        # Change events: another connection's sign-in and logout, on the watcher thread.
+        seen = []
+        arrived = threading.Event()
+
+        def on_change(change):
+            seen.append((change.kind, change.account, threading.get_ident()))
+            if change.kind == "accountRemoved":
+                arrived.set()
+        with store.watch(on_change), Store(APP, path) as other:
+            other.set("watched", Kind.REFRESH_TOKEN, b"rt")
+            other.delete("watched", Kind.REFRESH_TOKEN)
+            check(arrived.wait(5), f"the logout arrived as accountRemoved: {seen}")
+        check([kind for kind, account, _ in seen if account == "watched"] == ["accountAdded", "accountRemoved"],
+              f"added, then removed: {seen}")
+        check(all(thread != threading.get_ident() for _, _, thread in seen), "on the watcher thread")
+        check("carol" in store.accounts() and store.account_status("carol") == (False, None), "accounts, status")
 
         store.set("victim", Kind.REFRESH_TOKEN, b"tamper-me")
         store.set("bystander", Kind.GENERIC, b"intact")
@@ -211,6 +228,33 @@ def test_signin(path, url, user, useragent):
             check(isinstance(error.__cause__, RuntimeError), "the callback's exception is the cause")
         expect_error("timedOut", session.sign_in_browser, "alice", ports=[0], timeout=1, open_url=lambda address: None)
         check(store.get("alice", Kind.REFRESH_TOKEN) is None, "nothing stored by the failed sign-ins")
+
+        # A Cancel ends a sign-in that waits for the browser, from another thread, at once.
+        cancel = Cancel()
+        opened = threading.Event()
+        outcome = []
+
+        def waiting():
+            try:
+                session.sign_in_browser("alice", ports=[0], open_url=lambda address: opened.set(), cancel=cancel)
+                outcome.append("signed in")
+            except TokenStoreError as error:
+                outcome.append(error.code)
+            outcome.append(time.monotonic())
+
+        worker = threading.Thread(target=waiting)
+        worker.start()
+        check(opened.wait(30), "the cancellable sign-in opened the browser")
+        time.sleep(0.05)
+        triggered = time.monotonic()
+        cancel.cancel()
+        worker.join(30)
+        check(outcome[:1] == ["cancelled"], f"a cancelled sign-in raises cancelled: {outcome}")
+        check(len(outcome) == 2 and outcome[1] - triggered < 0.1, f"cancelled within 100 ms: {outcome}")
+        expect_error("cancelled", session.logout, "alice", cancel=cancel)   # a cancelled handle refuses at once
+        expect_error("invalidInput", session.resume, cancel="not a handle")
+        cancel.close()
+        check(store.get("alice", Kind.REFRESH_TOKEN) is None, "nothing stored by the cancelled sign-in")
 
         # From an event loop, off its thread: the callback runs on the worker that called.
         arm_next_user(url, user)

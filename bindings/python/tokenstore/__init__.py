@@ -30,8 +30,8 @@ import enum
 
 from . import _native
 
-__all__ = ["Store", "Session", "AccessToken", "TokenStoreError", "Kind", "State", "Protection", "LogoutOutcome",
-           "version", "harden_process"]
+__all__ = ["Store", "Session", "Cancel", "Change", "AccessToken", "TokenStoreError", "Kind", "State", "Protection",
+           "LogoutOutcome", "version", "harden_process"]
 
 
 class TokenStoreError(Exception):
@@ -165,6 +165,93 @@ def _take_bytes(pointer, length):
         lib.ts_bytes_free(pointer, length)
 
 
+class Change:
+    """A change to a store (``ts_change``), made by this process or another: ``kind`` is one of
+    ``"accountAdded"``, ``"accountRemoved"``, ``"credentialStateChanged"``, ``"tokensRenewed"``,
+    ``"keyRotated"`` (more may come); ``account``, ``user_id``, ``old_state`` and ``new_state``
+    are set where the kind has them. Identifiers only, never a token."""
+
+    KINDS = ("accountAdded", "accountRemoved", "credentialStateChanged", "tokensRenewed", "keyRotated")
+    __slots__ = ("kind", "account", "user_id", "old_state", "new_state")
+
+    def __init__(self, kind, account=None, user_id=None, old_state=None, new_state=None):
+        self.kind, self.account, self.user_id, self.old_state, self.new_state = kind, account, user_id, old_state, new_state
+
+    def __repr__(self):
+        return f"Change({self.kind})"
+
+
+class Watch:
+    """A subscription of :meth:`Store.watch`; :meth:`close` ends it (no call after it returns)."""
+
+    def __init__(self, store, callback):
+        def trampoline(pointer, _user_data):
+            change = pointer.contents
+            kind = Change.KINDS[change.kind] if 0 <= change.kind < len(Change.KINDS) else None
+            if kind is None:
+                return  # a kind this binding does not know
+            text = lambda value: value.decode() if value is not None else None  # noqa: E731
+            states = (State(change.from_state), State(change.to_state)) if kind == "credentialStateChanged" else (None, None)
+            try:
+                callback(Change(kind, text(change.account), text(change.user_id), *states))
+            except BaseException:  # noqa: BLE001  (must not unwind through C)
+                import traceback
+                traceback.print_exc()
+        self._function = _native.CHANGE(trampoline)  # kept alive as long as the watch
+        handle = ctypes.c_void_p()
+        _call(_native.library().ts_store_watch, store._live(), self._function, None, ctypes.byref(handle))
+        self._handle = handle
+
+    def close(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            _native.library().ts_watch_free(handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Cancel:
+    """A cancel handle (``ts_cancel``) for the long calls: pass it as ``cancel=`` to
+    :meth:`Session.sign_in_browser`, :meth:`Session.access_token`, :meth:`Session.logout` and
+    :meth:`Session.resume`; :meth:`cancel` (from any thread) ends them within milliseconds. A
+    cancelled sign-in raises ``cancelled`` and stores nothing; a cancelled logout returns
+    ``LogoutOutcome.PENDING`` (logged out here, the revocation queued). A handle stays
+    cancelled: calls given it later raise ``cancelled`` at once."""
+
+    def __init__(self):
+        handle = ctypes.c_void_p()
+        _call(_native.library().ts_cancel_new, ctypes.byref(handle))
+        self._handle = handle
+
+    def cancel(self):
+        """Cancels the calls running with this handle, and every later one."""
+        if self._handle:
+            _native.library().ts_cancel_trigger(self._handle)
+
+    def close(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            _native.library().ts_cancel_free(handle)
+
+    def __del__(self):
+        self.close()
+
+
+def _cancel_handle(cancel):
+    if cancel is None:
+        return None
+    if not isinstance(cancel, Cancel) or not cancel._handle:
+        raise TokenStoreError("invalidInput", "cancel must be an open tokenstore.Cancel.")
+    return cancel._handle
+
+
 class Store:
     """An open store: ``Store(app_id, path=None)``; ``path`` None is the default location."""
 
@@ -226,6 +313,39 @@ class Store:
             lib.ts_string_free(reason)
         return Protection(tier.value), text
 
+    def accounts(self):
+        """The accounts (service "auth0") the store holds entries for, sorted."""
+        lib = _native.library()
+        array = ctypes.POINTER(ctypes.c_char_p)()
+        _call(lib.ts_store_accounts, self._live(), ctypes.byref(array))
+        try:
+            names, index = [], 0
+            while array[index] is not None:
+                names.append(array[index].decode())
+                index += 1
+            return names
+        finally:
+            lib.ts_strings_free(array)
+
+    def account_status(self, account):
+        """``(signed_in, user_id)`` of ``account``: whether a refresh token is stored (and no logout
+        has begun), and its Apple user id or None."""
+        lib = _native.library()
+        user_id = ctypes.c_void_p()
+        signed_in = ctypes.c_int()
+        _call(lib.ts_store_account_status, self._live(), _text(account, "account"), ctypes.byref(user_id),
+              ctypes.byref(signed_in))
+        try:
+            return signed_in.value == 1, ctypes.string_at(user_id).decode() if user_id else None
+        finally:
+            lib.ts_string_free(user_id)
+
+    def watch(self, callback):
+        """Calls ``callback(change)`` with each :class:`Change` made to the store from now on, by
+        this process or any other, on the library's watcher thread, in commit order; returns a
+        :class:`Watch` to close. The watch keeps the store open until it is closed."""
+        return Watch(self, callback)
+
     def session(self, domain=None, client_id=None, issuer=None):
         """A :class:`Session` over this store talking to ``domain`` (Auth0) or ``issuer`` (any
         OpenID Connect provider, by discovery) as ``client_id``."""
@@ -269,8 +389,9 @@ class Session:
             raise TokenStoreError("storeClosed", "The session was closed.")
         return self._handle
 
-    def access_token(self, account, audience=None, scopes=(), min_ttl=60):
-        """An :class:`AccessToken` valid for at least ``min_ttl`` seconds (cached or renewed)."""
+    def access_token(self, account, audience=None, scopes=(), min_ttl=60, cancel=None):
+        """An :class:`AccessToken` valid for at least ``min_ttl`` seconds (cached or renewed);
+        ``cancel``: a :class:`Cancel` that can end the wait."""
         if isinstance(scopes, str):
             raise TypeError("scopes must be a list of strings")
         scope_text = " ".join(scopes)
@@ -282,14 +403,14 @@ class Session:
         pointer = ctypes.POINTER(ctypes.c_uint8)()
         length = ctypes.c_size_t()
         expires_at = ctypes.c_int64()
-        _call(lib.ts_session_access_token, self._live(), _text(account, "account"),
+        _call(lib.ts_session_access_token_cancellable, self._live(), _text(account, "account"),
               _text(audience, "audience", optional=True), _text(scope_text, "scopes"), int(min_ttl),
-              ctypes.byref(pointer), ctypes.byref(length), ctypes.byref(expires_at))
+              _cancel_handle(cancel), ctypes.byref(pointer), ctypes.byref(length), ctypes.byref(expires_at))
         token = _take_bytes(pointer, length)
         return AccessToken(token, expires_at.value or None)
 
     def sign_in_browser(self, account, *, ports=None, connection="apple", scopes=None, audience=None, timeout=300,
-                        open_url=None, redirect_path=None, dpop=False):
+                        open_url=None, redirect_path=None, dpop=False, cancel=None):
         """Signs ``account`` in through the user's browser (loopback redirect, PKCE); blocks until
         the browser's redirect came back and the tokens are stored, at most ``timeout`` seconds
         (plus the token exchange). Returns the Apple user id, or None for a user who did not
@@ -306,6 +427,8 @@ class Session:
         be opened (``browserUnavailable``, the exception as ``__cause__``). None: the system
         browser ($BROWSER, GIO, xdg-open). ``dpop``: bind the session to the store's DPoP key
         (RFC 9449; the server must take DPoP): its tokens are then DPoP tokens (:meth:`is_dpop_bound`).
+        ``cancel``: a :class:`Cancel` whose :meth:`Cancel.cancel` ends the sign-in at once
+        (``cancelled``; the listener closed, nothing stored).
         """
         lib = _native.library()
         options = _native.SignInOptions()
@@ -339,8 +462,8 @@ class Session:
             options.open_url = _native.OPEN_URL(trampoline)
         user_id = ctypes.c_void_p()
         try:
-            _call(lib.ts_session_sign_in_browser, self._live(), _text(account, "account"), ctypes.byref(options),
-                  ctypes.byref(user_id))
+            _call(lib.ts_session_sign_in_browser_cancellable, self._live(), _text(account, "account"),
+                  ctypes.byref(options), _cancel_handle(cancel), ctypes.byref(user_id))
         except TokenStoreError as error:
             if raised:
                 raise error from raised[0]
@@ -397,18 +520,20 @@ class Session:
             if user_id:
                 lib.ts_string_free(user_id)
 
-    def logout(self, account):
-        """Logs ``account`` out here and at the server: a :class:`LogoutOutcome`."""
+    def logout(self, account, cancel=None):
+        """Logs ``account`` out here and at the server: a :class:`LogoutOutcome` (``PENDING`` when
+        ``cancel`` ended the wait for the server)."""
         lib = _native.library()
         outcome = ctypes.c_int()
-        _call(lib.ts_session_logout, self._live(), _text(account, "account"), ctypes.byref(outcome))
+        _call(lib.ts_session_logout_cancellable, self._live(), _text(account, "account"), _cancel_handle(cancel),
+              ctypes.byref(outcome))
         return LogoutOutcome(outcome.value)
 
-    def resume(self):
+    def resume(self, cancel=None):
         """Retries the queued revocations; returns how many stay pending."""
         lib = _native.library()
         pending = ctypes.c_int()
-        _call(lib.ts_session_resume, self._live(), ctypes.byref(pending))
+        _call(lib.ts_session_resume_cancellable, self._live(), _cancel_handle(cancel), ctypes.byref(pending))
         return pending.value
 
     def is_dpop_bound(self, account):

@@ -37,6 +37,23 @@ def _candidates():
         yield found
 
 
+class Change(ctypes.Structure):
+    """ts_change."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("kind", ctypes.c_int),
+        ("service", ctypes.c_char_p),
+        ("account", ctypes.c_char_p),
+        ("user_id", ctypes.c_char_p),
+        ("from_state", ctypes.c_int),
+        ("to_state", ctypes.c_int),
+    ]
+
+
+# void (*ts_change_fn)(const ts_change *change, void *user_data)
+CHANGE = ctypes.CFUNCTYPE(None, ctypes.POINTER(Change), ctypes.c_void_p)
+
 # int (*ts_open_url_fn)(const char *url, void *user_data)
 OPEN_URL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
@@ -95,6 +112,20 @@ def _declare(lib):
         "ts_session_sign_in_browser": (c_int, [c_void_p, c_char_p, ctypes.POINTER(SignInOptions), handle_out, err]),
         "ts_session_sign_in_device": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, c_int, USER_CODE, c_void_p,
                                               handle_out, err]),
+        "ts_cancel_new": (c_int, [handle_out, err]),
+        "ts_cancel_trigger": (None, [c_void_p]),
+        "ts_cancel_free": (None, [c_void_p]),
+        "ts_session_access_token_cancellable": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, c_int, c_void_p, bytes_out,
+                                                        size_out, ctypes.POINTER(ctypes.c_int64), err]),
+        "ts_session_logout_cancellable": (c_int, [c_void_p, c_char_p, c_void_p, ctypes.POINTER(c_int), err]),
+        "ts_session_resume_cancellable": (c_int, [c_void_p, c_void_p, ctypes.POINTER(c_int), err]),
+        "ts_session_sign_in_browser_cancellable": (c_int, [c_void_p, c_char_p, ctypes.POINTER(SignInOptions), c_void_p,
+                                                           handle_out, err]),
+        "ts_store_watch": (c_int, [c_void_p, CHANGE, c_void_p, handle_out, err]),
+        "ts_watch_free": (None, [c_void_p]),
+        "ts_store_accounts": (c_int, [c_void_p, ctypes.POINTER(ctypes.POINTER(c_char_p)), err]),
+        "ts_store_account_status": (c_int, [c_void_p, c_char_p, ctypes.POINTER(c_void_p), ctypes.POINTER(c_int), err]),
+        "ts_strings_free": (None, [ctypes.POINTER(c_char_p)]),
         "ts_string_free": (None, [c_void_p]),
         "ts_error_code": (c_char_p, [c_void_p]),
         "ts_error_message": (c_char_p, [c_void_p]),

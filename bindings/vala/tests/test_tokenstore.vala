@@ -69,6 +69,27 @@ int main (string[] args) {
     check (store.credential_state ("000999.nobody.apple", out state, out error) == TokenStore.OK, "state");
     check (state == TokenStore.State.NOT_FOUND, "state of a stranger");
 
+    // Change events from a second connection, on the watcher thread; accounts and status.
+    int added = 0;
+    TokenStore.Watch? watch;
+    TokenStore.ChangeFunc on_change = (change) => {
+        if (change.kind == TokenStore.ChangeKind.ACCOUNT_ADDED && change.account == "watched") AtomicInt.inc (ref added);
+    };
+    check (store.watch (on_change, out watch, out error) == TokenStore.OK && watch != null, "watch");
+    TokenStore.Store? other;
+    check (TokenStore.Store.open (args[2], "org.example.cabi.vala", out other, out error) == TokenStore.OK, "second connection");
+    check (other.item_set (null, "watched", TokenStore.Kind.REFRESH_TOKEN, secret, out error) == TokenStore.OK, "sign-in elsewhere");
+    for (int i = 0; i < 500 && AtomicInt.get (ref added) == 0; i++) Thread.usleep (10000);
+    check (AtomicInt.get (ref added) == 1, "accountAdded arrived");
+    watch = null;  // ts_watch_free
+    string[]? names;
+    check (store.accounts (out names, out error) == TokenStore.OK && names != null && "watched" in names, "accounts");
+    string? watched_user;
+    int signed_in;
+    check (store.account_status ("watched", out watched_user, out signed_in, out error) == TokenStore.OK
+           && signed_in == 1 && watched_user == null, "account status");
+    other = null;
+
     TokenStore.Session? session;
     expect_error (TokenStore.Session.create (store, "ftp://127.0.0.1/", "tokenstore-test", out session, out error),
                   error, "insecureConfiguration");
@@ -109,6 +130,33 @@ int main (string[] args) {
     if (calls < 0) session.sign_in_device ("alice", null, null, 0, show, out user_id, out error);
     check (store.item_get (null, "alice", TokenStore.Kind.REFRESH_TOKEN, out bytes, out error) == TokenStore.NOT_FOUND,
            "nothing stored");
+
+    // A cancel handle: a sign-in waiting for the browser, cancelled from another thread.
+    TokenStore.Cancel? cancel;
+    check (TokenStore.Cancel.create (out cancel, out error) == TokenStore.OK && cancel != null, "cancel handle");
+    options.timeout_seconds = 60;
+    options.open_url = (url) => { AtomicInt.inc (ref calls); return 0; };
+    int cancelled_status = 0;
+    string? cancelled_code = null;
+    unowned TokenStore.Cancel handle = cancel;
+    unowned TokenStore.Session waiting_session = session;
+    var worker = new Thread<bool> ("sign-in", () => {
+        TokenStore.ErrorDetails? thread_error;
+        string? no_user;
+        cancelled_status = waiting_session.sign_in_browser_cancellable ("alice", options, handle, out no_user, out thread_error);
+        cancelled_code = thread_error != null ? thread_error.code () : null;
+        return true;
+    });
+    for (int i = 0; i < 3000 && AtomicInt.get (ref calls) == 2; i++) Thread.usleep (10000);
+    Thread.usleep (50000);
+    int64 triggered = get_monotonic_time ();
+    cancel.trigger ();
+    worker.join ();
+    int64 took = get_monotonic_time () - triggered;
+    check (cancelled_status == TokenStore.ERROR && cancelled_code == "cancelled", "a cancelled sign-in fails cancelled");
+    check (took < 100000, "cancelled within 100 ms, took %lld µs".printf (took));
+    expect_error (session.logout_cancellable ("alice", cancel, out outcome, out error), error, "cancelled");
+    check (session.resume_cancellable (null, out pending, out error) == TokenStore.OK, "resume with no cancel handle");
     // Last: the process stays hardened. Twice: harmless.
     check (TokenStore.harden_process (out error) == TokenStore.OK && error == null, "harden_process");
     check (TokenStore.harden_process (out error) == TokenStore.OK, "harden_process again");

@@ -1,0 +1,241 @@
+/*
+ * libtokenstore-gobject from C on a GMainLoop (the default main context iterated while each
+ * _async call is under way), run by scripts/test-gnome against the test server answering
+ * after 500 ms:
+ *
+ *   test_gobject_c cancel STORE URL            a cancelled sign-in: G_IO_ERROR_CANCELLED within
+ *                                              100 ms, nothing stored
+ *   test_gobject_c flow STORE URL USER TOKENCTL sign-in -> access token -> logout; a logout by
+ *                                              another process arrives as account-removed
+ *
+ * Both fail when a main-loop iteration was held up over 20 ms (a 5 ms tick, gap over 25 ms).
+ */
+#include <tokenstore-gobject.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+static gint64 last_tick, max_gap;
+
+#define CHECK(cond)                                                                          \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            fprintf (stderr, "test_gobject.c:%d: check failed: %s\n", __LINE__, #cond);     \
+            failures++;                                                                      \
+        }                                                                                    \
+    } while (0)
+
+static gboolean
+tick (gpointer data)
+{
+    (void) data;
+    gint64 now = g_get_monotonic_time ();
+    max_gap = MAX (max_gap, now - last_tick);
+    last_tick = now;
+    return G_SOURCE_CONTINUE;
+}
+
+typedef struct {
+    GAsyncResult *result;
+} Waiter;
+
+static void
+done (GObject *source, GAsyncResult *result, gpointer data)
+{
+    (void) source;
+    ((Waiter *) data)->result = g_object_ref (result);
+}
+
+/* Runs the main loop until the call's callback came; returns its result (owned). */
+static GAsyncResult *
+await_result (Waiter *waiter)
+{
+    gint64 deadline = g_get_monotonic_time () + 120 * G_USEC_PER_SEC;
+    while (waiter->result == NULL && g_get_monotonic_time () < deadline) g_main_context_iteration (NULL, TRUE);
+    GAsyncResult *result = waiter->result;
+    waiter->result = NULL;
+    if (result == NULL) {
+        fprintf (stderr, "test_gobject.c: a call never called back\n");
+        exit (1);
+    }
+    return result;
+}
+
+static void
+wait_ms (guint millis)
+{
+    gint64 until = g_get_monotonic_time () + millis * 1000;
+    while (g_get_monotonic_time () < until) g_main_context_iteration (NULL, TRUE);
+}
+
+static TsStore *
+open_store (const char *path)
+{
+    Waiter waiter = {NULL};
+    ts_store_new_async ("org.example.gnome", path, NULL, done, &waiter);
+    g_autoptr (GAsyncResult) result = await_result (&waiter);
+    g_autoptr (GError) error = NULL;
+    TsStore *store = ts_store_new_finish (result, &error);
+    if (store == NULL) {
+        fprintf (stderr, "open: %s\n", error->message);
+        exit (1);
+    }
+    return store;
+}
+
+static const guint16 any_port[] = {0};
+
+static gboolean
+cancel_now (gpointer data)
+{
+    gint64 *at = g_object_get_data (data, "at");
+    *at = g_get_monotonic_time ();
+    g_cancellable_cancel (data);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+test_cancel (const char *path, const char *url)
+{
+    g_autoptr (TsStore) store = open_store (path);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (TsSession) session = ts_session_new_for_domain (store, url, "tokenstore-test", &error);
+    CHECK (session != NULL);
+    ts_session_set_redirect_ports (session, any_port, 1);
+    g_autoptr (GCancellable) cancellable = g_cancellable_new ();
+    gint64 at = 0;
+    g_object_set_data (G_OBJECT (cancellable), "at", &at);
+    g_timeout_add (300, cancel_now, cancellable);
+    Waiter waiter = {NULL};
+    ts_session_sign_in_async (session, "carol", NULL, cancellable, done, &waiter);
+    g_autoptr (GAsyncResult) result = await_result (&waiter);
+    double took = (double) (g_get_monotonic_time () - at) / 1000.0;
+    char *user_id = ts_session_sign_in_finish (session, result, &error);
+    CHECK (user_id == NULL && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED));
+    CHECK (took < 100);
+    g_autoptr (GPtrArray) accounts = ts_store_list_accounts_sync (store, NULL, NULL);
+    CHECK (accounts != NULL && accounts->len == 0);
+    printf ("METRIC gnome_cancel lang=c cancel_ms=%.1f max_tick_gap_ms=%.1f\n", took, (double) max_gap / 1000.0);
+}
+
+typedef struct {
+    GHashTable *removed; /* name → monotonic time */
+    gboolean revoked_seen;
+    const char *user;
+    int notified_false;
+} Seen;
+
+static void
+on_removed (TsStore *store, TsAccount *account, gpointer data)
+{
+    (void) store;
+    Seen *seen = data;
+    gint64 *at = g_new (gint64, 1);
+    *at = g_get_monotonic_time ();
+    g_hash_table_insert (seen->removed, g_strdup (ts_account_get_name (account)), at);
+}
+
+static void
+on_state (TsStore *store, const char *user_id, TsCredentialState old_state, TsCredentialState new_state, gpointer data)
+{
+    (void) store;
+    Seen *seen = data;
+    if (g_strcmp0 (user_id, seen->user) == 0 && old_state == TS_CREDENTIAL_STATE_AUTHORIZED
+        && new_state == TS_CREDENTIAL_STATE_REVOKED)
+        seen->revoked_seen = TRUE;
+}
+
+static void
+on_signed_in (GObject *account, GParamSpec *pspec, gpointer data)
+{
+    (void) pspec;
+    if (!ts_account_get_signed_in (TS_ACCOUNT (account))) ((Seen *) data)->notified_false++;
+}
+
+static void
+test_flow (const char *path, const char *url, const char *user, const char *tokenctl)
+{
+    g_autoptr (TsStore) store = open_store (path);
+    Seen seen = {g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free), FALSE, user, 0};
+    g_signal_connect (store, "account-removed", G_CALLBACK (on_removed), &seen);
+    g_signal_connect (store, "credential-state-changed", G_CALLBACK (on_state), &seen);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (TsSession) session = ts_session_new_for_domain (store, url, "tokenstore-test", &error);
+    ts_session_set_redirect_ports (session, any_port, 1);
+    Waiter waiter = {NULL};
+
+    ts_session_sign_in_async (session, "alice", NULL, NULL, done, &waiter);
+    GAsyncResult *result = await_result (&waiter);
+    g_autofree char *user_id = ts_session_sign_in_finish (session, result, &error);
+    g_object_unref (result);
+    if (error) fprintf (stderr, "sign-in: %s\n", error->message);
+    CHECK (g_strcmp0 (user_id, user) == 0);
+    g_clear_error (&error);
+
+    ts_session_get_access_token_async (session, "alice", NULL, NULL, 60, NULL, done, &waiter);
+    result = await_result (&waiter);
+    g_autoptr (TsAccessToken) token = ts_session_get_access_token_finish (session, result, &error);
+    g_object_unref (result);
+    CHECK (token != NULL && strlen (ts_access_token_get_token (token)) > 0);
+    CHECK (token != NULL && ts_access_token_get_expires_at (token) > g_get_real_time () / G_USEC_PER_SEC);
+
+    ts_session_logout_async (session, "alice", NULL, done, &waiter);
+    result = await_result (&waiter);
+    CHECK (ts_session_logout_finish (session, result, &error) == TS_LOGOUT_OUTCOME_REVOKED && error == NULL);
+    g_object_unref (result);
+    wait_ms (300);
+    CHECK (g_hash_table_contains (seen.removed, "alice"));
+    CHECK (seen.revoked_seen);
+
+    ts_session_sign_in_async (session, "bob", NULL, NULL, done, &waiter);
+    result = await_result (&waiter);
+    g_free (ts_session_sign_in_finish (session, result, &error));
+    g_object_unref (result);
+    CHECK (error == NULL);
+    g_clear_error (&error);
+    ts_store_list_accounts_async (store, NULL, done, &waiter);
+    result = await_result (&waiter);
+    g_autoptr (GPtrArray) accounts = ts_store_list_accounts_finish (store, result, &error);
+    g_object_unref (result);
+    TsAccount *bob = NULL;
+    for (guint i = 0; accounts && i < accounts->len; i++)
+        if (g_strcmp0 (ts_account_get_name (g_ptr_array_index (accounts, i)), "bob") == 0) bob = g_ptr_array_index (accounts, i);
+    CHECK (bob != NULL && ts_account_get_signed_in (bob));
+    if (bob) g_signal_connect (bob, "notify::signed-in", G_CALLBACK (on_signed_in), &seen);
+
+    gint64 started = g_get_monotonic_time ();
+    g_autoptr (GSubprocess) process = g_subprocess_new (G_SUBPROCESS_FLAGS_NONE, &error, tokenctl, "--quiet", "--store",
+        path, "logout", "--domain", url, "--client-id", "tokenstore-test", "--account", "bob", NULL);
+    CHECK (process != NULL);
+    g_subprocess_wait_check_async (process, NULL, done, &waiter);
+    result = await_result (&waiter);
+    CHECK (g_subprocess_wait_check_finish (process, result, &error));
+    g_object_unref (result);
+    while (!g_hash_table_contains (seen.removed, "bob") && g_get_monotonic_time () - started < 5 * G_USEC_PER_SEC)
+        wait_ms (10);
+    gint64 *at = g_hash_table_lookup (seen.removed, "bob");
+    CHECK (at != NULL);
+    CHECK (seen.notified_false == 1);
+    printf ("METRIC gnome_flow lang=c max_tick_gap_ms=%.1f removed_after_ms=%.0f\n", (double) max_gap / 1000.0,
+            at ? (double) (*at - started) / 1000.0 : -1.0);
+    g_hash_table_unref (seen.removed);
+}
+
+int
+main (int argc, char **argv)
+{
+    last_tick = g_get_monotonic_time ();
+    g_timeout_add (5, tick, NULL);
+    if (argc == 4 && strcmp (argv[1], "cancel") == 0) test_cancel (argv[2], argv[3]);
+    else if (argc == 6 && strcmp (argv[1], "flow") == 0) test_flow (argv[2], argv[3], argv[4], argv[5]);
+    else {
+        fprintf (stderr, "usage: test_gobject_c cancel STORE URL | flow STORE URL USER TOKENCTL\n");
+        return 64;
+    }
+    if (max_gap >= 25000) {
+        fprintf (stderr, "test_gobject.c: the main loop stalled: a tick gap of %.1f ms\n", (double) max_gap / 1000.0);
+        failures++;
+    }
+    return failures ? 1 : 0;
+}
