@@ -2,7 +2,7 @@ import AuthSession
 import Foundation
 import TokenStore
 
-/// `tokenbench dpop-proof ITERATIONS`: the cost of one DPoP proof (issue 27) with the software
+/// `tokenbench dpop-proof ITERATIONS`: the cost of one DPoP proof with the software
 /// P-256 key: header and claims, ES256 through libcrypto, r‖s, base64url, `ath` set (the proof an
 /// app sends to its API). The key is made once, as a session loads it once per process.
 /// Prints `METRIC bench_dpop_proof p50_us=… p99_us=… goal_p50_us=200 iterations=…`.

@@ -228,7 +228,7 @@ struct Report {
         }
         func p50(_ b: Backend, _ o: Operation, _ n: Int) -> Double { results.p50(b, o, size: n) }
 
-        // Open flat in the store's size (issue 25): cold open at the largest size within 1.2× of the smallest.
+        // Open flat in the store's size: cold open at the largest size within 1.2× of the smallest.
         let openRatio = p50(.tokenStore, .openChild, largest) / p50(.tokenStore, .openChild, smallest)
         let openLine: String? = largest > smallest
             ? "- cold `open` at \(Format.count(largest)) within 1.2× of \(Format.count(smallest)): "

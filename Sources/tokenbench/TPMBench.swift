@@ -2,7 +2,7 @@ import Foundation
 import TokenStore
 
 /// `tokenbench tpm-open ITERATIONS DIR`: the open of a store with the TPM tier against the keyring
-/// tier in the same run (issue 27): each iteration opens a store (a new TokenStore object: key
+/// tier in the same run: each iteration opens a store (a new TokenStore object: key
 /// load, unseal for the TPM tier, epoch check), reads one item and closes it, alternating the two
 /// tiers. The TPM is `$TOKENSTORE_TPM_TCTI` (scripts/with-swtpm sets it); run inside scripts/with-keyring.
 /// Prints the p50s, their ratio and the TPM commands one open sends:

@@ -214,7 +214,7 @@ runner.results.loadAfter = Environment.loadAverage
 if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
 
 if options.getOnly {
-    // The get goal of issue 25 alone: p50 per size, ours against plaintext SQLite in the same run.
+    // The get goal alone: p50 per size, ours against plaintext SQLite in the same run.
     for figures in runner.results.sizes {
         let ours = runner.results.p50(.tokenStore, .get, size: figures.size)
         let plain = runner.results.p50(.plaintext, .get, size: figures.size)

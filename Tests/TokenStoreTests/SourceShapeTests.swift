@@ -42,6 +42,16 @@ import Testing
         #expect(long.isEmpty, "over 400 lines:\n\(long.map { "\($0.path): \($0.lines)" }.joined(separator: "\n"))")
     }
 
+    /// The sources say why, not which ticket: no issue or review number in them (comments
+    /// included; the history is in git).
+    @Test func noIssueOrReviewNumbers() throws {
+        let pattern = try Regex(#"issue [0-9]+|review N?[0-9]"#)
+        let cited = try TestSuiteHygieneTests.swiftFiles(under: "Sources").flatMap { file in
+            file.text.split(separator: "\n").filter { $0.contains(pattern) }.map { "\(file.path): \($0.trimmingCharacters(in: .whitespaces))" }
+        }
+        #expect(cited.isEmpty, "issue or review numbers:\n\(cited.joined(separator: "\n"))")
+    }
+
     @Test func oneConstantTimeComparison() throws {
         let lines = try Self.sourceLines()
         let memcmp = Set(lines.filter { $0.line.contains("sodium_memcmp") }.map(\.path))

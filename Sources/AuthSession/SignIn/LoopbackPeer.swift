@@ -9,7 +9,7 @@ import Glibc
 ///
 /// The listener serves only its own user: another local user must not be able to deliver a
 /// redirect (a code of their own account, or an `error=` with text of their choosing), fetch
-/// the one-time start page, or take one of the listener's slots (review N1, N2). The owner
+/// the one-time start page, or take one of the listener's slots. The owner
 /// of the peer's socket comes from the kernel's socket table (`NETLINK_SOCK_DIAG`, an exact
 /// lookup of the 4-tuple, as `ss -e` shows it), before a byte is read. Anything that cannot
 /// be established is refused: fail closed.

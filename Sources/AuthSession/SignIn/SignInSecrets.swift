@@ -2,7 +2,7 @@
 /// from 32 bytes of libsodium's CSPRNG (as Auth0.swift's WebAuth makes them).
 ///
 /// `state` and `nonce` travel in the authorization URL; they protect against forged
-/// redirects and replayed ID tokens. They are secrets of the attempt (review N1: anyone who
+/// redirects and replayed ID tokens. They are secrets of the attempt (anyone who
 /// reads them can start an authorization of their own account bound to this attempt), so the
 /// authorization URL is never put on a command line (the browser gets the listener's
 /// one-time start address) and neither value is ever logged.

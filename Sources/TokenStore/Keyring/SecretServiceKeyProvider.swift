@@ -244,7 +244,7 @@ public struct SecretServiceKeyProvider: KeyProvider {
 
     /// An error that a new transfer session may not repeat (see ``reconnecting(_:)``): an
     /// unreadable secret, a key write that did not read back (KWallet answered the read-back
-    /// search with no item: seen in ~1 matrix run in 3 once issue 24 raised the epoch more
+    /// search with no item: seen in ~1 matrix run in 3 once the epoch was raised more
     /// often), and an epoch item whose secret decrypted to something that is not a number (a
     /// garbled session; a second one in a row is the `integrityCheckFailed` it says).
     static func isSessionFailure(_ error: TokenStoreError) -> Bool {

@@ -75,7 +75,7 @@ enum StoreEpoch {
         let kept = try providerEpoch ?? provider.storeEpoch(storeID: storeID)
         if file < kept {
             // Counted only here, to word the error: a count at every open reads every page of
-            // `items` and made the open grow with the store (issue 25, item 8).
+            // `items` and made the open grow with the store.
             let (outbox, refreshTokens) = try db.readTransaction {
                 (try db.scalarInt("SELECT count(*) FROM pending_revocations") ?? 0,
                  try db.scalarInt("SELECT count(*) FROM items WHERE kind = ?", [.int(Int64(ItemKind.refreshToken.code))]) ?? 0)

@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// Gives every row without a MAC its MAC, in the open that applies schema version 10 (in the
 /// same transaction as the migration, with the data key just loaded), after which a NULL MAC is
-/// tampering (review 2, N11: a stripped MAC used to pass as a "legacy" row from before schema 7).
+/// tampering (a stripped MAC used to pass as a "legacy" row from before schema 7).
 ///
 /// The "done" fact is the schema version itself: the store cannot be brought back below 10
 /// without changing its schema, which the open refuses (`schemaTampered`). Even a file rewritten
