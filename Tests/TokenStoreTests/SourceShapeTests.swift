@@ -52,6 +52,22 @@ import Testing
         #expect(cited.isEmpty, "issue or review numbers:\n\(cited.joined(separator: "\n"))")
     }
 
+    /// The GObject library's `TsError` names every error code the Swift library has (but
+    /// `cancelled`, which is `G_IO_ERROR_CANCELLED` there): a code added in Swift and not in
+    /// `gobject/ts-error.c` would reach a GNOME app as `TS_ERROR_FAILED`.
+    @Test func gobjectErrorCodesAreComplete() throws {
+        let declared = try Regex(#"static let \w+ = Code\(rawValue: "(\w+)"\)"#)
+        let swift = Set(try TestSuiteHygieneTests.swiftFiles(under: "Sources").flatMap { file in
+            file.text.matches(of: declared).compactMap { $0.output[1].substring.map(String.init) }
+        })
+        #expect(swift.count > 40, "the walk found the codes")
+        let gobject = try String(contentsOf: repositoryRoot.appendingPathComponent("gobject/ts-error.c"), encoding: .utf8)
+        let table = gobject[gobject.range(of: "codes[] = {")!.upperBound...].prefix { $0 != "}" }
+        let listed = Set(table.matches(of: try Regex(#""(\w+)""#)).compactMap { $0.output[1].substring.map(String.init) })
+        #expect(swift.subtracting(listed) == ["cancelled"], "missing from gobject/ts-error.c: \(swift.subtracting(listed).sorted())")
+        #expect(listed.subtracting(swift).isEmpty, "not a Swift code: \(listed.subtracting(swift).sorted())")
+    }
+
     @Test func oneConstantTimeComparison() throws {
         let lines = try Self.sourceLines()
         let memcmp = Set(lines.filter { $0.line.contains("sodium_memcmp") }.map(\.path))
