@@ -78,6 +78,14 @@ enum AccountMarks {
         try settlesLogout(db, entryID: entryID, ref: envelope.accountRef(account), envelope: envelope)
     }
 
+    /// Whether `account` is marked logging out by entry `entryID` itself (not a legacy mark
+    /// naming no entry): the mark ``SessionLedger/beginLogout(account:reason:)`` wrote in the
+    /// transaction that queued the entry and raised the store epoch.
+    static func isMarked(_ db: Database, by entryID: [UInt8], _ account: AccountID, envelope: Envelope) throws -> Bool {
+        guard let mark = try find(db, ref: envelope.accountRef(account), envelope: envelope) else { return false }
+        return mark.loggingOut && mark.entry == entryID
+    }
+
     static func settlesLogout(_ db: Database, entryID: [UInt8], ref: [UInt8], envelope: Envelope) throws -> Bool {
         guard let mark = try find(db, ref: ref, envelope: envelope) else { return false }
         return mark.loggingOut && (mark.entry == nil || mark.entry == entryID)

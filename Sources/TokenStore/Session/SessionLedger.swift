@@ -280,11 +280,16 @@ package struct SessionLedger: Sendable {
             if exists, try AccountMarks.settlesLogout(
                 db, entryID: entryID, entry.account, envelope: envelope)
             {
-                try Self.deleteLocalEntries(db, entry.account, envelope: envelope)
-                if let userID = entry.appleUserID {
-                    try CredentialRecord.recordSignedOut(
-                        db, userID: userID, leaving: entry.account, reason: entry.reason, detail: detail, envelope: envelope)
+                // The logout's first step raised the epoch when it marked the account by this entry.
+                let coveredByBegin = try AccountMarks.isMarked(db, by: entryID, entry.account, envelope: envelope)
+                let settle = {
+                    try Self.deleteLocalEntries(db, entry.account, envelope: envelope)
+                    if let userID = entry.appleUserID {
+                        try CredentialRecord.recordSignedOut(
+                            db, userID: userID, leaving: entry.account, reason: entry.reason, detail: detail, envelope: envelope)
+                    }
                 }
+                if coveredByBegin { try db.coveringEpochRaise(settle) } else { try settle() }
             } else if exists, case .revoked = result, let userID = entry.appleUserID,
                 try CredentialRecord.state(db, userID: userID, envelope: envelope) == .revoked,
                 try CredentialRecord.lastDetail(db, userID: userID, envelope: envelope) != nil

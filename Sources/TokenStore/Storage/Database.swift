@@ -287,6 +287,16 @@ final class Database {
         epochRaisingChanges.insert(change)
     }
 
+    /// Inside a write transaction: runs `body`, whose record changes need no epoch raise of
+    /// their own: they finish an operation whose first step raised it (see
+    /// ``EpochRaisingChange``, "covered"). Changes made before or after `body` still count.
+    func coveringEpochRaise<T>(_ body: () throws -> T) rethrows -> T {
+        let before = epochRaisingChanges
+        let value = try body()
+        epochRaisingChanges = before
+        return value
+    }
+
     /// Inside a write transaction: runs `hook` once the transaction has committed (as GRDB's
     /// `afterNextTransaction(onCommit:)`); a rollback drops it. Hooks run in the order they
     /// were registered, with the transaction over; they must not throw (the change has
@@ -359,31 +369,6 @@ final class Database {
         guard rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW else {
             throw Database.error(
                 code: sqlite3_extended_errcode(handle), message: lastMessage, context: context, systemErrno: sqlite3_system_errno(handle))
-        }
-    }
-
-    /// Maps an SQLite result code to a typed error; the SQLite message (which never holds
-    /// bound values) is kept as the cause.
-    static func error(code: Int32, message: String, context: String, systemErrno: Int32 = 0) -> TokenStoreError {
-        if let named = fileSystemError(code: code, systemErrno: systemErrno, context: context) { return named }
-        let cause = TokenStoreError.Cause.sqlite(extendedCode: code, message: message)
-        switch code & 0xff {
-        case SQLITE_BUSY, SQLITE_LOCKED:
-            return TokenStoreError(.databaseBusy, "The database stayed locked by another connection while \(context).", cause: cause)
-        case SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_FORMAT:
-            return TokenStoreError(.databaseCorrupt, "The database file is corrupt or not a TokenStore database (\(context)).", cause: cause)
-        case SQLITE_ERROR where message.hasPrefix("unsupported file format"):
-            // A damaged header (schema format number SQLite does not know) comes back as a
-            // plain SQLITE_ERROR with this message, not as SQLITE_CORRUPT or SQLITE_FORMAT.
-            return TokenStoreError(.databaseCorrupt, "The database file is corrupt or not a TokenStore database (\(context)).", cause: cause)
-        case SQLITE_FULL:
-            return TokenStoreError(
-                .diskFull, "The disk is full (\(context)); the write was rolled back.", hint: "Free some disk space and try again.",
-                cause: cause)
-        case SQLITE_CANTOPEN where code == SQLITE_CANTOPEN | (6 << 8):  // SQLITE_CANTOPEN_SYMLINK
-            return TokenStoreError(.unsafeFileLayout, "The database path is a symbolic link; refusing to open it.", cause: cause)
-        default:
-            return TokenStoreError(.ioError, "SQLite failed while \(context).", cause: cause)
         }
     }
 }
