@@ -23,6 +23,9 @@ let usage = """
       --keep           keep the stores afterwards
       --session-only   only the session-layer figures (needs --server)
       --open-only      only TokenStore's cold opens at each size (writes nothing unless --output)
+      --logout-keyring-sizes N,N,...
+                       only a logout end to end (needs --server) with the keyring holding N
+                       other items each: one METRIC bench_logout line per size (writes nothing)
       --get-only       only get, TokenStore's and plaintext SQLite's, at each size: one
                        METRIC bench_get line per size with their p50s and ratio (writes nothing)
       -h, --help       show this help
@@ -94,6 +97,7 @@ struct Options {
     var sessionOnly = false
     var openOnly = false
     var getOnly = false
+    var logoutKeyringSizes: [Int] = []
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -116,6 +120,10 @@ struct Options {
             case "--session-only": options.sessionOnly = true
             case "--open-only": options.openOnly = true
             case "--get-only": options.getOnly = true
+            case "--logout-keyring-sizes":
+                let sizes = value(name, inline).split(separator: ",").compactMap { Int($0) }
+                guard !sizes.isEmpty, sizes.allSatisfy({ $0 >= 0 }) else { usageError("--logout-keyring-sizes needs N,N,...") }
+                options.logoutKeyringSizes = sizes
             case "--server":
                 guard let url = URL(string: value(name, inline)), url.scheme != nil else { usageError("--server needs a URL") }
                 options.server = url
@@ -192,6 +200,15 @@ runner.results.loadBefore = Environment.loadAverage
 Runner.log("\(plan.quick ? "quick" : "full") run in \(directory); load \(runner.results.loadBefore)")
 let started = monotonicNanos()
 do {
+    if !options.logoutKeyringSizes.isEmpty {
+        guard let server = options.server else { usageError("--logout-keyring-sizes needs --server") }
+        try await LogoutKeyringBench(
+            serverURL: server, directory: directory + "/logout", sizes: options.logoutKeyringSizes,
+            iterations: plan.quick ? 5 : 20
+        ).run()
+        if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
+        exit(0)
+    }
     if !options.sessionOnly { try runner.run() }
     if let server = options.server, !options.openOnly, !options.getOnly {
         Runner.log("session layer against \(server.absoluteString)")
