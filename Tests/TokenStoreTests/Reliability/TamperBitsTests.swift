@@ -9,6 +9,8 @@ import TestSupport
 /// column (lookup / entry_id / user_ref) — and each blob is truncated to every shorter length
 /// and extended. Every change must read as `integrityCheckFailed` (for a moved row key: not
 /// found by its old key, and `integrityCheckFailed` where it now is), never plaintext, never a crash.
+/// `TAMPER_BITS_STRIDE=k` (CI's sanitizer runs: 5) flips every k-th bit and truncates to every k-th
+/// length, each region still reached; `make test` flips every one.
 @Suite("Reliability: tamper_bits", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct TamperBitsTests {
     struct Target {
@@ -75,6 +77,7 @@ struct TamperBitsTests {
             Issue.record("\(target.name) does not read before tampering: \(target.read(store))")
         }
 
+        let stride = max(1, Int(ProcessInfo.processInfo.environment["TAMPER_BITS_STRIDE"] ?? "") ?? 1)
         var tried = 0, forgeries = 0, wrongCode = 0
         var perRegion: [String: Int] = [:]
         func check(_ target: Target, _ what: String, mutateRowKey: Bool = false) {
@@ -113,14 +116,14 @@ struct TamperBitsTests {
                 try raw.run("UPDATE \(target.table) SET \(target.keyIDColumn) = ? \(whereRow)", [.blob(value), .blob(target.rowKey)])
             }
             let tagStart = blob.count - Sealer.tagBytes
-            for bit in 0..<(blob.count * 8) {
+            for bit in Swift.stride(from: 0, to: blob.count * 8, by: stride) {
                 var changed = blob
                 changed[bit / 8] ^= UInt8(1 << (bit % 8))
                 try setBlob(changed)
                 let byte = bit / 8
                 check(target, byte == 0 ? "version" : byte <= Sealer.nonceBytes ? "nonce" : byte >= tagStart ? "tag" : "ciphertext")
             }
-            for length in 0..<blob.count {
+            for length in Swift.stride(from: 0, to: blob.count, by: stride) {
                 try setBlob(Array(blob[0..<length]))
                 check(target, "truncate")
             }
@@ -129,14 +132,14 @@ struct TamperBitsTests {
                 check(target, "extend")
             }
             try setBlob(blob)
-            for bit in 0..<(keyID.count * 8) {
+            for bit in Swift.stride(from: 0, to: keyID.count * 8, by: stride) {
                 var changed = keyID
                 changed[bit / 8] ^= UInt8(1 << (bit % 8))
                 try setKeyID(changed)
                 check(target, "key_id")
             }
             try setKeyID(keyID)
-            for bit in 0..<(target.rowKey.count * 8) {
+            for bit in Swift.stride(from: 0, to: target.rowKey.count * 8, by: stride) {
                 var changed = target.rowKey
                 changed[bit / 8] ^= UInt8(1 << (bit % 8))
                 try raw.run(
@@ -152,7 +155,7 @@ struct TamperBitsTests {
         // being intact (it still opens the rows), it reads as a damaged database, not as a
         // different key whose remedy would be a reset (review finding 5).
         let keyCheck = try #require(try raw.firstRow("SELECT key_check FROM data_keys WHERE status = 'active'", []) { $0.blob(0) })
-        for bit in 0..<(keyCheck.count * 8) {
+        for bit in Swift.stride(from: 0, to: keyCheck.count * 8, by: stride) {
             var changed = keyCheck
             changed[bit / 8] ^= UInt8(1 << (bit % 8))
             try raw.run("UPDATE data_keys SET key_check = ? WHERE status = 'active'", [.blob(changed)])
@@ -167,7 +170,7 @@ struct TamperBitsTests {
         #expect(try t.reopen().verify().isHealthy)
 
         Reliability.metric("tamper_bits", [
-            "records": targets.count + 1, "changes_tried": tried, "bits_flipped": tried - perRegion["truncate", default: 0] - perRegion["extend", default: 0],
+            "records": targets.count + 1, "stride": stride, "changes_tried": tried, "bits_flipped": tried - perRegion["truncate", default: 0] - perRegion["extend", default: 0],
             "version": perRegion["version", default: 0], "nonce": perRegion["nonce", default: 0],
             "ciphertext": perRegion["ciphertext", default: 0], "tag": perRegion["tag", default: 0],
             "key_id": perRegion["key_id", default: 0], "row_key": perRegion["row_key", default: 0],
@@ -176,6 +179,9 @@ struct TamperBitsTests {
         ])
         #expect(forgeries == 0)
         #expect(wrongCode == 0)
+        for region in ["version", "nonce", "ciphertext", "tag", "key_id", "row_key", "key_check", "truncate", "extend"] {
+            #expect(perRegion[region, default: 0] > 0, "no change reached \(region) (stride \(stride))")
+        }
     }
 }
 
