@@ -12,6 +12,7 @@ import Testing
     static let files = [
         "VERSION", "CHANGELOG.md", "debian/changelog", "debian/libtokenstore1.symbols",
         "include/tokenstore.h", "include/tokenstore.map", "scripts/release", "scripts/abi",
+        "api/accepted-breaks.txt", "api/0.3.0/TokenStore.json.gz", "api/0.3.0/AuthSession.json.gz",
     ]
 
     /// A git repository holding a copy of `files`, committed.
@@ -56,9 +57,17 @@ import Testing
 
         var version: String { get throws { try read("VERSION").trimmingCharacters(in: .whitespacesAndNewlines) } }
 
-        /// The release commit's edits: CHANGELOG's "Unreleased" named, debian/changelog released.
+        /// The release commit's edits: CHANGELOG's "Unreleased" named, debian/changelog released,
+        /// the release's Swift API kept under api/VERSION (`scripts/api-check --dump` needs a build:
+        /// the copy stands for its files here) and the accepted breaks emptied.
         func prepareRelease(date: String = "2026-12-03") throws {
             let version = try version
+            for module in ["TokenStore", "AuthSession"] {
+                let target = folder.appending("api/\(version)/\(module).json.gz")
+                try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try FileManager.default.copyItem(at: folder.appending("api/0.3.0/\(module).json.gz"), to: target)
+            }
+            try write("api/accepted-breaks.txt", "# Breaks since the newest release under api/.\n")
             try write("CHANGELOG.md", try read("CHANGELOG.md").replacingOccurrences(
                 of: "## Unreleased", with: "## \(version) — \(date)"))
             var debian = try read("debian/changelog")
@@ -107,6 +116,7 @@ import Testing
         #expect(result.termination.shellStatus == 1)
         #expect(result.standardErrorText.contains("rename '## Unreleased'"), "\(result)")
         #expect(result.standardErrorText.contains("UNRELEASED"), "\(result)")
+        #expect(result.standardErrorText.contains("api/\(try copy.version)/TokenStore.json.gz is missing"), "\(result)")
         #expect(try copy.tags.isEmpty)
     }
 
