@@ -351,12 +351,14 @@ enum ChallengeTarget {
         }
     }
 
+    /// `value` with `"` and `\` escaped, scalar by scalar (a Character may join a quote with a
+    /// combining mark after it, and would then not compare equal to `"`).
     private static func escaped(_ value: String) -> String {
-        var text = ""
-        for character in value {
-            if character == "\"" || character == "\\" { text.append("\\") }
-            text.append(character)
+        var text = String.UnicodeScalarView()
+        for scalar in value.unicodeScalars {
+            if scalar == "\"" || scalar == "\\" { text.append("\\") }
+            text.append(scalar)
         }
-        return text
+        return String(text)
     }
 }
