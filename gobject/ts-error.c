@@ -16,10 +16,10 @@ static const char *const codes[] = {
     "unsupportedTokenType", "invalidGrant", "unexpectedResponse", "tlsFailure", "insecureConfiguration",
     "storage", "authorizationFailed", "stateMismatch", "idTokenInvalid", "loopbackUnavailable",
     "browserUnavailable", "userChanged", "notRevocable", "authorizationMisconfigured", "issuerMismatch",
-    "dpopKeyLost", "unsupportedByServer",
+    "dpopKeyLost", "unsupportedByServer", "stepUpRequired", "accessTokenRejected",
 };
 
-G_STATIC_ASSERT (G_N_ELEMENTS (codes) == TS_ERROR_UNSUPPORTED_BY_SERVER + 1);
+G_STATIC_ASSERT (G_N_ELEMENTS (codes) == TS_ERROR_ACCESS_TOKEN_REJECTED + 1);
 
 GQuark
 ts_error_quark (void)

@@ -67,6 +67,8 @@ G_BEGIN_DECLS
  * @TS_ERROR_DPOP_KEY_LOST: the DPoP key the session was bound to is gone
  * @TS_ERROR_UNSUPPORTED_BY_SERVER: the server does not offer what the call needs (a device
  *   sign-in with a server that has no device grant)
+ * @TS_ERROR_STEP_UP_REQUIRED: the API asks for a stronger or more recent sign-in (RFC 9470)
+ * @TS_ERROR_ACCESS_TOKEN_REJECTED: the API refused the access token again after a renewal
  *
  * The codes of #TS_STORE_ERROR. A cancelled call fails with %G_IO_ERROR_CANCELLED instead.
  */
@@ -120,6 +122,8 @@ typedef enum {
     TS_ERROR_ISSUER_MISMATCH,
     TS_ERROR_DPOP_KEY_LOST,
     TS_ERROR_UNSUPPORTED_BY_SERVER,
+    TS_ERROR_STEP_UP_REQUIRED,
+    TS_ERROR_ACCESS_TOKEN_REJECTED,
 } TsError;
 
 GQuark ts_error_quark (void);

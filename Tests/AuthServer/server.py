@@ -78,6 +78,8 @@ Test-only control paths (JSON in, JSON out), under /__test/:
                       authorize_log: the parameter NAMES of the last 20 GET /authorize
   POST /__test/revoke {"token": t} | {"sub": id}   revoke server-side (no client auth),
                                           like an admin or Apple revoking the grant
+  GET|POST /__test/resource {...}         the protected API /api/notes and its RFC 9728
+                                          metadata: challenges on demand (protected_api.py)
 Browser sign-in (OIDC) control, under /__test/oidc (each "next" switch is used once):
   GET  /__test/oidc                       clients' redirect URIs, armed switches, Apple
                                           users, issuer, kid, the switch names
@@ -148,6 +150,7 @@ os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")  # plain HTTP on loopba
 from flask import Flask, Response, g, jsonify, request  # noqa: E402
 import profiles  # noqa: E402  (provider profiles, issue 26; beside this file)
 import dpop  # noqa: E402  (DPoP proof checks, issue 27; beside this file)
+import protected_api  # noqa: E402  (a protected API answering challenges; beside this file)
 from werkzeug.serving import WSGIRequestHandler, make_server  # noqa: E402
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer  # noqa: E402
@@ -656,7 +659,7 @@ def new_family(sub, auth_time, audience=None):
     # binds a public client's refresh tokens); an unbound family stays unbound.
     STATE["families"][family] = {"revoked": False, "reason": None, "sub": sub,
                                  "auth_time": int(auth_time), "audience": audience,
-                                 "jkt": g.get("dpop_jkt")}
+                                 "jkt": g.get("dpop_jkt"), "acr": protected_api.take_next_acr()}
     return family
 
 
@@ -1888,6 +1891,7 @@ def reset():
         STATE.clear()
         STATE.update(fresh_state())
         STATE["keys"] = keys
+        protected_api.reset()
     return jsonify({"ok": True})
 
 
@@ -2028,6 +2032,9 @@ def admin_revoke():
             return bad("give 'token' or 'sub'")
         count = sum(1 for f in families if revoke_family(f, "revoked"))
         return jsonify({"revoked_families": count})
+
+
+protected_api.install(app, sys.modules[__name__])  # /api/notes and its metadata (protected_api.py)
 
 
 # ----------------------------------------------------------------------------------------

@@ -289,6 +289,46 @@ def access_token_expiry():
 
 
 @check
+def protected_api_challenges():
+    """/api/notes (protected_api.py): a good token 200; invalid_token on demand and for a bad token;
+    step-up by acr and max_age, met by a later sign-in that reaches the acr; RFC 9728 metadata."""
+    def get(access_token):
+        return call("GET", "/api/notes", headers={"Authorization": "Bearer " + access_token})
+    ctl("POST", "resource", {"acr_values": None, "max_age": None, "resource_metadata": None, "invalid_token_next": 0})
+    j = sign_in("001.api.user")
+    a = get(j["access_token"])
+    assert a.status == 200 and a.json()["sub"] == "001.api.user", (a.status, a.body)
+    assert get("nope").status == 401
+    ctl("POST", "resource", {"invalid_token_next": 1})
+    a = get(j["access_token"])
+    assert a.status == 401 and a.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"', a.headers
+    assert get(j["access_token"]).status == 200
+    ctl("POST", "resource", {"acr_values": ["urn:x:mfa"], "max_age": 60, "age_sign_ins": 120})
+    a = get(j["access_token"])
+    challenge = a.headers["WWW-Authenticate"]
+    assert a.status == 401 and 'error="insufficient_user_authentication"' in challenge, challenge
+    assert 'acr_values="urn:x:mfa"' in challenge and 'max_age="60"' in challenge, challenge
+    ctl("POST", "resource", {"next_sign_in_acr": "urn:x:mfa"})
+    fresh = sign_in("001.api.user")
+    a = get(fresh["access_token"])
+    assert a.status == 200 and a.json()["acr"] == "urn:x:mfa", (a.status, a.body)
+    ctl("POST", "resource", {"acr_values": None, "max_age": None, "resource_metadata": "foreign", "invalid_token_next": 1})
+    challenge = get(fresh["access_token"]).headers["WWW-Authenticate"]
+    url = BASE + "/.well-known/oauth-protected-resource/api/notes"
+    assert f'resource_metadata="{url}"' in challenge, challenge
+    doc = call("GET", "/.well-known/oauth-protected-resource/api/notes").json()
+    assert doc["resource"] == BASE + "/api/notes" and doc["authorization_servers"] == ["https://foreign-as.example/"], doc
+    ctl("POST", "resource", {"resource_metadata": "own"})
+    doc = call("GET", "/.well-known/oauth-protected-resource/api/notes").json()
+    assert doc["authorization_servers"] == [BASE + "/"], doc
+    state = ctl("GET", "resource")
+    assert state["counters"]["step_ups"] == 1 and state["counters"]["metadata_requests"] == 2, state
+    assert call("POST", "/__test/resource", js={"resource_metadata": "elsewhere"}).status == 400
+    assert call("POST", "/__test/resource", js={"max_age": -1}).status == 400
+    ctl("POST", "resource", {"resource_metadata": None})
+
+
+@check
 def userinfo_bearer():
     """GET /userinfo: the access token's user for a live bearer access token, 401 otherwise."""
     def get(authorization):

@@ -357,7 +357,8 @@ import TokenStore
             (.userChanged, "userChanged"),
             (.notRevocable, "notRevocable"), (.authorizationMisconfigured, "authorizationMisconfigured"),
             (.issuerMismatch, "issuerMismatch"), (.dpopKeyLost, "dpopKeyLost"),
-            (.unsupportedByServer, "unsupportedByServer"),
+            (.unsupportedByServer, "unsupportedByServer"), (.stepUpRequired, "stepUpRequired"),
+            (.accessTokenRejected, "accessTokenRejected"),
         ]
         #expect(AuthSessionError.Code.allCases.map(\.rawValue) == patterns.map(\.1))
         for (pattern, rawValue) in patterns {

@@ -16,6 +16,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case token
     /// `RetryAfter.parse`, `parseRateLimitReset`, `parseHTTPDate`.
     case retryafter
+    /// `AuthenticationChallenge.parse(headerValues:)` (`WWW-Authenticate`) and its accessors.
+    case challenge
 
     /// The target named by FUZZ_TARGET (libFuzzer mode).
     static let selected: FuzzTarget = {
@@ -34,6 +36,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .sealed: SealedTarget.run(input)
         case .token: TokenTarget.run(input)
         case .retryafter: RetryAfterTarget.run(input)
+        case .challenge: ChallengeTarget.run(input)
         }
     }
 }
@@ -307,5 +310,55 @@ enum RetryAfterTarget {
         var asctime: String {
             "\(Self.days[weekday]) \(Self.months[month - 1]) \(day < 10 ? " \(day)" : "\(day)") \(clock) \(four)"
         }
+    }
+}
+
+// MARK: - challenge
+
+enum ChallengeTarget {
+    /// Input: `WWW-Authenticate` field values separated by `\n` (any bytes, decoded leniently).
+    /// Over the size limit the parse throws `unexpectedResponse`; otherwise it returns at most
+    /// `maximumChallenges` challenges, each with a token scheme, at most `maximumParameters`
+    /// lower-case names without repeats, and either a token68 or parameters. The accessors
+    /// never trap, and a challenge's own parameters re-serialized parse back to it.
+    static func run(_ input: UnsafeRawBufferPointer) {
+        let values = input.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            .map { String(decoding: $0, as: UTF8.self) }
+        let total = values.reduce(0) { $0 + $1.utf8.count }
+        let challenges: [AuthenticationChallenge]
+        do {
+            challenges = try AuthenticationChallenge.parse(headerValues: values)
+        } catch {
+            FuzzCheck.require(total > AuthenticationChallenge.maximumHeaderBytes, "threw \(error.code.rawValue) for \(total) bytes")
+            return
+        }
+        FuzzCheck.require(total <= AuthenticationChallenge.maximumHeaderBytes, "read \(total) bytes")
+        FuzzCheck.require(challenges.count <= AuthenticationChallenge.maximumChallenges, "\(challenges.count) challenges")
+        for challenge in challenges {
+            FuzzCheck.require(!challenge.scheme.isEmpty, "empty scheme")
+            let names = challenge.parameters.map(\.name)
+            FuzzCheck.require(Set(names).count == names.count, "a repeated parameter name")
+            FuzzCheck.require(names.allSatisfy { $0 == $0.lowercased() }, "a name not in lower case")
+            FuzzCheck.require(names.count <= AuthenticationChallenge.maximumParameters, "\(names.count) parameters")
+            FuzzCheck.require(challenge.token68 == nil || names.isEmpty, "both a token68 and parameters")
+            _ = (challenge.maxAge, challenge.resourceMetadata, challenge.acrValues, challenge.algorithms, challenge.scope)
+            _ = challenge.description
+            guard challenge.token68 == nil else { continue }
+            let quoted = challenge.parameters.map { "\($0.name)=\"" + escaped($0.value) + "\"" }
+            let again = try? AuthenticationChallenge.parse(
+                headerValues: [challenge.scheme + (quoted.isEmpty ? "" : " " + quoted.joined(separator: ", "))])
+            FuzzCheck.require(again == [challenge], "the re-serialized challenge parses to \(again ?? [])")
+        }
+    }
+
+    /// `value` with `"` and `\` escaped, scalar by scalar (a Character may join a quote with a
+    /// combining mark after it, and would then not compare equal to `"`).
+    private static func escaped(_ value: String) -> String {
+        var text = String.UnicodeScalarView()
+        for scalar in value.unicodeScalars {
+            if scalar == "\"" || scalar == "\\" { text.append("\\") }
+            text.append(scalar)
+        }
+        return String(text)
     }
 }

@@ -507,6 +507,24 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
         try control(body.isEmpty ? "GET" : "POST", "device", body.isEmpty ? nil : body)
     }
 
+    /// The protected test API (Tests/AuthServer/protected_api.py): `/api/notes`, which takes the
+    /// server's access tokens as `/userinfo` does and answers challenges on demand.
+    public var notesURL: URL { URL(string: baseURL.absoluteString + "/api/notes")! }
+
+    /// The protected API's policy (POST /__test/resource): `invalid_token_next` (n), `acr_values`
+    /// ([..] | NSNull), `max_age` (s | NSNull), `resource_metadata` (NSNull, "own", "foreign",
+    /// "other_resource", "not_json"), `next_sign_in_acr`, `age_sign_ins` (s). Answers the policy
+    /// and `counters` (requests, ok, refused, forced_invalid, step_ups, metadata_requests).
+    @discardableResult
+    public func resource(_ body: [String: Any] = [:]) throws -> [String: Any] {
+        try control(body.isEmpty ? "GET" : "POST", "resource", body.isEmpty ? nil : body)
+    }
+
+    /// One counter of the protected API (``resource(_:)``'s `counters`).
+    public func resourceCounter(_ name: String) throws -> Int {
+        ((try resource()["counters"] as? [String: Any])?[name] as? NSNumber)?.intValue ?? -1
+    }
+
     /// Revokes, server-side and without client authentication, the family of `token`
     /// (like an administrator or Apple revoking the grant). Returns the families revoked.
     @discardableResult

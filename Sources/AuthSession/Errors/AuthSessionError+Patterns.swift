@@ -66,11 +66,12 @@ extension AuthSessionError {
     /// Matches ``Code/minimumTTLTooLarge``.
     public static let minimumTTLTooLarge = Self(
         .minimumTTLTooLarge, "The minimum TTL is longer than the server's access tokens live.")
-    /// OAuth error codes of RFC 6749, RFC 7009 and OpenID Connect Core that the sanitizer's
+    /// OAuth error codes of RFC 6749, RFC 7009, RFC 9470 and OpenID Connect Core that the sanitizer's
     /// token-like-run rule (24 or more characters) would otherwise redact.
     static let registeredOAuthErrors: Set<String> = [
         "unsupported_response_type", "account_selection_required", "consent_required",
         "interaction_required", "request_uri_not_supported", "registration_not_supported",
+        "insufficient_user_authentication",
     ]
 
     /// Matches ``Code/notRevocable``.
@@ -84,4 +85,8 @@ extension AuthSessionError {
     public static let dpopKeyLost = Self(.dpopKeyLost, "The account's DPoP key is lost; the user must sign in again.")
     /// Matches ``Code/unsupportedByServer``.
     public static let unsupportedByServer = Self(.unsupportedByServer, "The server does not offer what the call needs.")
+    /// Matches ``Code/stepUpRequired``.
+    public static let stepUpRequired = Self(.stepUpRequired, "The API asks for a stronger or more recent sign-in.")
+    /// Matches ``Code/accessTokenRejected``.
+    public static let accessTokenRejected = Self(.accessTokenRejected, "The API refused a renewed access token.")
 }

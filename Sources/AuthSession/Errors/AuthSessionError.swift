@@ -107,7 +107,9 @@ public struct AuthSessionError: CodedError {
         /// ``AuthSessionError/oauthErrorDescription`` hold the server's (untrusted) text.
         public static let authorizationMisconfigured = Code(rawValue: "authorizationMisconfigured")
         /// The sign-in redirect's `iss` (RFC 9207) was missing or named another issuer, while
-        /// the server says it sends one: the answer may come from another server (mix-up).
+        /// the server says it sends one: the answer may come from another server (mix-up). Also
+        /// an API whose protected resource metadata (RFC 9728) does not name the configured
+        /// issuer among its `authorization_servers`: it is never followed to another server.
         public static let issuerMismatch = Code(rawValue: "issuerMismatch")
         /// The app must act, sign the user in again: the DPoP key (RFC 9449) the account's
         /// refresh token is bound to is gone from the store, changed, or unusable here. The
@@ -117,6 +119,17 @@ public struct AuthSessionError: CodedError {
         /// discovery document names no `device_authorization_endpoint` (RFC 8628). A
         /// configuration matter: sign in through the browser instead, or enable the grant.
         public static let unsupportedByServer = Code(rawValue: "unsupportedByServer")
+        /// The app must act, sign the user in again with stronger or more recent authentication:
+        /// the API answered `insufficient_user_authentication` (RFC 9470). Run a sign-in with
+        /// ``AuthSessionError/requiredACRValues`` (`acr_values`) and
+        /// ``AuthSessionError/requiredMaxAge`` (`max_age`), then make the call again. In the
+        /// interaction-required group (``AuthSessionError/requiresInteraction``); the stored
+        /// session is kept.
+        public static let stepUpRequired = Code(rawValue: "stepUpRequired")
+        /// The API refused the access token again after one forced renewal (`invalid_token` to
+        /// the retry too): the token is not for this API (its audience or scopes), or the API
+        /// does not trust this authorization server. A configuration matter; the session is kept.
+        public static let accessTokenRejected = Code(rawValue: "accessTokenRejected")
 
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
@@ -125,7 +138,7 @@ public struct AuthSessionError: CodedError {
             .invalidGrant, .unexpectedResponse, .tlsFailure, .cancelled, .insecureConfiguration,
             .storage, .authorizationFailed, .stateMismatch, .idTokenInvalid, .loopbackUnavailable,
             .browserUnavailable, .minimumTTLTooLarge, .userChanged, .notRevocable, .authorizationMisconfigured,
-            .issuerMismatch, .dpopKeyLost, .unsupportedByServer,
+            .issuerMismatch, .dpopKeyLost, .unsupportedByServer, .stepUpRequired, .accessTokenRejected,
         ]
     }
 
@@ -180,6 +193,11 @@ public struct AuthSessionError: CodedError {
     public internal(set) var idTokenCheck: IDTokenCheck?
     /// For ``Code/minimumTTLTooLarge``: how long the server's access tokens live.
     public internal(set) var tokenLifetime: Duration?
+    /// For ``Code/stepUpRequired``: the API's `acr_values`, most wanted first (empty when it
+    /// named none): pass them to the sign-in.
+    public internal(set) var requiredACRValues: [String]?
+    /// For ``Code/stepUpRequired``: the API's `max_age`, when it named one: pass it to the sign-in.
+    public internal(set) var requiredMaxAge: Duration?
 
     /// Makes an error. `oauthError` and `oauthErrorDescription` are sanitized here.
     public init(
@@ -220,6 +238,25 @@ public struct AuthSessionError: CodedError {
         var error = AuthSessionError(.idTokenInvalid, "The ID token failed the \(check.rawValue) check: \(check.summary)")
         error.idTokenCheck = check
         return error
+    }
+
+    /// An error for ``Code/stepUpRequired`` carrying what the API asked for (RFC 9470) in its
+    /// answer of status `httpStatus`.
+    public static func stepUpRequired(acrValues: [String], maxAge: Duration?, httpStatus: Int = 401) -> AuthSessionError {
+        var error = AuthSessionError(
+            .stepUpRequired,
+            "The API asks for a stronger or more recent sign-in (insufficient_user_authentication): sign in again with "
+                + "the required acr_values and max_age, then retry.",
+            httpStatus: httpStatus, oauthError: "insufficient_user_authentication")
+        error.requiredACRValues = acrValues
+        error.requiredMaxAge = maxAge
+        return error
+    }
+
+    /// True when the user must act before the call can succeed (MSAL's "UI required" group):
+    /// ``Code/interactionRequired``, ``Code/dpopKeyLost``, ``Code/stepUpRequired``.
+    public var requiresInteraction: Bool {
+        code == .interactionRequired || code == .dpopKeyLost || code == .stepUpRequired
     }
 
     /// True for failures worth trying again later: offline, timed out, rate limited,

@@ -72,6 +72,9 @@ enum ErrorMapping {
         // The server has no device grant (or another feature the command needs): its configuration.
         case .unsupportedByServer:
             return .config
+        // An API refused a freshly renewed token: the audience or the API's trust, configuration.
+        case .accessTokenRejected:
+            return .config
         // The server refused the sign-in request itself (scope, client, redirect): fix the configuration.
         case .authorizationMisconfigured:
             return .config
@@ -84,8 +87,8 @@ enum ErrorMapping {
         // Another user signed in, and replacing the account's user was not allowed: nothing was stored.
         case .userChanged:
             return .noPermission
-        case .interactionRequired, .dpopKeyLost, .serverDeclinedScopes, .invalidClient, .invalidRequest, .unsupportedTokenType,
-            .invalidGrant, .unexpectedResponse, .insecureConfiguration, .storage:
+        case .interactionRequired, .dpopKeyLost, .stepUpRequired, .serverDeclinedScopes, .invalidClient, .invalidRequest,
+            .unsupportedTokenType, .invalidGrant, .unexpectedResponse, .insecureConfiguration, .storage:
             return .failure
         default:  // a code added after this table
             return .failure
@@ -237,6 +240,11 @@ enum ErrorMapping {
             return "the server is rate limiting; try again later"
         case .serverError: return "the server failed; try again later"
         case .interactionRequired, .dpopKeyLost: return "sign in again with 'tokenctl login'"
+        case .stepUpRequired:
+            return "stepUpRequired: the API asks for a stronger or more recent sign-in; "
+                + "sign in again with 'tokenctl login --browser' and the API's acr_values and max_age"
+        case .accessTokenRejected:
+            return "accessTokenRejected: the API refused a renewed token; check --audience and the API's trusted issuer"
         case .minimumTTLTooLarge:
             guard let lifetime = error.tokenLifetime else {
                 return "minimumTTLTooLarge: ask for a shorter --min-ttl"
