@@ -255,7 +255,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     private func followKeyRotation(_ db: Database) throws {
         let version = try db.dataVersion()
         if version == confirmedDataVersion { return }
-        guard let active = try db.firstRow("SELECT key_id FROM data_keys WHERE status = 'active'", [], { $0.blob(0) }) else {
+        guard let active = try DataKeyRecords.activeKeyID(db) else {
             throw TokenStoreError(
                 .dataKeyMissing, "The store records no active data key any more (it was reset or destroyed meanwhile).",
                 hint: "Open the store again.")

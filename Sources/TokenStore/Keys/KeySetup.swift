@@ -44,7 +44,7 @@ struct KeySetup {
             }
             guard let state else { return nil }
             if state.activeKeyID != nil { return nil }  // another process made it while we waited
-            if try sealedRowCount() > 0 {
+            if try DataKeyRecords.holdKeysOrSealedRows(database) {
                 // No new key; find out outside the write lock whether the key is really gone.
                 keyLost = true
                 return nil
@@ -102,14 +102,7 @@ struct KeySetup {
     }
 
     private func readState() throws -> StoreState? {
-        guard let storeID = try database.firstRow("SELECT store_id FROM store_info WHERE id = 1", [], { $0.blob(0) }) else {
-            return nil
-        }
-        let keyID = try database.firstRow("SELECT key_id FROM data_keys WHERE status = 'active'", [], { $0.blob(0) })
-        return StoreState(storeID: storeID, activeKeyID: keyID)
-    }
-
-    private func sealedRowCount() throws -> Int {
-        try SealedTables.rowCount(database) + Int(try database.scalarInt("SELECT count(*) FROM data_keys") ?? 0)
+        guard let storeID = try DataKeyRecords.storeID(database) else { return nil }
+        return StoreState(storeID: storeID, activeKeyID: try DataKeyRecords.activeKeyID(database))
     }
 }

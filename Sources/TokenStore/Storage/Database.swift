@@ -11,14 +11,9 @@ final class Database {
     private let handle: OpaquePointer
     private var statements: [String: Statement] = [:]
     let path: String
-    /// The changes of the write transaction running now that a rollback must not undo
-    /// (``EpochRaisingChange``, reported by the record layer with ``requireEpochRaise(_:)``);
-    /// the transaction's owner (``StoreConnection``) raises the store epoch once before it
-    /// commits. Cleared at every `BEGIN` and after every commit or rollback.
-    private(set) var epochRaisingChanges: Set<EpochRaisingChange> = []
-    /// Whether the transaction running now raised the epoch and registered its publication
-    /// (``afterCommit(publishingEpoch:)``).
-    private(set) var publishesEpoch = false
+    /// The observers attached to the transaction running now (``transactionObserver(_:)``), in
+    /// the order they were attached; asked before its commit, dropped at its end.
+    private var observers: [any TransactionObserver] = []
     /// Work the transaction running now registered for after its commit (``afterCommit(_:)``),
     /// in order; dropped by a rollback.
     private var commitHooks: [(Database) -> Void] = []
@@ -27,8 +22,6 @@ final class Database {
     /// The changes the write transaction running now made that change watchers are told of
     /// (``noteChange(_:)``), in order; its owner logs them before the commit (``ChangeLog``).
     private(set) var notedChanges: [StoreChange] = []
-    /// Whether a change of the transaction running now requires the epoch raised.
-    var epochRaiseRequired: Bool { !epochRaisingChanges.isEmpty }
 
     /// How long one statement waits on another connection's lock before SQLITE_BUSY.
     static let busyTimeoutMilliseconds: Int32 = 5_000
@@ -246,13 +239,8 @@ final class Database {
         let value: T
         do {
             value = try body()
-            // A record change that needs the epoch raised, in a transaction whose owner did not
-            // raise it (and register its publication), is a programming error: refuse it rather
-            // than commit it unprotected.
-            guard !epochRaiseRequired || publishesEpoch else {
-                throw TokenStoreError(
-                    .ioError, "Internal error: a change that raises the store epoch was made outside a store transaction; nothing was changed.")
-            }
+            // Each observer may refuse the commit (a throw rolls the transaction back).
+            for observer in observers { try observer.databaseWillCommit(self) }
             try run("COMMIT")
         } catch {
             if isInTransaction { try? run("ROLLBACK") }  // the original error is what matters
@@ -266,8 +254,7 @@ final class Database {
     }
 
     private func resetTransactionState() {
-        epochRaisingChanges = []
-        publishesEpoch = false
+        observers = []
         commitHooks = []
         namedCommitHooks = []
         notedChanges = []
@@ -280,21 +267,22 @@ final class Database {
         notedChanges.append(change)
     }
 
-    /// Inside a write transaction: the change being made must raise the store epoch (see
-    /// ``EpochRaisingChange``). Called by the record layer, never by a session call site.
-    func requireEpochRaise(_ change: EpochRaisingChange) {
-        precondition(isInTransaction, "an epoch raise required outside a transaction")
-        epochRaisingChanges.insert(change)
+    /// Inside a write transaction: the observer of type `O` attached to the transaction running
+    /// now, made by `make` and attached at the first ask (as GRDB's `add(transactionObserver:extent:
+    /// .nextTransaction)`); its state lasts until the transaction ends, and it is asked before
+    /// the commit (``TransactionObserver/databaseWillCommit(_:)``).
+    func transactionObserver<O: TransactionObserver>(_ make: () -> O) -> O {
+        precondition(isInTransaction, "a transaction observer attached outside a transaction")
+        if let attached = attachedObserver(O.self) { return attached }
+        let observer = make()
+        observers.append(observer)
+        return observer
     }
 
-    /// Inside a write transaction: runs `body`, whose record changes need no epoch raise of
-    /// their own: they finish an operation whose first step raised it (see
-    /// ``EpochRaisingChange``, "covered"). Changes made before or after `body` still count.
-    func coveringEpochRaise<T>(_ body: () throws -> T) rethrows -> T {
-        let before = epochRaisingChanges
-        let value = try body()
-        epochRaisingChanges = before
-        return value
+    /// The observer of type `O` attached to the transaction running now, if any (none is attached).
+    func attachedObserver<O: TransactionObserver>(_ type: O.Type) -> O? {
+        for observer in observers { if let match = observer as? O { return match } }
+        return nil
     }
 
     /// Inside a write transaction: runs `hook` once the transaction has committed (as GRDB's
@@ -311,14 +299,6 @@ final class Database {
     func afterCommit(once name: String, _ hook: @escaping (Database) -> Void) {
         guard namedCommitHooks.insert(name).inserted else { return }
         afterCommit(hook)
-    }
-
-    /// Inside a write transaction whose owner has just raised the file's epoch: `publish`
-    /// raises the key provider's after the commit (nil: the store has no epoch, below schema
-    /// version 9). It is what lets a transaction with ``epochRaisingChanges`` commit.
-    func afterCommit(publishingEpoch publish: ((Database) -> Void)?) {
-        if let publish { afterCommit(publish) }
-        publishesEpoch = true
     }
 
     /// Runs `body` in a read transaction (a consistent snapshot across statements).
@@ -375,3 +355,12 @@ final class Database {
 
 @available(*, unavailable)
 extension Database: Sendable {}
+
+/// State a write transaction carries for its owner or its records from the first ask to its end
+/// (``Database/transactionObserver(_:)``), with a say before the commit (GRDB's
+/// `TransactionObserver`): the storage layer knows no more of what it observes.
+protocol TransactionObserver: AnyObject {
+    /// Before the transaction commits: a throw refuses the commit (the transaction rolls back,
+    /// no after-commit work runs).
+    func databaseWillCommit(_ db: Database) throws
+}
