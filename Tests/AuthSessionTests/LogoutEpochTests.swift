@@ -49,6 +49,12 @@ struct LogoutEpochTests {
         return (f, store, session, counter)
     }
 
+    /// The key provider's epoch is the file's: the logout left no raise owed.
+    static func expectNothingOwed(_ store: TokenStore, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let status = try store.epochStatus()
+        #expect(status.file == status.keyProvider, "nothing owed once the logout returned: \(status)", sourceLocation: sourceLocation)
+    }
+
     @Test("an online logout raises the key provider's epoch once, to the file's: a copy from before it is caught")
     func onlineLogout() async throws {
         let (f, store, session, counter) = try await Self.signedIn()
@@ -72,8 +78,7 @@ struct LogoutEpochTests {
         let raisesBefore = counter.raises
         #expect(try await session.logout(account: "alice") == .revoked)
         #expect(counter.raises - raisesBefore == 2, "the logout's raise and the key switch's")
-        let after = try store.epochStatus()
-        #expect(after.file == after.keyProvider, "nothing owed once the logout returned: \(after)")
+        try Self.expectNothingOwed(store)
     }
 
     @Test("an offline logout (revocation queued) also writes the key provider once, and owes nothing")
@@ -84,8 +89,7 @@ struct LogoutEpochTests {
         let raisesBefore = counter.raises
         #expect(try await session.logout(account: "alice") == .revocationPending)
         #expect(counter.raises - raisesBefore == 1, "key provider epoch writes during one logout")
-        let after = try store.epochStatus()
-        #expect(after.file == after.keyProvider, "nothing owed once the logout returned: \(after)")
+        try Self.expectNothingOwed(store)
     }
 
     @Test("a logout that ends with an error after its first step still leaves nothing owed")
@@ -100,8 +104,7 @@ struct LogoutEpochTests {
         task.cancel()
         _ = try? await task.value
         #expect(counter.raises - raisesBefore <= 1)
-        let after = try store.epochStatus()
-        #expect(after.file == after.keyProvider, "nothing owed once the logout returned: \(after)")
+        try Self.expectNothingOwed(store)
     }
 
     @Test("a copy from between the logout's two steps, put back after it: it opens, offers no token, and resume finishes the logout")
