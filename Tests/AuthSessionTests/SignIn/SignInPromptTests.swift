@@ -54,6 +54,24 @@ struct SignInPromptTests {
         #expect(logs.lines.allSatisfy { !$0.contains(hint) }, "\(logs.lines)")
     }
 
+    @Test("without PAR the browser's command line (its /proc cmdline) holds neither login_hint nor the hint")
+    func loginHintNotInBrowserArgv() async throws {
+        let f = try SessionFixture()
+        let directory = try TemporaryDirectory(prefix: "signin-hint-argv")
+        let redirect = try BrowserSignInTests.registeredRedirect(f.server, ports: try BrowserSignInTests.freePorts(1))
+        let (browser, record) = try BrowserSignInLocalUserTests.recordingBrowser(directory)
+        let hint = "000792.argv.hint.\(UUID().uuidString.prefix(8).lowercased())"
+        let result = try await f.session.signIn(
+            account: "alice", redirectURIs: redirect, prompt: .login, loginHint: hint, browser: browser)
+        #expect(result.profile.userID == hint, "the hint reached the server through the start page's redirect")
+        #expect(try f.server.authorizations().last?.loginHint == hint)
+        let argv = try String(contentsOf: record, encoding: .utf8)
+        #expect(argv.contains("http://127.0.0.1:\(redirect[0].port!)/start/"), "\(argv)")
+        for text in [hint, "login_hint", "prompt=", "?"] {
+            #expect(!argv.contains(text), "the browser's argv holds \(text)")
+        }
+    }
+
     @Test("with PAR the login_hint is pushed: the browser's URL has only client_id and request_uri")
     func loginHintIsPushed() async throws {
         let f = try SessionFixture()

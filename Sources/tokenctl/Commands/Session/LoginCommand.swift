@@ -28,6 +28,9 @@ struct LoginCommand: TokenctlCommand {
         "What the server shows (login: credentials even over its session; none: no page at all); with --browser.")
     static let loginHint = OptionSpec.value(
         "login-hint", "identifier", "Who is expected to sign in (an email address), pre-filled by the server; with --browser.")
+    static let loginHintFD = OptionSpec.value(
+        "login-hint-fd", "fd", rule: .nonNegativeInteger,
+        "Read the login hint from this open file descriptor (kept out of the process list); with --browser.")
     static let maxAge = OptionSpec.value(
         "max-age", "seconds", rule: .nonNegativeInteger,
         "The longest time since the user last authenticated (the ID token's auth_time is checked); with --browser.")
@@ -63,7 +66,9 @@ struct LoginCommand: TokenctlCommand {
             at all and fails (exit 1, interactionRequired) when the server would have to ask \
             the user. --login-hint names who is expected to sign in; it is sent only in the \
             authorization request (pushed with PAR) and never printed, but like every argument \
-            it is visible to other local users in the process list. With --max-age the ID \
+            it is visible to other local users in the process list: --login-hint-fd N reads \
+            it from descriptor N instead (printf '%s' "$EMAIL" | tokenctl login --browser \
+            --login-hint-fd 0 ...), which keeps it out of the process list. With --max-age the ID \
             token's auth_time, with --acr-values its acr, is checked (exit 65 and nothing \
             stored when it fails).
 
@@ -92,10 +97,11 @@ struct LoginCommand: TokenctlCommand {
             """,
         options: [
             ServerOptions.domain, ServerOptions.issuer, ServerOptions.clientID, ItemOptions.account, browser, device,
-            connection, audience, redirectPort, timeout, prompt, loginHint, maxAge, acrValues, appleUserID,
+            connection, audience, redirectPort, timeout, prompt, loginHint, loginHintFD, maxAge, acrValues,
+            appleUserID,
             allowUserChange, firstName, lastName, ServerOptions.scope, dpop,
         ],
-        mutuallyExclusive: [[browser.name, device.name]],
+        mutuallyExclusive: [[browser.name, device.name], [loginHint.name, loginHintFD.name]],
         refusedOptions: [appleCode])
 
     /// How the user signs in.
@@ -111,12 +117,14 @@ struct LoginCommand: TokenctlCommand {
         var prompt: SignInPrompt?
         /// An identifier: never printed.
         var loginHint: String?
+        /// `--login-hint-fd`: the descriptor `loginHint` is read from when the command runs.
+        var loginHintDescriptor: Int32?
         var maxAge: Duration?
         var acrValues: [String] = []
     }
 
     /// The options only a browser sign-in takes.
-    static let browserOnly = [connection, redirectPort, timeout, prompt, loginHint, maxAge, acrValues]
+    static let browserOnly = [connection, redirectPort, timeout, prompt, loginHint, loginHintFD, maxAge, acrValues]
 
     let server: ServerOptions
     let account: String
@@ -183,6 +191,16 @@ struct LoginCommand: TokenctlCommand {
         // The code first: an empty stdin is refused before the store is opened (or made).
         var code: SecretBytes?
         if case .appleCode = method { code = try readAppleCode(context) }
+        var method = self.method
+        if case .browser(let connection, let audience, let redirectURIs, let timeoutSeconds, var choice) = method,
+            let fd = choice.loginHintDescriptor
+        {
+            // Read before the store is opened (or made): a bad descriptor changes nothing.
+            choice.loginHint = try SecretInput.loginHint(fileDescriptor: fd)
+            method = .browser(
+                connection: connection, audience: audience, redirectURIs: redirectURIs, timeoutSeconds: timeoutSeconds,
+                choice: choice)
+        }
         let session = try server.openSession(context, createStore: true).session
         // The account's user before the sign-in, to say when it changed (--allow-user-change).
         let previousUserID = try? session.store.appleUserID(account: AccountID(account))
@@ -242,6 +260,7 @@ struct LoginCommand: TokenctlCommand {
         var choice = BrowserChoice()
         choice.prompt = parsed.value(prompt).flatMap(SignInPrompt.init(rawValue:))
         choice.loginHint = parsed.value(loginHint)
+        choice.loginHintDescriptor = parsed.value(loginHintFD).flatMap { Int32($0) }
         choice.maxAge = parsed.value(maxAge).flatMap(Int.init).map { Duration.seconds($0) }
         if let text = parsed.value(acrValues) {
             choice.acrValues = text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
