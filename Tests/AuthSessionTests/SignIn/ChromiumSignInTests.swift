@@ -35,6 +35,9 @@ struct ChromiumSignInTests {
     struct Run {
         let directory: TemporaryDirectory
         var statusFile: URL { directory.appending("wrapper-status") }
+        /// A browser profile kept from one run to the next (`TOKENSTORE_CHROMIUM_PROFILE`: its
+        /// cookies, so a server's session); `nil`: a new profile.
+        var keptProfile: URL?
 
         init() throws { directory = try TemporaryDirectory(prefix: "tokenstore-chromium-test") }
 
@@ -44,6 +47,7 @@ struct ChromiumSignInTests {
             environment["BROWSER"] = "'\(ChromiumSignInTests.wrapper.path)'"
             environment["TMPDIR"] = directory.path
             environment["TOKENSTORE_CHROMIUM_STATUS"] = statusFile.path
+            if let keptProfile { environment["TOKENSTORE_CHROMIUM_PROFILE"] = keptProfile.path }
             return SystemBrowserOpener(environment: environment)
         }
 
