@@ -106,6 +106,11 @@ Browser sign-in (OIDC) control, under /__test/oidc (each "next" switch is used o
                                           in the JWKS unless keep_old is false)
   POST /__test/oidc/sessions {"age": s}   age every browser session by s seconds
   DELETE /__test/oidc/sessions            end every browser session
+  GET /oidc/logout (end_session_endpoint: OIDC RP-initiated logout: id_token_hint,
+      client_id, post_logout_redirect_uri registered for the client, state echoed) and
+      GET /v2/logout (Auth0: client_id, returnTo registered, its query aside) end the
+      cookie's browser session, clear the cookie and 302 back; /__test/oidc lists the last
+      20 in "end_sessions" (kind, id_token_hint_sub, state, ended)
   POST /__test/oidc/acr {"supported": [..] | null}   the acr values a login can meet
   GET /__test/oidc also lists "sessions" (user, auth_time, acr, age) and "authorizations":
   the last 20 /authorize requests' prompt, login_hint, max_age, acr_values and whether a
@@ -283,6 +288,8 @@ def fresh_oidc():
         # each /authorize that passed the checks, newest last (at most 20): what was asked
         # (prompt, login_hint, max_age, acr_values) and whether a login page was shown
         "authorizations": [],
+        # the last 20 end-session requests: {"kind", "id_token_hint_sub", "state", "ended"}
+        "end_sessions": [],
     }
 
 
@@ -1578,6 +1585,7 @@ def openid_configuration():
                              "family_name", "given_name", "iat", "iss", "name", "nonce", "sid", "sub"],
         "request_parameter_supported": False,
         "device_authorization_endpoint": base + "oauth/device/code",
+        "end_session_endpoint": base + "oidc/logout",
         **({"pushed_authorization_request_endpoint": base + "oauth/par",
             "require_pushed_authorization_requests": bool(STATE["config"]["require_par"])}
            if STATE["config"]["par"] else {}),
@@ -2018,6 +2026,7 @@ def oidc_view():
         "sessions": [dict(v, age=int(time.time()) - v["auth_time"]) for v in STATE["oidc"]["sessions"].values()],
         "acr_supported": STATE["oidc"]["acr_supported"],
         "authorizations": STATE["oidc"]["authorizations"],
+        "end_sessions": STATE["oidc"]["end_sessions"],
     }
 
 
@@ -2115,6 +2124,50 @@ def oidc_disarm():
         for name in ("next_user", "next_id_token", "next_redirect"):
             STATE["oidc"][name] = None
         return jsonify(oidc_view())
+
+
+def end_browser_session(kind, client_id, return_to, sub, state):
+    """Ends the browser session the request's cookie names and sends the browser to
+    `return_to` (registered for `client_id`, its query aside), the cookie cleared."""
+    conf = STATE["oidc"]["clients"].get(client_id or "") or {}
+    bare = urllib.parse.urlunsplit(urllib.parse.urlsplit(return_to or "")._replace(query=""))
+    if not return_to or not redirect_uri_matches(bare, conf.get("redirect_uris") or [],
+                                                 bool(conf.get("any_loopback_port"))):
+        return error_page("invalid_request", "logout return address not registered")
+    with LOCK:
+        ended = STATE["oidc"]["sessions"].pop(request.cookies.get(SESSION_COOKIE) or "", None) is not None
+        entries = STATE["oidc"]["end_sessions"]
+        entries.append({"kind": kind, "id_token_hint_sub": sub, "state": state is not None, "ended": ended})
+        del entries[:-20]
+    target = return_to
+    if state is not None:
+        target += ("&" if "?" in target else "?") + urllib.parse.urlencode({"state": state})
+    response = Response(status=302, headers={"Location": target, "Cache-Control": "no-store"})
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+@app.get("/oidc/logout")
+def oidc_logout():
+    """OIDC RP-initiated logout 1.0: id_token_hint (its sub recorded; the signature is not
+    checked here), client_id, post_logout_redirect_uri (registered), state (echoed)."""
+    sub = None
+    hint = request.args.get("id_token_hint")
+    if hint:
+        try:
+            payload = hint.split(".")[1]
+            sub = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))).get("sub")
+        except (IndexError, ValueError):
+            return error_page("invalid_request", "id_token_hint is not a JWT")
+    return end_browser_session("oidc", request.args.get("client_id"), request.args.get("post_logout_redirect_uri"),
+                               sub, request.args.get("state"))
+
+
+@app.get("/v2/logout")
+def auth0_logout():
+    """Auth0's logout: client_id and returnTo (registered, its query aside: any state travels
+    inside it); no id_token_hint."""
+    return end_browser_session("auth0", request.args.get("client_id"), request.args.get("returnTo"), None, None)
 
 
 @app.route("/__test/oidc/sessions", methods=["POST", "DELETE"])

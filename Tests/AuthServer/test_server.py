@@ -1037,6 +1037,35 @@ def oidc_name_and_email_on_first_sign_in_only():
 
 
 @check
+def end_session_endpoints_end_the_browser_session():
+    assert call("GET", "/.well-known/openid-configuration").json()["end_session_endpoint"] == BASE + "/oidc/logout"
+    user = "001.endsession." + os.urandom(4).hex()
+    f = Flow(login_hint="apple|" + user)
+    id_token = f.tokens()["id_token"]
+    assert Flow(cookie=f.session).apple is None, "the session answers before the logout"
+    # OIDC: a return address that is not registered is a page, and the session stays
+    bad = fetch("GET", "/oidc/logout?" + urllib.parse.urlencode(
+        {"client_id": PUBLIC, "post_logout_redirect_uri": "http://127.0.0.1:9/elsewhere", "state": "s"}), cookie=f.session)
+    assert bad.status == 400 and "Location" not in bad.headers, bad.status
+    a = fetch("GET", "/oidc/logout?" + urllib.parse.urlencode(
+        {"client_id": PUBLIC, "id_token_hint": id_token, "post_logout_redirect_uri": DEFAULT_CALLBACK, "state": "s1"}),
+        cookie=f.session)
+    assert a.status == 302 and a.headers["Location"] == DEFAULT_CALLBACK + "?state=s1", (a.status, a.headers)
+    assert any(line.startswith("tsauth_session=;") for line in a.headers.get_all("Set-Cookie") or []), a.headers
+    assert oidc("GET", "")["end_sessions"][-1] == {"kind": "oidc", "id_token_hint_sub": "apple|" + user,
+                                                  "state": True, "ended": True}
+    assert Flow(cookie=f.session).apple is not None, "the login page after the logout"
+    # Auth0's /v2/logout: returnTo as given (its query kept), no state of its own
+    g = Flow(login_hint="apple|" + user)
+    b = fetch("GET", "/v2/logout?" + urllib.parse.urlencode(
+        {"client_id": PUBLIC, "returnTo": DEFAULT_CALLBACK + "?state=s2"}), cookie=g.session)
+    assert b.status == 302 and b.headers["Location"] == DEFAULT_CALLBACK + "?state=s2", (b.status, b.headers)
+    assert oidc("GET", "")["end_sessions"][-1] == {"kind": "auth0", "id_token_hint_sub": None, "state": False,
+                                                  "ended": True}
+    assert Flow(cookie=g.session).apple is not None
+
+
+@check
 def oidc_browser_session_prompt_and_max_age():
     user = "001.session." + os.urandom(4).hex()
     f = Flow(login_hint="apple|" + user)

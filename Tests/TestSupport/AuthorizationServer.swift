@@ -591,6 +591,36 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
     }
 
     /// The number of live browser sessions at the server.
+    /// One request at an end-session endpoint (`/oidc/logout` or Auth0's `/v2/logout`), as the
+    /// server recorded it.
+    public struct EndSessionRecord: Sendable, Equatable {
+        /// `oidc` or `auth0`.
+        public var kind: String
+        /// The `sub` of the `id_token_hint`, when one came.
+        public var idTokenHintSubject: String?
+        /// Whether a `state` came (and was echoed).
+        public var state: Bool
+        /// Whether the request's cookie named a browser session, which was ended.
+        public var ended: Bool
+
+        public init(kind: String, idTokenHintSubject: String?, state: Bool, ended: Bool) {
+            self.kind = kind
+            self.idTokenHintSubject = idTokenHintSubject
+            self.state = state
+            self.ended = ended
+        }
+    }
+
+    /// The last 20 end-session requests, newest last.
+    public func endSessions() throws -> [EndSessionRecord] {
+        let list = try control("GET", "oidc", nil)["end_sessions"] as? [[String: Any]] ?? []
+        return list.map {
+            EndSessionRecord(
+                kind: $0["kind"] as? String ?? "", idTokenHintSubject: $0["id_token_hint_sub"] as? String,
+                state: $0["state"] as? Bool ?? false, ended: $0["ended"] as? Bool ?? false)
+        }
+    }
+
     public func browserSessionCount() throws -> Int {
         (try control("GET", "oidc", nil)["sessions"] as? [Any])?.count ?? -1
     }

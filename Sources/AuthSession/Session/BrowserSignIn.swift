@@ -210,8 +210,9 @@ extension LoopbackRedirectListener {
     /// - Throws: ``AuthSessionError/Code/insecureConfiguration`` for an empty list or a URI
     ///   that is not `http://127.0.0.1:PORT/path` (no query, fragment or user);
     ///   ``AuthSessionError/Code/loopbackUnavailable`` when every port is in use.
-    static func bind(redirectURIs: [URL], expectedState: String, logger: TokenStoreLogger) throws(AuthSessionError)
-        -> LoopbackRedirectListener
+    static func bind(
+        redirectURIs: [URL], expectedState: String, endsSession: Bool = false, logger: TokenStoreLogger
+    ) throws(AuthSessionError) -> LoopbackRedirectListener
     {
         guard !redirectURIs.isEmpty else {
             throw AuthSessionError(.insecureConfiguration, "No loopback redirect URI is configured for the sign-in.")
@@ -230,7 +231,8 @@ extension LoopbackRedirectListener {
         for group in groups {
             do {
                 return try LoopbackRedirectListener(
-                    ports: group.ports, expectedState: expectedState, callbackPath: group.path, logger: logger)
+                    ports: group.ports, expectedState: expectedState, callbackPath: group.path, endsSession: endsSession,
+                    logger: logger)
             } catch where error.code == .loopbackUnavailable {
                 lastError = error
             }
