@@ -66,13 +66,17 @@ extension TokenSession {
         browser: any BrowserOpener = SystemBrowserOpener()
     ) async throws -> BrowserLogoutOutcome {
         // The ID token first: the logout deletes it.
-        let idToken = endBrowserSession ? try? storage { try store.secret(for: ItemKey(account: account, kind: .idToken)) } : nil
+        var idToken: SecretBytes?
+        if endBrowserSession {
+            let (store, key) = (self.store, ItemKey(account: account, kind: .idToken))
+            idToken = (try? await blocking { try store.secret(for: key) }) ?? nil
+        }
         let outcome = try await logout(account: account)
         guard endBrowserSession else { return BrowserLogoutOutcome(logout: outcome, browserSession: .notAsked) }
         return BrowserLogoutOutcome(
             logout: outcome,
             browserSession: await endBrowserSessionAtProvider(
-                idToken: idToken ?? nil, redirectURIs: redirectURIs, timeout: timeout, browser: browser))
+                idToken: idToken, redirectURIs: redirectURIs, timeout: timeout, browser: browser))
     }
 
     /// Opens the provider's end-session endpoint and waits for the browser's return.
