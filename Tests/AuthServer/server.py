@@ -1488,7 +1488,8 @@ def login_callback():
         # The browser is now signed in here: a later /authorize with this cookie needs no page.
         sid = secrets.token_urlsafe(24)
         STATE["oidc"]["sessions"][sid] = {"apple_id": entry["sub"], "auth_time": now, "acr": acr}
-        response.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="Lax", path="/")
+        # Persistent, as a provider's "remember me" session is (Auth0's lasts days): a browser keeps it across restarts.
+        response.set_cookie(SESSION_COOKIE, sid, max_age=86400, httponly=True, samesite="Lax", path="/")
         return response
 
 

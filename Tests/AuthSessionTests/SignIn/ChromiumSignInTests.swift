@@ -123,6 +123,33 @@ struct ChromiumSignInTests {
         #expect(BrowserSignInTests.isFree(ports[0]))
     }
 
+    @Test("logout ending the browser session in Chromium (its profile kept): the next sign-in shows the login page again")
+    func chromiumLogoutEndsTheSession() async throws {
+        let f = try SessionFixture()
+        let redirect = try BrowserSignInTests.registeredRedirect(f.server, ports: try BrowserSignInTests.freePorts(1))
+        let profile = try TemporaryDirectory(prefix: "tokenstore-chromium-kept")
+        func run() throws -> Run {
+            var run = try Run()
+            run.keptProfile = profile.appending("profile")
+            return run
+        }
+        func signIn() async throws -> Bool {
+            let run = try run()
+            try await f.session.signIn(account: "alice", redirectURIs: redirect, timeout: .seconds(120), browser: run.opener)
+            try await run.expectCleanExit()
+            return try #require(try f.server.authorizations().last).loginForm
+        }
+        #expect(try await signIn())
+        #expect(try await signIn() == false, "Chromium's session cookie answered without the login page")
+        let logout = try run()
+        let outcome = try await f.session.logout(
+            account: "alice", endBrowserSession: true, redirectURIs: redirect, timeout: .seconds(120), browser: logout.opener)
+        try await logout.expectCleanExit()
+        #expect(outcome.logout == .revoked && outcome.browserSession == .ended, "\(outcome)")
+        #expect(try f.server.endSessions().last?.ended == true)
+        #expect(try await signIn(), "the login page after the logout")
+    }
+
     @Test("the user declines at Apple in Chromium: authorizationFailed with access_denied, nothing stored")
     func chromiumAccessDenied() async throws {
         let f = try SessionFixture()
