@@ -38,3 +38,10 @@ DEFINE_ENUM (ts_item_kind_get_type, "TsItemKind",
              {TS_ITEM_KIND_GENERIC, "TS_ITEM_KIND_GENERIC", "generic"},
              {TS_ITEM_KIND_ID_TOKEN, "TS_ITEM_KIND_ID_TOKEN", "id-token"},
              {TS_ITEM_KIND_PROFILE, "TS_ITEM_KIND_PROFILE", "profile"})
+
+DEFINE_ENUM (ts_sign_in_prompt_get_type, "TsSignInPrompt",
+             {TS_SIGN_IN_PROMPT_DEFAULT, "TS_SIGN_IN_PROMPT_DEFAULT", "default"},
+             {TS_SIGN_IN_PROMPT_LOGIN, "TS_SIGN_IN_PROMPT_LOGIN", "login"},
+             {TS_SIGN_IN_PROMPT_SELECT_ACCOUNT, "TS_SIGN_IN_PROMPT_SELECT_ACCOUNT", "select-account"},
+             {TS_SIGN_IN_PROMPT_CONSENT, "TS_SIGN_IN_PROMPT_CONSENT", "consent"},
+             {TS_SIGN_IN_PROMPT_NONE, "TS_SIGN_IN_PROMPT_NONE", "none"})

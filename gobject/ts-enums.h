@@ -77,6 +77,27 @@ typedef enum {
     TS_ITEM_KIND_PROFILE = 6,
 } TsItemKind;
 
+/**
+ * TsSignInPrompt:
+ * @TS_SIGN_IN_PROMPT_DEFAULT: no `prompt` sent: the server decides (a live browser session at the
+ *   server may sign its user in without a page)
+ * @TS_SIGN_IN_PROMPT_LOGIN: `login`: the server asks for credentials even over a live browser
+ *   session (to sign in as someone else)
+ * @TS_SIGN_IN_PROMPT_SELECT_ACCOUNT: `select_account`: the server lets the user choose an account
+ * @TS_SIGN_IN_PROMPT_CONSENT: `consent`: the server asks for consent again
+ * @TS_SIGN_IN_PROMPT_NONE: `none`: no page at all; a server that must show one makes the sign-in
+ *   fail with %TS_ERROR_INTERACTION_REQUIRED
+ *
+ * OpenID Connect's `prompt` of a browser sign-in ([property@Session:prompt]).
+ */
+typedef enum {
+    TS_SIGN_IN_PROMPT_DEFAULT,
+    TS_SIGN_IN_PROMPT_LOGIN,
+    TS_SIGN_IN_PROMPT_SELECT_ACCOUNT,
+    TS_SIGN_IN_PROMPT_CONSENT,
+    TS_SIGN_IN_PROMPT_NONE,
+} TsSignInPrompt;
+
 GType ts_credential_state_get_type (void);
 #define TS_TYPE_CREDENTIAL_STATE (ts_credential_state_get_type ())
 GType ts_protection_get_type (void);
@@ -85,5 +106,7 @@ GType ts_logout_outcome_get_type (void);
 #define TS_TYPE_LOGOUT_OUTCOME (ts_logout_outcome_get_type ())
 GType ts_item_kind_get_type (void);
 #define TS_TYPE_ITEM_KIND (ts_item_kind_get_type ())
+GType ts_sign_in_prompt_get_type (void);
+#define TS_TYPE_SIGN_IN_PROMPT (ts_sign_in_prompt_get_type ())
 
 G_END_DECLS

@@ -23,11 +23,18 @@ struct _TsSession {
     GArray *ports;
     char *connection;
     guint sign_in_timeout;
+    TsSignInPrompt prompt;
+    char *login_hint;
+    int max_age;
+    char *acr_values;
 };
 
 G_DEFINE_FINAL_TYPE (TsSession, ts_session, G_TYPE_OBJECT)
 
-enum { PROP_0, PROP_STORE, PROP_CONNECTION, PROP_SIGN_IN_TIMEOUT, N_PROPS };
+enum {
+    PROP_0, PROP_STORE, PROP_CONNECTION, PROP_SIGN_IN_TIMEOUT, PROP_PROMPT, PROP_LOGIN_HINT, PROP_MAX_AGE,
+    PROP_ACR_VALUES, N_PROPS
+};
 static GParamSpec *properties[N_PROPS];
 
 static void
@@ -38,6 +45,8 @@ ts_session_finalize (GObject *object)
     g_clear_object (&self->store);
     g_array_unref (self->ports);
     g_free (self->connection);
+    ts_secret_string_free (self->login_hint);
+    g_free (self->acr_values);
     G_OBJECT_CLASS (ts_session_parent_class)->finalize (object);
 }
 
@@ -49,6 +58,10 @@ ts_session_get_property (GObject *object, guint id, GValue *value, GParamSpec *p
     case PROP_STORE: g_value_set_object (value, self->store); break;
     case PROP_CONNECTION: g_value_set_string (value, self->connection); break;
     case PROP_SIGN_IN_TIMEOUT: g_value_set_uint (value, self->sign_in_timeout); break;
+    case PROP_PROMPT: g_value_set_enum (value, self->prompt); break;
+    case PROP_LOGIN_HINT: g_value_set_string (value, self->login_hint); break;
+    case PROP_MAX_AGE: g_value_set_int (value, self->max_age); break;
+    case PROP_ACR_VALUES: g_value_set_string (value, self->acr_values); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, id, pspec);
     }
 }
@@ -64,6 +77,16 @@ ts_session_set_property (GObject *object, guint id, const GValue *value, GParamS
         self->connection = g_value_dup_string (value);
         break;
     case PROP_SIGN_IN_TIMEOUT: self->sign_in_timeout = g_value_get_uint (value); break;
+    case PROP_PROMPT: self->prompt = g_value_get_enum (value); break;
+    case PROP_LOGIN_HINT:
+        ts_secret_string_free (self->login_hint);
+        self->login_hint = g_value_dup_string (value);
+        break;
+    case PROP_MAX_AGE: self->max_age = g_value_get_int (value); break;
+    case PROP_ACR_VALUES:
+        g_free (self->acr_values);
+        self->acr_values = g_value_dup_string (value);
+        break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, id, pspec);
     }
 }
@@ -97,6 +120,45 @@ ts_session_class_init (TsSessionClass *klass)
      */
     properties[PROP_SIGN_IN_TIMEOUT] = g_param_spec_uint ("sign-in-timeout", NULL, NULL, 1, 86400, 300,
         G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+    /**
+     * TsSession:prompt:
+     *
+     * OpenID Connect's `prompt` of the next sign-ins: %TS_SIGN_IN_PROMPT_LOGIN asks for the
+     * user's credentials even when the browser is still signed in at the server (to sign in as
+     * someone else); %TS_SIGN_IN_PROMPT_NONE shows no page and fails with
+     * %TS_ERROR_INTERACTION_REQUIRED when the server would have to.
+     */
+    properties[PROP_PROMPT] = g_param_spec_enum ("prompt", NULL, NULL, TS_TYPE_SIGN_IN_PROMPT,
+        TS_SIGN_IN_PROMPT_DEFAULT, G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+    /**
+     * TsSession:login-hint:
+     *
+     * OpenID Connect's `login_hint` of the next sign-ins: who is expected to sign in (an email
+     * address), which the server may pre-fill; %NULL: none. An identifier: sent only in the
+     * authorization request (pushed with PAR), never on a command line, in a log or an error;
+     * set it back to %NULL after the sign-in. An empty string fails the sign-in with
+     * %TS_ERROR_INVALID_INPUT.
+     */
+    properties[PROP_LOGIN_HINT] = g_param_spec_string ("login-hint", NULL, NULL, NULL,
+        G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+    /**
+     * TsSession:max-age:
+     *
+     * OpenID Connect's `max_age` of the next sign-ins, in seconds: the longest time since the
+     * user last authenticated (the ID token's `auth_time` is then checked, else
+     * %TS_ERROR_ID_TOKEN_INVALID); -1 (the default): none sent.
+     */
+    properties[PROP_MAX_AGE] = g_param_spec_int ("max-age", NULL, NULL, -1, G_MAXINT, -1,
+        G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+    /**
+     * TsSession:acr-values:
+     *
+     * OpenID Connect's `acr_values` of the next sign-ins: space-separated authentication context
+     * classes; the ID token's `acr` must then be one of them (else %TS_ERROR_ID_TOKEN_INVALID).
+     * %NULL: none.
+     */
+    properties[PROP_ACR_VALUES] = g_param_spec_string ("acr-values", NULL, NULL, NULL,
+        G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
     g_object_class_install_properties (object_class, N_PROPS, properties);
 }
 
@@ -106,6 +168,7 @@ ts_session_init (TsSession *self)
     self->ports = g_array_new (FALSE, FALSE, sizeof (guint16));
     self->connection = g_strdup ("apple");
     self->sign_in_timeout = 300;
+    self->max_age = -1;
 }
 
 static TsSession *
@@ -197,6 +260,11 @@ typedef struct {
     char *audience;
     char *scopes; /* space-separated, or NULL */
     guint min_ttl;
+    /* a sign-in's choice of who signs in, copied from the properties when it starts */
+    TsSignInPrompt prompt;
+    char *login_hint;
+    char *acr_values;
+    int max_age;
     /* results */
     char *user_id;
     uint8_t *token;
@@ -213,6 +281,8 @@ call_free (gpointer data)
     g_free (call->account);
     g_free (call->audience);
     g_free (call->scopes);
+    ts_secret_string_free (call->login_hint);
+    g_free (call->acr_values);
     ts_string_free (call->user_id);
     if (call->token) ts_bytes_free (call->token, call->token_length);
     g_free (call);
@@ -227,6 +297,31 @@ call_new (const char *account, const char *audience, const char *const *scopes, 
     call->scopes = scopes ? g_strjoinv (" ", (char **) scopes) : NULL;
     call->min_ttl = min_ttl;
     return call;
+}
+
+/* A sign-in's call, with the session's choice of who signs in as it is now. */
+static Call *
+sign_in_call_new (TsSession *self, const char *account, const char *const *scopes)
+{
+    Call *call = call_new (account, NULL, scopes, 0);
+    call->prompt = self->prompt;
+    call->login_hint = g_strdup (self->login_hint);
+    call->acr_values = g_strdup (self->acr_values);
+    call->max_age = self->max_age;
+    return call;
+}
+
+static const char *
+prompt_word (TsSignInPrompt prompt)
+{
+    switch (prompt) {
+    case TS_SIGN_IN_PROMPT_LOGIN: return "login";
+    case TS_SIGN_IN_PROMPT_SELECT_ACCOUNT: return "select_account";
+    case TS_SIGN_IN_PROMPT_CONSENT: return "consent";
+    case TS_SIGN_IN_PROMPT_NONE: return "none";
+    case TS_SIGN_IN_PROMPT_DEFAULT:
+    default: return NULL;
+    }
 }
 
 typedef enum { SIGN_IN, ACCESS_TOKEN, LOGOUT, RESUME } Kind;
@@ -249,6 +344,11 @@ run_call (TsSession *self, Kind kind, Call *call, GCancellable *cancellable, GEr
         options.connection = self->connection ? self->connection : "";
         options.scopes = call->scopes;
         options.timeout_seconds = (int) self->sign_in_timeout;
+        options.prompt = prompt_word (call->prompt);
+        options.login_hint = call->login_hint;
+        options.acr_values = call->acr_values;
+        options.max_age_set = call->max_age >= 0;
+        options.max_age_seconds = MAX (call->max_age, 0);
         status = ts_session_sign_in_browser_cancellable (self->handle, call->account, &options, bridge.cancel,
                                                          &call->user_id, &err);
         break;
@@ -333,7 +433,7 @@ ts_session_sign_in_sync (TsSession *self, const char *account, const char *const
 {
     g_return_val_if_fail (TS_IS_SESSION (self), NULL);
     g_autoptr (GError) local = NULL;
-    Call *call = call_new (account, NULL, scopes, 0);
+    Call *call = sign_in_call_new (self, account, scopes);
     char *user_id = NULL;
     if (run_call (self, SIGN_IN, call, cancellable, &local)) user_id = g_strdup (call->user_id);
     else g_propagate_error (error, g_steal_pointer (&local));
@@ -358,7 +458,7 @@ ts_session_sign_in_async (TsSession *self, const char *account, const char *cons
                           GAsyncReadyCallback callback, gpointer user_data)
 {
     g_return_if_fail (TS_IS_SESSION (self));
-    start (self, SIGN_IN, call_new (account, NULL, scopes, 0), ts_session_sign_in_async, cancellable, callback, user_data);
+    start (self, SIGN_IN, sign_in_call_new (self, account, scopes), ts_session_sign_in_async, cancellable, callback, user_data);
 }
 
 /**

@@ -33,7 +33,8 @@
  *    libtokenstore.so.1.MINOR.0, MINOR the number of releases listed, none newer than VERSION.
  *      0.3.0: ts_harden_process, ts_session_new_issuer.
  *      0.4.0: ts_store_protection, ts_session_is_dpop_bound, ts_session_dpop_proof,
- *             ts_session_record_dpop_nonce, ts_session_sign_in_device; ts_sign_in_options.dpop;
+ *             ts_session_record_dpop_nonce, ts_session_sign_in_device; ts_sign_in_options.dpop,
+ *             .prompt, .login_hint, .acr_values, .max_age_set, .max_age_seconds;
  *             TS_KIND_ID_TOKEN, TS_KIND_PROFILE; ts_cancel_new, ts_cancel_trigger, ts_cancel_free,
  *             ts_session_sign_in_browser_cancellable, ts_session_access_token_cancellable,
  *             ts_session_logout_cancellable, ts_session_resume_cancellable; ts_store_watch,
@@ -341,8 +342,8 @@ typedef int (*ts_open_url_fn)(const char *url, void *user_data);
  * `struct_size` lets a later version add fields at the end without breaking callers
  * compiled against this header: the library takes the size of this header's struct and of
  * every earlier one (0.2.0 to 0.3.0: up to `user_data`; the fields it lacks take their
- * defaults), and refuses any other (a caller built against a newer header than the library)
- * with invalidInput.
+ * defaults; 0.4.0 added `dpop` to `max_age_seconds`), and refuses any other (a caller built
+ * against a newer header than the library) with invalidInput.
  */
 typedef struct ts_sign_in_options {
     size_t struct_size;        /**< sizeof(ts_sign_in_options), set by ts_sign_in_options_init(). */
@@ -364,6 +365,24 @@ typedef struct ts_sign_in_options {
                                     the server must take DPoP, as Auth0 does for an API that asks
                                     for it): its tokens are then DPoP tokens (see
                                     ts_session_is_dpop_bound()). 0: Bearer. Since 0.4.0. */
+    const char *prompt;        /**< OIDC `prompt`: "login" (ask for credentials even over a live
+                                    browser session: to sign in as someone else), "select_account",
+                                    "consent" or "none" (no page: a server that must show one makes
+                                    the call fail with interactionRequired); NULL: none sent; any
+                                    other value: invalidInput. Since 0.4.0. */
+    const char *login_hint;    /**< OIDC `login_hint`: who is expected to sign in (an email address),
+                                    which the server may pre-fill; NULL: none. An identifier: sent only
+                                    in the authorization request (pushed with PAR), never logged nor in
+                                    an error. Since 0.4.0. */
+    const char *acr_values;    /**< Space-separated authentication context classes asked for; the ID
+                                    token's `acr` must then be one of them (else idTokenInvalid);
+                                    NULL: none. Since 0.4.0. */
+    int max_age_set;           /**< Non-zero: send `max_age_seconds` as OIDC `max_age` (0 included: a
+                                    fresh authentication); 0: none sent. Since 0.4.0. */
+    int max_age_seconds;       /**< With `max_age_set`: the longest time since the user last
+                                    authenticated, 0 or more (negative: invalidInput); the ID token's
+                                    `auth_time` must then be no older than that plus 60 s (else
+                                    idTokenInvalid). Since 0.4.0. */
 } ts_sign_in_options;
 
 /** Sets `options` to the defaults: struct_size set, every other field zero (NULL is ignored). */
@@ -385,10 +404,11 @@ void ts_sign_in_options_init(ts_sign_in_options *options);
  * redirect, e.g. access_denied when the user declined), browserUnavailable (no browser could
  * be started, or `open_url` returned non-zero), loopbackUnavailable (every port in use),
  * insecureConfiguration (a redirect path that does not make an http://127.0.0.1:PORT/path
- * URI), stateMismatch, idTokenInvalid, userChanged (the account already has another user:
+ * URI), stateMismatch, idTokenInvalid (also an `auth_time` older than max_age, an `acr` not
+ * asked for), interactionRequired (prompt "none", and the server must show a page), userChanged (the account already has another user:
  * nothing stored, the new refresh token revoked; the C ABI never replaces an account's user,
  * ts_session_logout() first), invalidGrant, the network codes, the store's codes, storeClosed,
- * invalidInput (a bad pointer, length, `struct_size` or time-out).
+ * invalidInput (a bad pointer, length, `struct_size`, time-out, prompt, max_age or acr value).
  */
 int ts_session_sign_in_browser(ts_session *session, const char *account, const ts_sign_in_options *options_or_null,
                                char **user_id_or_null, ts_error **err);

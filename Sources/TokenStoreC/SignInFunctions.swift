@@ -40,11 +40,13 @@ func sessionSignInBrowser(
         let browser: any BrowserOpener = requests.map { CallerThreadOpener(requests: $0) } ?? SystemBrowserOpener()
         let (redirectURIs, connection, scopes, audience, timeout, usesDPoP) =
             (options.redirectURIs, options.connection, options.scopes, options.audience, options.timeout, options.usesDPoP)
+        let (prompt, loginHint, maxAge, acrValues) = (options.prompt, options.loginHint, options.maxAge, options.acrValues)
         let cancel = try CancelHandle.lookUp(cancelOrNull)
         let result = try Blocking.wait(serving: requests, open: options.open, cancel: cancel) {
             try await session.signIn(
                 account: account, redirectURIs: redirectURIs, connection: connection, scopes: scopes,
-                audience: audience, timeout: timeout, browser: browser, usesDPoP: usesDPoP)
+                audience: audience, prompt: prompt, loginHint: loginHint, maxAge: maxAge, acrValues: acrValues,
+                timeout: timeout, browser: browser, usesDPoP: usesDPoP)
         }
         if let userIDOrNull, let userID = result.profile.userID {
             userIDOrNull.pointee = try CStrings.mallocCopy(userID)
@@ -79,10 +81,16 @@ struct SignInOptions {
     var userData: UnsafeMutableRawPointer?
     /// `dpop` non-zero: true; nil: the session's configuration (Bearer for a C session).
     var usesDPoP: Bool?
+    var prompt: SignInPrompt?
+    /// An identifier: never in an error text.
+    var loginHint: String?
+    var maxAge: Duration?
+    var acrValues: [String] = []
 
     /// The `struct_size`s taken: each header's `sizeof(ts_sign_in_options)`, oldest first (0.2.0
-    /// to 0.3.0 ended at `user_data`; 0.4.0 added `dpop`). A caller's struct is copied only as
-    /// far as its size; the fields after it keep their zero defaults.
+    /// to 0.3.0 ended at `user_data`; 0.4.0 added `dpop` to `max_age_seconds`, none of which was
+    /// released alone). A caller's struct is copied only as far as its size; the fields after it
+    /// keep their zero defaults.
     static let knownSizes = [MemoryLayout<ts_sign_in_options>.offset(of: \.dpop)!, MemoryLayout<ts_sign_in_options>.size]
 
     init(_ pointer: UnsafePointer<ts_sign_in_options>?) throws {
@@ -126,6 +134,22 @@ struct SignInOptions {
         openURL = options.open_url
         userData = options.user_data
         usesDPoP = options.dpop != 0 ? true : nil
+        if let prompt = try CInput.optionalString(options.prompt, "prompt") {
+            guard let value = SignInPrompt(rawValue: prompt) else {
+                throw CInput.invalid("The prompt is not one of login, select_account, consent, none.")
+            }
+            self.prompt = value
+        }
+        // Not echoed in any error: the hint is an identifier.
+        loginHint = try CInput.optionalString(options.login_hint, "login hint")
+        if loginHint?.isEmpty == true { throw CInput.invalid("The login hint is empty (NULL sends none).") }
+        if let acr = try CInput.optionalString(options.acr_values, "acr values") {
+            acrValues = acr.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        }
+        if options.max_age_set != 0 {
+            guard options.max_age_seconds >= 0 else { throw CInput.invalid("The max_age is negative.") }
+            maxAge = .seconds(Int(options.max_age_seconds))
+        }
     }
 
     /// `http://127.0.0.1:PORT<path>` for each port. The sign-in checks each one is a loopback

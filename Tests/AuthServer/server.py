@@ -14,11 +14,23 @@ It behaves like an Auth0 tenant whose only connection is Sign in with Apple
                              mismatch is an error PAGE, never a redirect), scope, state,
                              nonce, code_challenge + code_challenge_method=S256 (required
                              for the public client), optional audience, connection, max_age,
-                             prompt, and the test-only login_hint (an Apple user id).
+                             prompt, login_hint, acr_values. login_hint is pre-filled at the
+                             emulated Apple page: the hinted identity (an Apple user id, an
+                             "apple|" prefix dropped) is the one who signs in there.
                              connection=apple: 302 to the emulated Apple page below. No
                              connection: a login page whose one form goes on with
-                             connection=apple (it does not submit itself). prompt=none is
-                             answered error=login_required (no browser session here).
+                             connection=apple (it does not submit itself).
+                             Browser session: a sign-in at the Apple page sets the cookie
+                             tsauth_session (the user, auth_time, acr). A later /authorize
+                             that brings it is answered at once with a code (no page, the
+                             session's auth_time and acr) unless prompt is login,
+                             select_account or consent (the login pages), max_age is older
+                             than the session, login_hint names another user, or acr_values
+                             does not hold the session's acr. prompt=none without such a
+                             session: error=login_required. The ID token's acr: the first
+                             acr_values entry the server supports (all, or /__test/oidc/acr's
+                             "supported"), else "urn:tokenstore:test:password"; no acr when
+                             none was asked for.
   GET  /appleid/auth/authorize  the emulated Apple: an auto-submitting form_post page that
                              POSTs code, state and (first sign-in only) the `user` JSON to
   POST /login/callback       which 302s to the app's redirect_uri with code and state.
@@ -94,6 +106,17 @@ Browser sign-in (OIDC) control, under /__test/oidc (each "next" switch is used o
   DELETE /__test/oidc/next                disarm next_user, next_id_token, next_redirect
   POST /__test/oidc/rotate_key {"keep_old"?: b}   a new signing key (the old one stays
                                           in the JWKS unless keep_old is false)
+  POST /__test/oidc/sessions {"age": s}   age every browser session by s seconds
+  DELETE /__test/oidc/sessions            end every browser session
+  GET /oidc/logout (end_session_endpoint: OIDC RP-initiated logout: id_token_hint,
+      client_id, post_logout_redirect_uri registered for the client, state echoed) and
+      GET /v2/logout (Auth0: client_id, returnTo registered, its query aside) end the
+      cookie's browser session, clear the cookie and 302 back; /__test/oidc lists the last
+      20 in "end_sessions" (kind, id_token_hint_sub, state, ended)
+  POST /__test/oidc/acr {"supported": [..] | null}   the acr values a login can meet
+  GET /__test/oidc also lists "sessions" (user, auth_time, acr, age) and "authorizations":
+  the last 20 /authorize requests' prompt, login_hint, max_age, acr_values and whether a
+  login page was shown (login_form), newest last
 The Apple user of a browser sign-in: /authorize's login_hint if given, else next_user
 (then cleared), else DEFAULT_APPLE_USER. A user's first sign-in is the first one since the
 server met them (or since first_sign_in=true); the native exchange shares that record.
@@ -204,7 +227,11 @@ ID_TOKEN_FAULTS = {
     "missing_sub": "no sub claim",
     "missing_azp": "aud [client_id, audience] (audience default https://api.example.com/) without azp",
     "old_auth_time": "auth_time one day ago (fails a max_age check)",
+    "missing_auth_time": "no auth_time claim (fails a max_age check)",
+    "wrong_acr": "acr is value, default 'urn:tokenstore:test:weak' (fails an acr_values check)",
 }
+SESSION_COOKIE = "tsauth_session"
+FALLBACK_ACR = "urn:tokenstore:test:password"  # what a login gives when no asked acr is supported
 # The bad redirects a test can ask for (POST /__test/oidc/next_redirect {"fault": name}).
 REDIRECT_FAULTS = {
     "wrong_state": "the redirect carries a state the app never sent (and a valid code)",
@@ -242,6 +269,7 @@ STAT_NAMES = [
     "device_too_early_polls",  # polls sooner than the code's interval (answered slow_down)
     "par_requests",  # pushed authorization requests accepted (201)
     "par_authorizations",  # /authorize requests that used a request_uri
+    "silent_authorizations",  # /authorize answered from the browser session, without a page
 ]
 
 # ----------------------------------------------------------------------------------------
@@ -258,6 +286,13 @@ def fresh_oidc():
         "next_user": None,  # Apple id of the next sign-in at the Apple page
         "next_id_token": None,  # {"fault": name, "value": s|None}
         "next_redirect": None,  # {"fault": name, "error_description": s|None}
+        "sessions": {},  # browser session cookie value -> {"apple_id", "auth_time", "acr"}
+        "acr_supported": None,  # None: every asked acr value; else the list the server can meet
+        # each /authorize that passed the checks, newest last (at most 20): what was asked
+        # (prompt, login_hint, max_age, acr_values) and whether a login page was shown
+        "authorizations": [],
+        # the last 20 end-session requests: {"kind", "id_token_hint_sub", "state", "ended"}
+        "end_sessions": [],
     }
 
 
@@ -310,6 +345,8 @@ def load_state():
         base.update(loaded)
         for name in STAT_NAMES:
             base["stats"].setdefault(name, 0)
+        for name, value in fresh_oidc().items():
+            base["oidc"].setdefault(name, value)
         STATE = base
 
 
@@ -526,7 +563,7 @@ def _jws_compact(header, claims, sign):
 
 
 def make_id_token(sub, client_id, *, audience=None, nonce=None, auth_time=None, profile=None,
-                  fault=None):
+                  fault=None, acr=None):
     """An Auth0-like ID token for the Apple user `sub`. `fault` ({"fault": name, "value": s})
     makes it bad in one of the ID_TOKEN_FAULTS ways."""
     now = int(time.time())
@@ -547,6 +584,8 @@ def make_id_token(sub, client_id, *, audience=None, nonce=None, auth_time=None, 
         claims["azp"] = client_id
     if nonce:
         claims["nonce"] = nonce
+    if acr:
+        claims["acr"] = acr
     if profile:
         claims.update(profile)
     key = signing_key()
@@ -576,6 +615,10 @@ def make_id_token(sub, client_id, *, audience=None, nonce=None, auth_time=None, 
         claims.pop("azp", None)
     elif kind == "old_auth_time":
         claims["auth_time"] = now - 86400
+    elif kind == "missing_auth_time":
+        del claims["auth_time"]
+    elif kind == "wrong_acr":
+        claims["acr"] = value or "urn:tokenstore:test:weak"
 
     if kind == "alg_none":
         return _jws_compact({"alg": "none", "typ": "JWT", "kid": key.kid}, claims, lambda _: "")
@@ -925,6 +968,47 @@ class PKCE(CodeChallenge):
         return authorization_code.rec.get("code_challenge_method")
 
 
+PROMPTS = {"login", "select_account", "consent", "none"}
+
+
+def asked_acr(data):
+    return (data.get("acr_values") or "").split()
+
+
+def usable_session(data):
+    """The browser session the request's cookie names, when it may answer without a page:
+    not older than max_age, of the login_hint's user, with an acr among acr_values."""
+    session = STATE["oidc"]["sessions"].get(request.cookies.get(SESSION_COOKIE) or "")
+    if session is None:
+        return None
+    max_age = data.get("max_age")
+    if max_age is not None and max_age.isdigit() and time.time() - session["auth_time"] > int(max_age):
+        return None
+    hint = (data.get("login_hint") or "").removeprefix("apple|")
+    if hint and hint != session["apple_id"]:
+        return None
+    asked = asked_acr(data)
+    if asked and session.get("acr") not in asked:
+        return None
+    return session
+
+
+def login_acr(asked):
+    """The acr of a login at the Apple page: the first asked value the server supports."""
+    if not asked:
+        return None
+    supported = STATE["oidc"]["acr_supported"]
+    return next((value for value in asked if supported is None or value in supported), FALLBACK_ACR)
+
+
+def record_authorization(data, login_form):
+    log = STATE["oidc"]["authorizations"]
+    log.append({"prompt": data.get("prompt"), "login_hint": data.get("login_hint"),
+                "max_age": data.get("max_age"), "acr_values": data.get("acr_values"),
+                "login_form": login_form})
+    del log[:-20]
+
+
 class Auth0AuthorizeChecks:
     """The rest of what /authorize checks once client and redirect_uri are known (errors go
     back to the redirect_uri): connection, prompt, max_age, response_mode, nonce."""
@@ -940,13 +1024,16 @@ class Auth0AuthorizeChecks:
         if data.get("response_mode") not in (None, "", "query"):
             raise InvalidRequestError("only response_mode=query is supported")
         prompts = (data.get("prompt") or "").split()
-        if "none" in prompts:
-            # No browser session can exist here (and Auth0 rejects prompt=none for
-            # non-verifiable callback URIs such as loopback ones).
-            raise LoginRequiredError()
+        if set(prompts) - PROMPTS:
+            raise InvalidRequestError("'prompt' must be login, select_account, consent or none")
+        if "none" in prompts and len(prompts) > 1:
+            raise InvalidRequestError("'prompt=none' cannot be combined with another value")
         max_age = data.get("max_age")
         if max_age is not None and not (max_age.isdigit() and len(max_age) < 10):
             raise InvalidRequestError("'max_age' must be a non-negative integer")
+        if "none" in prompts and usable_session(data) is None:
+            # No page may be shown, and no browser session answers for the user (OIDC 3.1.2.6).
+            raise LoginRequiredError()
         nonce = data.get("nonce")
         if nonce is not None and not nonce:
             raise InvalidRequestError("'nonce' is empty")
@@ -1003,7 +1090,8 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         if "openid" in granted:
             token["id_token"] = make_id_token(
                 sub, client.get_client_id(), audience=rec.get("audience"), nonce=rec.get("nonce"),
-                auth_time=rec["auth_time"], profile=rec.get("profile"), fault=rec.get("id_token_fault"))
+                auth_time=rec["auth_time"], profile=rec.get("profile"), fault=rec.get("id_token_fault"),
+                acr=rec.get("acr"))
         bump("code_grants")
         return 200, token, self.TOKEN_RESPONSE_HEADER
 
@@ -1285,7 +1373,11 @@ def authorize_endpoint():
                 return authorization.handle_response(*error())
             return error_page(error.error, error.get_error_description() or error.error)
         data = grant.request.payload.data
-        if not data.get("connection") and profile_name() == "auth0":
+        prompts = set((data.get("prompt") or "").split())
+        session = usable_session(data)
+        silent = session is not None and not prompts & {"login", "select_account", "consent"}
+        record_authorization(data, login_form=not silent)
+        if not silent and not data.get("connection") and profile_name() == "auth0":
             # Universal Login with one enabled connection: the user has to press the button.
             fields = [(k, v) for k, v in args.items(multi=True) if k != "connection"]
             fields.append(("connection", "apple"))
@@ -1293,17 +1385,23 @@ def authorize_endpoint():
                              auto_submit=False, button="Continue with Apple")
         now = time.time()
         prune(STATE["transactions"], now)
-        tx = secrets.token_urlsafe(24)
-        STATE["transactions"][tx] = {
+        record = {
             "client_id": client.get_client_id(), "redirect_uri": redirect_uri,
             "scope": grant.request.scope or "", "state": data.get("state"),
             "nonce": data.get("nonce"), "code_challenge": data.get("code_challenge"),
             "code_challenge_method": data.get("code_challenge_method"),
             "audience": data.get("audience") or None, "max_age": data.get("max_age"),
             "login_hint": (data.get("login_hint") or "").removeprefix("apple|") or None, "redirect_fault": None,
-            "dpop_jkt": args.get("dpop_jkt") or None,
+            "acr_values": asked_acr(data), "dpop_jkt": args.get("dpop_jkt") or None,
             "expires_at": now + TRANSACTION_TTL,
         }
+        if silent:
+            # The browser's session answers: no page, a code at once (its auth_time and acr).
+            bump("silent_authorizations")
+            code = issue_code(record, session["apple_id"], None, session["auth_time"], session.get("acr"))
+            return app_redirect(record, [("code", code)])
+        tx = secrets.token_urlsafe(24)
+        STATE["transactions"][tx] = record
         apple = urllib.parse.urlencode({
             "client_id": APPLE_SERVICES_ID, "redirect_uri": issuer() + "login/callback",
             "response_type": "code", "response_mode": "form_post", "scope": "name email",
@@ -1340,6 +1438,8 @@ def apple_authorize():
                 fields.append(("user", json.dumps(
                     {"name": {"firstName": given, "lastName": family}, "email": user["email"]})))
             user["authorized"] = True
+        if tx.get("login_hint"):
+            fields.append(("prefilled_login_hint", tx["login_hint"]))  # the hinted identity, pre-filled
         return form_page("Sign in with Apple (test)", issuer() + "login/callback", "post", fields,
                          auto_submit=True)
 
@@ -1358,14 +1458,7 @@ def login_callback():
             state = "wrong-" + secrets.token_urlsafe(24)
 
         def to_app(params):
-            if state:
-                params.append(("state", state))
-            if kind == "wrong_iss_param":
-                params.append(("iss", "https://attacker.example/"))
-            elif current_profile().get("iss_parameter"):  # RFC 9207
-                params.append(("iss", profiles.document_issuer(profile_name(), issuer())))
-
-            return redirect_to(tx["redirect_uri"], params)
+            return app_redirect(tx, params, state=state, fault_kind=kind)
 
         entry = STATE["codes"].get(form.get("code") or "")
         valid = entry is not None and not entry["used"]
@@ -1391,20 +1484,46 @@ def login_callback():
                 profile = profile_claims(name, posted.get("email"), tx["scope"])
             except (ValueError, AttributeError):
                 profile = None
-        now = time.time()
-        prune(STATE["auth_codes"], now)
-        code = secrets.token_urlsafe(32)
-        STATE["auth_codes"][code] = {
-            "client_id": tx["client_id"], "redirect_uri": tx["redirect_uri"], "scope": tx["scope"],
-            "nonce": tx.get("nonce"), "code_challenge": tx.get("code_challenge"),
-            "code_challenge_method": tx.get("code_challenge_method"), "audience": tx.get("audience"),
-            "max_age": tx.get("max_age"), "sub": entry["sub"], "profile": profile,
-            "auth_time": int(now), "id_token_fault": take_switch("next_id_token"),
-            "issued_at": now, "expires_at": now + AUTHORIZATION_CODE_TTL, "used": False,
-            "family": None, "dpop_jkt": tx.get("dpop_jkt"),
-        }
-        bump("authorizations")
-        return to_app([("code", code)])
+        now = int(time.time())
+        acr = login_acr(tx.get("acr_values") or [])
+        code = issue_code(tx, entry["sub"], profile, now, acr)
+        response = to_app([("code", code)])
+        # The browser is now signed in here: a later /authorize with this cookie needs no page.
+        sid = secrets.token_urlsafe(24)
+        STATE["oidc"]["sessions"][sid] = {"apple_id": entry["sub"], "auth_time": now, "acr": acr}
+        # Persistent, as a provider's "remember me" session is (Auth0's lasts days): a browser keeps it across restarts.
+        response.set_cookie(SESSION_COOKIE, sid, max_age=86400, httponly=True, samesite="Lax", path="/")
+        return response
+
+
+def issue_code(tx, sub, profile, auth_time, acr):
+    """An authorization code for the validated request `tx` (a transaction record)."""
+    now = time.time()
+    prune(STATE["auth_codes"], now)
+    code = secrets.token_urlsafe(32)
+    STATE["auth_codes"][code] = {
+        "client_id": tx["client_id"], "redirect_uri": tx["redirect_uri"], "scope": tx["scope"],
+        "nonce": tx.get("nonce"), "code_challenge": tx.get("code_challenge"),
+        "code_challenge_method": tx.get("code_challenge_method"), "audience": tx.get("audience"),
+        "max_age": tx.get("max_age"), "sub": sub, "profile": profile,
+        "auth_time": int(auth_time), "acr": acr, "id_token_fault": take_switch("next_id_token"),
+        "issued_at": now, "expires_at": now + AUTHORIZATION_CODE_TTL, "used": False,
+        "family": None, "dpop_jkt": tx.get("dpop_jkt"),
+    }
+    bump("authorizations")
+    return code
+
+
+def app_redirect(tx, params, state=None, fault_kind=None):
+    """The 302 to the app's redirect_uri with `params`, the state and (RFC 9207) iss."""
+    state = state if state is not None else tx.get("state")
+    if state:
+        params.append(("state", state))
+    if fault_kind == "wrong_iss_param":
+        params.append(("iss", "https://attacker.example/"))
+    elif current_profile().get("iss_parameter"):  # RFC 9207
+        params.append(("iss", profiles.document_issuer(profile_name(), issuer())))
+    return redirect_to(tx["redirect_uri"], params)
 
 
 @app.get("/userinfo")
@@ -1470,6 +1589,7 @@ def openid_configuration():
                              "family_name", "given_name", "iat", "iss", "name", "nonce", "sid", "sub"],
         "request_parameter_supported": False,
         "device_authorization_endpoint": base + "oauth/device/code",
+        "end_session_endpoint": base + "oidc/logout",
         **({"pushed_authorization_request_endpoint": base + "oauth/par",
             "require_pushed_authorization_requests": bool(STATE["config"]["require_par"])}
            if STATE["config"]["par"] else {}),
@@ -1908,6 +2028,10 @@ def oidc_view():
         "redirect_faults": REDIRECT_FAULTS,
         "default_redirect_uris": DEFAULT_REDIRECT_URIS,
         "default_apple_user": DEFAULT_APPLE_USER,
+        "sessions": [dict(v, age=int(time.time()) - v["auth_time"]) for v in STATE["oidc"]["sessions"].values()],
+        "acr_supported": STATE["oidc"]["acr_supported"],
+        "authorizations": STATE["oidc"]["authorizations"],
+        "end_sessions": STATE["oidc"]["end_sessions"],
     }
 
 
@@ -2004,6 +2128,80 @@ def oidc_disarm():
     with LOCK:
         for name in ("next_user", "next_id_token", "next_redirect"):
             STATE["oidc"][name] = None
+        return jsonify(oidc_view())
+
+
+def end_browser_session(kind, client_id, return_to, sub, state):
+    """Ends the browser session the request's cookie names and sends the browser to
+    `return_to` (registered for `client_id`, its query aside), the cookie cleared."""
+    conf = STATE["oidc"]["clients"].get(client_id or "") or {}
+    bare = urllib.parse.urlunsplit(urllib.parse.urlsplit(return_to or "")._replace(query=""))
+    if not return_to or not redirect_uri_matches(bare, conf.get("redirect_uris") or [],
+                                                 bool(conf.get("any_loopback_port"))):
+        return error_page("invalid_request", "logout return address not registered")
+    with LOCK:
+        ended = STATE["oidc"]["sessions"].pop(request.cookies.get(SESSION_COOKIE) or "", None) is not None
+        entries = STATE["oidc"]["end_sessions"]
+        entries.append({"kind": kind, "id_token_hint_sub": sub, "state": state is not None, "ended": ended})
+        del entries[:-20]
+    target = return_to
+    if state is not None:
+        target += ("&" if "?" in target else "?") + urllib.parse.urlencode({"state": state})
+    response = Response(status=302, headers={"Location": target, "Cache-Control": "no-store"})
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+@app.get("/oidc/logout")
+def oidc_logout():
+    """OIDC RP-initiated logout 1.0: id_token_hint (its sub recorded; the signature is not
+    checked here), client_id, post_logout_redirect_uri (registered), state (echoed)."""
+    sub = None
+    hint = request.args.get("id_token_hint")
+    if hint:
+        try:
+            payload = hint.split(".")[1]
+            sub = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))).get("sub")
+        except (IndexError, ValueError):
+            return error_page("invalid_request", "id_token_hint is not a JWT")
+    return end_browser_session("oidc", request.args.get("client_id"), request.args.get("post_logout_redirect_uri"),
+                               sub, request.args.get("state"))
+
+
+@app.get("/v2/logout")
+def auth0_logout():
+    """Auth0's logout: client_id and returnTo (registered, its query aside: any state travels
+    inside it); no id_token_hint."""
+    return end_browser_session("auth0", request.args.get("client_id"), request.args.get("returnTo"), None, None)
+
+
+@app.route("/__test/oidc/sessions", methods=["POST", "DELETE"])
+def oidc_sessions():
+    """POST {"age": s}: every browser session authenticated s seconds earlier than it was;
+    DELETE: every browser session ended (as a logout at the server would)."""
+    with LOCK:
+        if request.method == "DELETE":
+            STATE["oidc"]["sessions"] = {}
+            return jsonify(oidc_view())
+        body = request.get_json(force=True, silent=True) or {}
+        age = body.get("age")
+        if set(body) != {"age"} or not isinstance(age, int) or isinstance(age, bool) or age < 0:
+            return bad("expected {\"age\": seconds (a non-negative integer)}")
+        for session in STATE["oidc"]["sessions"].values():
+            session["auth_time"] -= age
+        return jsonify(oidc_view())
+
+
+@app.post("/__test/oidc/acr")
+def oidc_acr():
+    """{"supported": [value, ...] | null}: the acr values a login can meet (null: every one)."""
+    body = request.get_json(force=True, silent=True) or {}
+    supported = body.get("supported")
+    if set(body) != {"supported"} or not (supported is None or (
+            isinstance(supported, list) and all(isinstance(v, str) and v and " " not in v for v in supported))):
+        return bad("expected {\"supported\": [acr values] or null}")
+    with LOCK:
+        STATE["oidc"]["acr_supported"] = supported
         return jsonify(oidc_view())
 
 

@@ -642,12 +642,15 @@ def pkce():
     return verifier, b64url(hashlib.sha256(verifier.encode()).digest())
 
 
-def fetch(method, url, form=None, timeout=10):
-    """Like call(), for an absolute URL or a path; never follows a redirect."""
+def fetch(method, url, form=None, timeout=10, cookie=None):
+    """Like call(), for an absolute URL or a path; never follows a redirect. `cookie`: the
+    browser session cookie's value to send."""
     if url.startswith("/"):
         url = BASE + url
     data = urllib.parse.urlencode(form).encode() if form is not None else None
     headers = {"Content-Type": "application/x-www-form-urlencoded"} if form is not None else {}
+    if cookie:
+        headers["Cookie"] = f"tsauth_session={cookie}"
     req = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
         with OPENER.open(req, timeout=timeout) as r:
@@ -679,18 +682,27 @@ def only_form(answer):
 class Flow:
     """One browser sign-in driven step by step, each answer kept for inspection."""
 
-    def __init__(self, **over):
+    def __init__(self, cookie=None, **over):
         self.verifier, challenge = pkce()
         self.params = authorize_params(challenge, **over)
-        self.authorize = fetch("GET", "/authorize?" + urllib.parse.urlencode(self.params))
+        self.authorize = fetch("GET", "/authorize?" + urllib.parse.urlencode(self.params), cookie=cookie)
         self.apple = self.callback = None
         self.redirect = None  # the query the app's redirect_uri receives
-        if self.authorize.status != 302 or not self.authorize.headers["Location"].startswith("/appleid/"):
+        self.session = None  # the browser session cookie a login at the Apple page set
+        location = self.authorize.headers["Location"] or "" if self.authorize.status == 302 else ""
+        if location.startswith(self.params["redirect_uri"] + "?"):
+            self.redirect = query_of(location)  # answered without a page (session), or an error
+            return
+        if not location.startswith("/appleid/"):
             return
         self.apple = fetch("GET", self.authorize.headers["Location"])
         self.form = only_form(self.apple)
         self.fields = dict(self.form["fields"])
         self.callback = fetch("POST", self.form["action"], form=self.form["fields"])
+        for line in self.callback.headers.get_all("Set-Cookie") or []:
+            name, _, rest = line.partition("=")
+            if name == "tsauth_session":
+                self.session = rest.split(";")[0]
         if self.callback.status == 302:
             location = self.callback.headers["Location"]
             assert location.startswith(self.params["redirect_uri"] + "?"), location
@@ -716,7 +728,7 @@ def jwks():
     return KeySet.import_key_set(call("GET", "/.well-known/jwks.json").json())
 
 
-def id_token_problems(tok, *, nonce=None, client_id=PUBLIC, max_age=None, leeway=60, keys=None):
+def id_token_problems(tok, *, nonce=None, client_id=PUBLIC, max_age=None, leeway=60, keys=None, acr_values=None):
     """What an Auth0.swift-like validator (IDTokenValidator, see LINUX-SIGNIN.md 1.2) rejects
     in `tok`, as a set of check names; empty when the token is good."""
     from joserfc import jws
@@ -756,6 +768,8 @@ def id_token_problems(tok, *, nonce=None, client_id=PUBLIC, max_age=None, leeway
     if max_age is not None and (not isinstance(claims.get("auth_time"), int)
                                 or claims["auth_time"] + int(max_age) + leeway < now):
         problems.add("auth_time")
+    if acr_values is not None and claims.get("acr") not in acr_values.split():
+        problems.add("acr")
     return problems
 
 
@@ -1063,6 +1077,107 @@ def oidc_name_and_email_on_first_sign_in_only():
 
 
 @check
+def end_session_endpoints_end_the_browser_session():
+    assert call("GET", "/.well-known/openid-configuration").json()["end_session_endpoint"] == BASE + "/oidc/logout"
+    user = "001.endsession." + os.urandom(4).hex()
+    f = Flow(login_hint="apple|" + user)
+    id_token = f.tokens()["id_token"]
+    assert Flow(cookie=f.session).apple is None, "the session answers before the logout"
+    # OIDC: a return address that is not registered is a page, and the session stays
+    bad = fetch("GET", "/oidc/logout?" + urllib.parse.urlencode(
+        {"client_id": PUBLIC, "post_logout_redirect_uri": "http://127.0.0.1:9/elsewhere", "state": "s"}), cookie=f.session)
+    assert bad.status == 400 and "Location" not in bad.headers, bad.status
+    a = fetch("GET", "/oidc/logout?" + urllib.parse.urlencode(
+        {"client_id": PUBLIC, "id_token_hint": id_token, "post_logout_redirect_uri": DEFAULT_CALLBACK, "state": "s1"}),
+        cookie=f.session)
+    assert a.status == 302 and a.headers["Location"] == DEFAULT_CALLBACK + "?state=s1", (a.status, a.headers)
+    assert any(line.startswith("tsauth_session=;") for line in a.headers.get_all("Set-Cookie") or []), a.headers
+    assert oidc("GET", "")["end_sessions"][-1] == {"kind": "oidc", "id_token_hint_sub": "apple|" + user,
+                                                  "state": True, "ended": True}
+    assert Flow(cookie=f.session).apple is not None, "the login page after the logout"
+    # Auth0's /v2/logout: returnTo as given (its query kept), no state of its own
+    g = Flow(login_hint="apple|" + user)
+    b = fetch("GET", "/v2/logout?" + urllib.parse.urlencode(
+        {"client_id": PUBLIC, "returnTo": DEFAULT_CALLBACK + "?state=s2"}), cookie=g.session)
+    assert b.status == 302 and b.headers["Location"] == DEFAULT_CALLBACK + "?state=s2", (b.status, b.headers)
+    assert oidc("GET", "")["end_sessions"][-1] == {"kind": "auth0", "id_token_hint_sub": None, "state": False,
+                                                  "ended": True}
+    assert Flow(cookie=g.session).apple is not None
+
+
+@check
+def oidc_browser_session_prompt_and_max_age():
+    user = "001.session." + os.urandom(4).hex()
+    f = Flow(login_hint="apple|" + user)
+    assert f.apple is not None and f.session, "a login at the Apple page sets the session cookie"
+    assert f.fields["prefilled_login_hint"] == user, f.fields  # the hint is pre-filled
+    c = claims_of(f.tokens()["id_token"])
+    assert c["sub"] == "apple|" + user and "acr" not in c, c
+    last = oidc("GET", "")["authorizations"][-1]
+    assert last == {"prompt": None, "login_hint": "apple|" + user, "max_age": None, "acr_values": None,
+                    "login_form": True}, last
+    # the session answers without a page, with the login's auth_time
+    before = stats()["silent_authorizations"]
+    g = Flow(cookie=f.session)
+    assert g.apple is None and "code" in g.redirect and g.redirect["state"] == g.params["state"], g.redirect
+    assert claims_of(g.tokens()["id_token"])["auth_time"] == c["auth_time"]
+    assert oidc("GET", "")["authorizations"][-1]["login_form"] is False
+    assert stats()["silent_authorizations"] == before + 1
+    # prompt=none: the session answers; without one, login_required to the app with the state
+    h = Flow(cookie=f.session, prompt="none")
+    assert h.apple is None and "code" in h.redirect, h.redirect
+    for over in ({"prompt": "none"}, {"prompt": "none", "login_hint": "001.nobody"}):
+        n = Flow(**over)
+        assert n.redirect["error"] == "login_required" and n.redirect["state"] == n.params["state"], n.redirect
+        assert "code" not in n.redirect
+    for prompt in ("none login", "bogus"):
+        assert Flow(cookie=f.session, prompt=prompt).redirect["error"] == "invalid_request", prompt
+    # prompt=login, select_account, consent: the login page again over a live session
+    for prompt in ("login", "select_account", "consent"):
+        p = Flow(cookie=f.session, prompt=prompt, login_hint=user)
+        assert p.apple is not None and p.session, prompt
+        assert oidc("GET", "")["authorizations"][-1]["prompt"] == prompt
+    fresh = claims_of(p.tokens()["id_token"])["auth_time"]
+    assert abs(fresh - time.time()) < 5, fresh
+    # max_age: an older session needs a login (fresh auth_time); a young enough one answers
+    oidc("POST", "sessions", {"age": 1000})
+    m = Flow(cookie=p.session, max_age="60")
+    assert m.apple is not None, "an aged session is not enough for max_age=60"
+    assert abs(claims_of(m.tokens()["id_token"])["auth_time"] - time.time()) < 5
+    y = Flow(cookie=p.session, max_age="100000")
+    assert y.apple is None, "the session is young enough"
+    tok = y.tokens()["id_token"]
+    assert claims_of(tok)["auth_time"] <= time.time() - 999
+    assert id_token_problems(tok, nonce=y.params["nonce"], max_age="100000") == set()
+    assert id_token_problems(tok, nonce=y.params["nonce"], max_age="60") == {"auth_time"}
+    # another user hinted: a login page; every session ended: the cookie no longer answers
+    assert Flow(cookie=p.session, login_hint="001.other").apple is not None
+    oidc("DELETE", "sessions")
+    assert oidc("GET", "")["sessions"] == []
+    assert Flow(cookie=p.session, prompt="none").redirect["error"] == "login_required"
+    assert call("POST", "/__test/oidc/sessions", js={"age": -1}).status == 400
+
+
+@check
+def oidc_acr_values_and_acr():
+    f = Flow(acr_values="urn:mfa urn:pwd")
+    assert claims_of(f.tokens()["id_token"])["acr"] == "urn:mfa"
+    try:
+        oidc("POST", "acr", {"supported": ["urn:pwd"]})
+        g = Flow(acr_values="urn:mfa urn:pwd")
+        assert claims_of(g.tokens()["id_token"])["acr"] == "urn:pwd"
+        h = Flow(acr_values="urn:mfa")
+        assert claims_of(h.tokens()["id_token"])["acr"] == "urn:tokenstore:test:password"
+    finally:
+        oidc("POST", "acr", {"supported": None})
+    # a session of acr urn:pwd answers a request for it, not one for urn:mfa only
+    assert Flow(cookie=g.session, acr_values="urn:mfa").apple is not None
+    s = Flow(cookie=g.session, acr_values="urn:pwd")
+    assert s.apple is None and claims_of(s.tokens()["id_token"])["acr"] == "urn:pwd"
+    assert call("POST", "/__test/oidc/acr", js={"supported": "urn:x"}).status == 400
+
+
+@check
 def oidc_audience_gives_azp():
     f = Flow(audience="https://api.example.com/")
     j = f.tokens()
@@ -1087,6 +1202,8 @@ ID_TOKEN_SWITCHES = {  # switch -> (extra /authorize params, what the validator 
     "missing_sub": ({}, {"sub"}),
     "missing_azp": ({"audience": "https://api.example.com/"}, {"azp"}),
     "old_auth_time": ({"max_age": "3600"}, {"auth_time"}),
+    "missing_auth_time": ({"max_age": "3600"}, {"auth_time"}),
+    "wrong_acr": ({"acr_values": "urn:tokenstore:test:mfa"}, {"acr"}),
 }
 
 
@@ -1100,7 +1217,8 @@ def oidc_every_bad_id_token_switch():
         oidc("POST", "next_id_token", {"fault": name})
         f = Flow(**over)
         tok = f.tokens()["id_token"]
-        got = id_token_problems(tok, nonce=f.params["nonce"], max_age=over.get("max_age"), keys=keys)
+        got = id_token_problems(tok, nonce=f.params["nonce"], max_age=over.get("max_age"), keys=keys,
+                                acr_values=over.get("acr_values"))
         assert got == expected, (name, got, claims_of(tok), b64url_json(tok.split(".")[0]))
         header, claims = b64url_json(tok.split(".")[0]), claims_of(tok)
         if name == "wrong_iss":
@@ -1115,8 +1233,8 @@ def oidc_every_bad_id_token_switch():
             assert header["kid"] not in {k.kid for k in keys.keys}
         # used once: the next sign-in is good again
         g = Flow(**over)
-        assert id_token_problems(g.tokens()["id_token"], nonce=g.params["nonce"],
-                                 max_age=over.get("max_age"), keys=keys) == set(), name
+        assert id_token_problems(g.tokens()["id_token"], nonce=g.params["nonce"], max_age=over.get("max_age"),
+                                 keys=keys, acr_values=over.get("acr_values")) == set(), name
     oidc("POST", "next_id_token", {"fault": "wrong_aud", "value": "someone-else"})
     assert claims_of(Flow().tokens()["id_token"])["aud"] == "someone-else"
     oidc("POST", "next_id_token", {"fault": "expired"})
@@ -1519,6 +1637,38 @@ def useragent_signs_in_through_the_loopback_callback():
         rc, lines, _ = run_useragent(BASE + "/authorize?" + urllib.parse.urlencode(
             dict(params, redirect_uri=DEFAULT_CALLBACK)))
         assert rc == 0 and lines == [f"GET {BASE}/authorize 400", f"END 400 {BASE}/authorize"], lines
+    finally:
+        listener.close()
+        set_redirect_uris(oidc("GET", "")["default_redirect_uris"])
+
+
+@check
+def useragent_keeps_the_session_cookie():
+    """TOKENSTORE_USERAGENT_COOKIES: the login's session cookie is kept (0600) and sent again,
+    so the next sign-in needs no page, and prompt=login shows it anyway."""
+    listener = Listener()
+    jar = os.path.join(tempfile.mkdtemp(prefix="ua-cookies-"), "cookies.json")
+    try:
+        set_redirect_uris([listener.uri])
+        env = {"TOKENSTORE_USERAGENT_COOKIES": jar}
+
+        def sign_in_lines(**over):
+            _, challenge = pkce()
+            params = authorize_params(challenge, redirect_uri=listener.uri, **over)
+            rc, lines, err = run_useragent(BASE + "/authorize?" + urllib.parse.urlencode(params), env=env)
+            assert rc == 0 and lines[-1] == f"END 200 {listener.uri}", (rc, lines, err)
+            return [line for line in lines if "/appleid/" in line]
+
+        assert sign_in_lines(), "the first sign-in goes through the Apple page"
+        assert os.stat(jar).st_mode & 0o777 == 0o600
+        assert list(json.load(open(jar)).values())[0].keys() == {"tsauth_session"}
+        assert sign_in_lines() == [], "the session answers without a page"
+        assert sign_in_lines(prompt="none") == []
+        assert sign_in_lines(prompt="login"), "prompt=login shows the page again"
+        assert len(listener.hits) == 4
+        # without a jar, no cookie is kept: every sign-in shows the page
+        del env["TOKENSTORE_USERAGENT_COOKIES"]
+        assert sign_in_lines()
     finally:
         listener.close()
         set_redirect_uris(oidc("GET", "")["default_redirect_uris"])

@@ -23,14 +23,22 @@ Environment:
   TOKENSTORE_USERAGENT_DETACH=1  check the URL, then carry on in a detached child and exit 0
                                  at once, as xdg-open does after starting a GUI browser
   TOKENSTORE_USERAGENT_TIMEOUT=S per-request timeout in seconds (default 10)
+  TOKENSTORE_USERAGENT_COOKIES=FILE  keep cookies in FILE (JSON, made 0600) across runs, as a
+                                 browser profile does: read at the start, written after each
+                                 answer that sets or clears one. Cookies are kept per host and
+                                 port, sent to that host and port only; Max-Age=0 or an Expires
+                                 in the past clears one. Without it, no cookie is kept.
 """
 
 from __future__ import annotations
 
+import email.utils
 import html.parser
 import http.client
+import json
 import os
 import sys
+import time
 import urllib.parse
 
 LOOPBACK = {"127.0.0.1": "127.0.0.1", "localhost": "127.0.0.1", "::1": "::1"}
@@ -111,17 +119,66 @@ class Forms(html.parser.HTMLParser):
             self._current = None
 
 
+class CookieJar:
+    """Cookies per "host:port", in TOKENSTORE_USERAGENT_COOKIES (none kept without it)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.cookies = {}
+        if path and os.path.exists(path):
+            with open(path) as f:
+                self.cookies = json.load(f)
+
+    def header(self, origin):
+        jar = self.cookies.get(origin) or {}
+        return "; ".join(f"{name}={value}" for name, value in sorted(jar.items())) or None
+
+    def take(self, origin, set_cookies):
+        if not self.path or not set_cookies:
+            return
+        jar = self.cookies.setdefault(origin, {})
+        for line in set_cookies:
+            first, *attributes = [part.strip() for part in line.split(";")]
+            name, _, value = first.partition("=")
+            expired = False
+            for attribute in attributes:
+                key, _, text = attribute.partition("=")
+                if key.lower() == "max-age" and text.strip().lstrip("-").isdigit() and int(text) <= 0:
+                    expired = True
+                elif key.lower() == "expires":
+                    try:
+                        expired = email.utils.parsedate_to_datetime(text).timestamp() <= time.time()
+                    except (TypeError, ValueError):
+                        pass
+            if expired:
+                jar.pop(name, None)
+            else:
+                jar[name] = value
+        fd = os.open(self.path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(self.cookies, f)
+        os.replace(self.path + ".tmp", self.path)
+
+
+JAR = CookieJar(None)
+
+
 def request(method, url, body=None, timeout=10.0):
     ip, port, host_header, path = check(url)
     headers = {"Host": host_header, "User-Agent": "TokenStoreTestUserAgent/1",
                "Accept": "text/html,*/*"}
     if body is not None:
         headers["Content-Type"] = "application/x-www-form-urlencoded"
+    origin = f"{ip}:{port}"
+    cookie = JAR.header(origin)
+    if cookie:
+        headers["Cookie"] = cookie
     conn = http.client.HTTPConnection(ip, port, timeout=timeout)
     try:
         conn.request(method, path, body=body, headers=headers)
         resp = conn.getresponse()
         data = resp.read()
+        JAR.take(origin, resp.msg.get_all("Set-Cookie"))
         return resp.status, resp.getheader("Location"), resp.getheader("Content-Type") or "", data
     except (OSError, http.client.HTTPException) as e:
         raise Failed(f"{method} {without_query(url)}: {type(e).__name__}: {e}") from None
@@ -178,6 +235,8 @@ def main(argv):
         sys.stderr.write("usage: useragent.py URL\n")
         return 1
     url = argv[1]
+    global JAR
+    JAR = CookieJar(os.environ.get("TOKENSTORE_USERAGENT_COOKIES") or None)
     try:
         timeout = float(os.environ.get("TOKENSTORE_USERAGENT_TIMEOUT") or 10)
     except ValueError:

@@ -199,6 +199,17 @@ static void check_refused(ts_session *session, ts_store *store) {
     options.timeout_seconds = 120;
     options.scopes = "\xff\xfe";
     CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
+    options.scopes = NULL;
+    options.prompt = "sometimes"; /* not login, select_account, consent, none */
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
+    options.prompt = NULL;
+    options.max_age_set = 1;
+    options.max_age_seconds = -1;
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
+    options.max_age_set = 0;
+    options.login_hint = "";
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "invalidInput");
+    options.login_hint = NULL;
     CHECK(opener.calls == 0);
 
     /* Redirect paths that do not make http://127.0.0.1:PORT/path: another host, a query. */
@@ -346,6 +357,14 @@ static int test_sign_in(const char *path, const char *url, const char *user, con
     ts_sign_in_options options;
     struct opener opener;
     const uint16_t any[] = {0};
+    /* prompt "none": the scripted browser has no session at the server, which answers
+     * login_required: interactionRequired, nothing stored. */
+    options_with(&options, &opener, any, 1);
+    options.prompt = "none";
+    opener.useragent = useragent;
+    CHECK_ERROR(ts_session_sign_in_browser(session, "alice", &options, NULL, &err), err, "interactionRequired");
+    CHECK(opener.calls == 1);
+    CHECK(ts_credential_state(store, user, &state, &err) == TS_OK && state == TS_STATE_NOT_FOUND);
     options_with(&options, &opener, any, 1);
     options.struct_size = offsetof(ts_sign_in_options, dpop);
     options.dpop = 1; /* past the caller's struct_size: never read */
@@ -406,6 +425,27 @@ static int test_sign_in(const char *path, const char *url, const char *user, con
     CHECK(state == TS_STATE_AUTHORIZED);
     CHECK(ts_session_logout(session, "alice", &outcome, &err) == TS_OK);
     CHECK(outcome == TS_LOGOUT_REVOKED);
+
+    /* Choosing who signs in: prompt login, a login hint (the test server signs the hinted user
+     * in), max_age and acr_values, checked in the ID token. */
+    char hinted[200];
+    snprintf(hinted, sizeof hinted, "%s.hinted", user);
+    options_with(&options, &opener, any, 1);
+    opener.useragent = useragent;
+    options.prompt = "login";
+    options.login_hint = hinted;
+    options.max_age_set = 1;
+    options.max_age_seconds = 0;
+    options.acr_values = "urn:tokenstore:test:mfa urn:tokenstore:test:password";
+    user_id = NULL;
+    status = ts_session_sign_in_browser(session, "alice", &options, &user_id, &err);
+    if (status != TS_OK) fprintf(stderr, "  hinted sign-in: %s: %s\n", ts_error_code(err), ts_error_message(err));
+    CHECK(status == TS_OK);
+    ts_error_free(err);
+    err = NULL;
+    CHECK(user_id != NULL && strcmp(user_id, hinted) == 0);
+    ts_string_free(user_id);
+    CHECK(ts_session_logout(session, "alice", &outcome, &err) == TS_OK);
 
     ts_sign_in_options_init(NULL);
     ts_session_free(session);

@@ -5,8 +5,10 @@
  *
  *   test_gobject_c cancel STORE URL            a cancelled sign-in: G_IO_ERROR_CANCELLED within
  *                                              100 ms, nothing stored
- *   test_gobject_c flow STORE URL USER TOKENCTL sign-in -> access token -> logout; a logout by
- *                                              another process arrives as account-removed
+ *   test_gobject_c flow STORE URL USER TOKENCTL sign-in -> access token -> logout; a hinted
+ *                                              sign-in (prompt, login-hint, max-age, acr-values)
+ *                                              signs in the hinted user; a logout by another
+ *                                              process arrives as account-removed
  *
  * Both fail when a main-loop iteration was held up over 20 ms (a 5 ms tick, gap over 25 ms).
  */
@@ -188,12 +190,31 @@ test_flow (const char *path, const char *url, const char *user, const char *toke
     CHECK (g_hash_table_contains (seen.removed, "alice"));
     CHECK (seen.revoked_seen);
 
+    /* Choosing who signs in: an empty login hint is refused before anything is sent ... */
+    g_object_set (session, "login-hint", "", NULL);
     ts_session_sign_in_async (session, "bob", NULL, NULL, done, &waiter);
     result = await_result (&waiter);
-    g_free (ts_session_sign_in_finish (session, result, &error));
+    CHECK (ts_session_sign_in_finish (session, result, &error) == NULL);
     g_object_unref (result);
-    CHECK (error == NULL);
+    CHECK (g_error_matches (error, TS_STORE_ERROR, TS_ERROR_INVALID_INPUT));
     g_clear_error (&error);
+    /* ... and a hinted sign-in (prompt login, max_age, acr_values) signs in the hinted user. */
+    g_autofree char *hint = g_strdup_printf ("%s.hinted", user);
+    g_object_set (session, "prompt", TS_SIGN_IN_PROMPT_LOGIN, "login-hint", hint, "max-age", 600, "acr-values",
+                  "urn:tokenstore:test:mfa urn:tokenstore:test:password", NULL);
+    TsSignInPrompt prompt = TS_SIGN_IN_PROMPT_DEFAULT;
+    int max_age = 0;
+    g_object_get (session, "prompt", &prompt, "max-age", &max_age, NULL);
+    CHECK (prompt == TS_SIGN_IN_PROMPT_LOGIN && max_age == 600);
+    ts_session_sign_in_async (session, "bob", NULL, NULL, done, &waiter);
+    result = await_result (&waiter);
+    g_autofree char *hinted = ts_session_sign_in_finish (session, result, &error);
+    g_object_unref (result);
+    if (error) fprintf (stderr, "hinted sign-in: %s\n", error->message);
+    CHECK (error == NULL);
+    CHECK (g_strcmp0 (hinted, hint) == 0);
+    g_clear_error (&error);
+    g_object_set (session, "prompt", TS_SIGN_IN_PROMPT_DEFAULT, "login-hint", NULL, "max-age", -1, "acr-values", NULL, NULL);
     ts_store_list_accounts_async (store, NULL, done, &waiter);
     result = await_result (&waiter);
     g_autoptr (GPtrArray) accounts = ts_store_list_accounts_finish (store, result, &error);

@@ -82,7 +82,13 @@ async function flow(path, url, user, tokenctl) {
     check(states.some(([id, from, to]) => id === user && from === TokenStore.CredentialState.AUTHORIZED &&
         to === TokenStore.CredentialState.REVOKED), 'credential-state-changed authorized -> revoked');
 
-    await session.sign_in_async('bob', null, null);
+    // Choosing who signs in: a hinted sign-in (prompt select_account, acr-values) signs in the hinted user.
+    session.prompt = TokenStore.SignInPrompt.SELECT_ACCOUNT;
+    session.login_hint = `${user}.hinted`;
+    session.acr_values = 'urn:tokenstore:test:password';
+    check(await session.sign_in_async('bob', null, null) === `${user}.hinted`, 'the hinted sign-in signs in the hinted user');
+    session.login_hint = null;
+    session.prompt = TokenStore.SignInPrompt.DEFAULT;
     const bob = (await store.list_accounts_async(null)).find(account => account.name === 'bob');
     check(bob && bob.signed_in, 'bob is signed in');
     const notified = [];

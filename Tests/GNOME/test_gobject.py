@@ -108,8 +108,15 @@ def flow(path, url, user, tokenctl):
     check((user, TokenStore.CredentialState.AUTHORIZED, TokenStore.CredentialState.REVOKED) in states,
           f"credential-state-changed authorized -> revoked: {states}")
 
+    # Choosing who signs in: a hinted sign-in (prompt login, max-age) signs in the hinted user.
+    hint = user + ".hinted"
+    session.props.prompt = TokenStore.SignInPrompt.LOGIN
+    session.props.login_hint = hint
+    session.props.max_age = 600
     (_, result) = yield lambda done: session.sign_in_async("bob", None, None, done)
-    session.sign_in_finish(result)
+    check(session.sign_in_finish(result) == hint, "the hinted sign-in signs in the hinted user")
+    session.props.login_hint = None
+    session.props.prompt = TokenStore.SignInPrompt.DEFAULT
     (_, result) = yield lambda done: store.list_accounts_async(None, done)
     bob = [account for account in store.list_accounts_finish(result) if account.props.name == "bob"]
     check(len(bob) == 1 and bob[0].props.signed_in, "bob is signed in")

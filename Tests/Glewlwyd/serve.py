@@ -3,7 +3,7 @@
 OpenID Connect server nobody here wrote, with PKCE, refresh-token rotation, revocation, the
 device authorization grant (RFC 8628), pushed authorization requests (RFC 9126) and DPoP.
 
-    serve.py --state-dir DIR [--port N] [--port-file FILE] [--exit-with-parent]
+    serve.py --state-dir DIR [--port N] [--port-file FILE] [--exit-with-parent] [--no-par]
 
 The first start in DIR makes a throwaway server: an SQLite database from the package's own
 schema (dbconfig-common's install script), an RSA key for RS256 ID tokens (openssl), random
@@ -11,13 +11,19 @@ passwords for glewlwyd's admin and the test user, a glewlwyd.conf bound to 127.0
 then configures it through glewlwyd's admin API as an administrator would (the OIDC plugin
 instance, the test user, the clients). Later starts with the same DIR and --port are the same
 server. The port (a free one unless --port) is written to FILE once the server answers and is
-configured; glewlwyd's log is DIR/glewlwyd.log.
+configured; glewlwyd's log is DIR/glewlwyd.log. --no-par (at the first start) configures the
+OIDC plugin without pushed authorization requests, so that clients send every parameter in the
+browser's URL. Two users: alice (the default) and bob.
 
 Glewlwyd itself is unchanged. The one file of ours it serves is the login page (glewlwyd's
 `login_url`, a setting of its own): instead of glewlwyd's single-page app, a page that signs
 the test user in through glewlwyd's documented login API (`POST /api/auth/`, `PUT
 /api/auth/grant/{client_id}`) and goes on to the `callback_url` glewlwyd gave it, which is what
-glewlwyd's own login page does after a person typed the password and clicked "continue".
+glewlwyd's own login page does after a person typed the password and clicked "continue". Like
+glewlwyd's page (its webapp's login.js), it pre-fills the user name from the `login_hint`
+glewlwyd passes on, and continues a live session's user (glewlwyd's `/api/profile_list`)
+without a password unless glewlwyd passed `prompt=login` or `refresh_login` (max_age passed),
+which make glewlwyd's page show the login form again: then it signs in with the password.
 
 Standard library only (Debian's python3), so no venv is needed.
 """
@@ -42,6 +48,7 @@ GLEWLWYD = os.environ.get("TOKENSTORE_GLEWLWYD", "/usr/bin/glewlwyd")
 SCHEMA = Path("/usr/share/dbconfig-common/data/glewlwyd/install/sqlite3")
 PLUGIN = "oidc"
 USERNAME = "alice"
+SECOND_USERNAME = "bob"
 PUBLIC_CLIENT = "tokenstore-glewlwyd-public"
 CONFIDENTIAL_CLIENT = "tokenstore-glewlwyd-confidential"
 # Glewlwyd matches redirect URIs exactly, port included (the RFC 8252 any-port rule is not
@@ -60,6 +67,7 @@ LOGIN_PAGE = """<!doctype html>
   var prompt = params.get("prompt");
   // glewlwyd's end states of the device flow (deviceComplete, deviceCodeError, ...): shown, nothing more.
   if (prompt && prompt !== "login") { status.textContent = "glewlwyd: " + prompt; document.title = prompt; return; }
+  var answer = "";
   function call(method, path, body) {
     // Synchronous on purpose: the page navigates before its load event, so a headless
     // browser that waits for the page (--dump-dom) waits for the whole sign-in.
@@ -67,10 +75,21 @@ LOGIN_PAGE = """<!doctype html>
     request.open(method, "/api" + path, false);
     request.setRequestHeader("Content-Type", "application/json");
     request.send(body ? JSON.stringify(body) : null);
+    answer = request.responseText;
     return request.status;
   }
-  var login = call("POST", "/auth/", {username: credentials.username, password: credentials.password});
-  if (login !== 200) { status.textContent = "login failed: " + login; document.title = "login failed"; return; }
+  // The user name field, pre-filled from login_hint as glewlwyd's page does.
+  var username = params.get("login_hint") || credentials.username;
+  // A live session's user continues without a password, unless the login form is asked for again.
+  var live = false;
+  if (prompt !== "login" && !params.get("refresh_login") && call("GET", "/profile_list") === 200) {
+    var users = JSON.parse(answer);
+    live = users.length > 0 && users[0].username === username;
+  }
+  if (!live) {
+    var login = call("POST", "/auth/", {username: username, password: credentials.passwords[username] || ""});
+    if (login !== 200) { status.textContent = "login failed: " + login; document.title = "login failed"; return; }
+  }
   var client = params.get("client_id"), scope = params.get("scope");
   if (client && scope) {
     var grant = call("PUT", "/auth/grant/" + encodeURIComponent(client), {scope: scope});
@@ -150,6 +169,7 @@ def prepare_state(state: Path) -> dict:
         subprocess.run(["openssl", "pkey", "-in", str(key), "-pubout", "-out", str(public)], check=True)
         credentials = {
             "admin_password": secrets.token_urlsafe(24), "username": USERNAME, "password": secrets.token_urlsafe(24),
+            "second_password": secrets.token_urlsafe(24),
             "confidential_secret": secrets.token_urlsafe(32), "configured": False,
         }
         credentials_file.write_text(json.dumps(credentials))
@@ -160,7 +180,8 @@ def prepare_state(state: Path) -> dict:
     static = state / "static"
     static.mkdir(exist_ok=True)
     os.chmod(static, 0o700)
-    page = LOGIN_PAGE % {"credentials": json.dumps({"username": credentials["username"], "password": credentials["password"]})}
+    passwords = {credentials["username"]: credentials["password"], SECOND_USERNAME: credentials["second_password"]}
+    page = LOGIN_PAGE % {"credentials": json.dumps({"username": credentials["username"], "passwords": passwords})}
     (static / "login.html").write_text(page)
     os.chmod(static / "login.html", 0o600)
     return credentials
@@ -187,7 +208,7 @@ class Admin:
         return text
 
 
-def plugin_parameters(port: int, state: Path) -> dict:
+def plugin_parameters(port: int, state: Path, par: bool) -> dict:
     return {
         "iss": f"http://127.0.0.1:{port}/api/{PLUGIN}",
         "jwt-type": "rsa", "jwt-key-size": "256",
@@ -202,7 +223,7 @@ def plugin_parameters(port: int, state: Path) -> dict:
         "device-authorization-expiration": 600, "device-authorization-interval": 1,
         "pkce-allowed": True, "pkce-method-plain-allowed": False,
         "introspection-revocation-allowed": True, "introspection-revocation-allow-target-client": True,
-        "oauth-par-allowed": True, "oauth-par-required": False,
+        "oauth-par-allowed": par, "oauth-par-required": False,
         "oauth-par-request_uri-prefix": "urn:ietf:params:oauth:request_uri:", "oauth-par-duration": 90,
         "oauth-dpop-allowed": True, "oauth-dpop-iat-duration": 60,
         "oauth-as-iss-id": True,
@@ -212,7 +233,7 @@ def plugin_parameters(port: int, state: Path) -> dict:
     }
 
 
-def configure(port: int, state: Path, credentials: dict) -> None:
+def configure(port: int, state: Path, credentials: dict, par: bool) -> None:
     """What an administrator does once, through glewlwyd's admin API."""
     admin = Admin(port)
     admin.call("POST", "/auth/", {"username": "admin", "password": "password"})  # the package's initial admin
@@ -221,10 +242,12 @@ def configure(port: int, state: Path, credentials: dict) -> None:
     admin.call("POST", "/scope/", {"name": "read", "display_name": "Read", "description": "The test API",
                                    "password_required": False, "scheme": {}})
     admin.call("POST", "/mod/plugin/", {"module": "oidc", "name": PLUGIN, "display_name": "OpenID Connect",
-                                        "parameters": plugin_parameters(port, state)})
+                                        "parameters": plugin_parameters(port, state, par)})
     admin.call("POST", "/user/", {"username": credentials["username"], "password": credentials["password"],
                                   "name": "Alice Glewlwyd", "email": "alice@example.org", "scope": SCOPES,
                                   "enabled": True})
+    admin.call("POST", "/user/", {"username": SECOND_USERNAME, "password": credentials["second_password"],
+                                  "name": "Bob Glewlwyd", "email": "bob@example.org", "scope": SCOPES, "enabled": True})
     common = {"enabled": True, "redirect_uri": REDIRECT_URIS, "scope": SCOPES,
               "authorization_type": ["code", "device_authorization", "refresh_token"]}
     admin.call("POST", "/client/", dict(common, client_id=PUBLIC_CLIENT, name="TokenStore (public)", confidential=False))
@@ -263,6 +286,7 @@ def main() -> int:
     parser.add_argument("--port-file")
     parser.add_argument("--exit-with-parent", action="store_true")
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--no-par", action="store_true")
     args = parser.parse_args()
     if not os.access(GLEWLWYD, os.X_OK):
         print(f"serve.py: no {GLEWLWYD} (apt-get install glewlwyd)", file=sys.stderr)
@@ -314,7 +338,7 @@ def main() -> int:
         threading.Thread(target=watch, daemon=True).start()
     if not credentials["configured"]:
         try:
-            configure(port, state, credentials)
+            configure(port, state, credentials, par=not args.no_par)
         except Exception as error:  # noqa: BLE001 - reported, then the server is stopped
             print(f"serve.py: configuring glewlwyd failed: {error}", file=sys.stderr)
             child.kill()

@@ -572,6 +572,80 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
         case missingAuthorizedParty = "missing_azp"
         /// `auth_time` one day ago (fails a `max_age` check).
         case oldAuthTime = "old_auth_time"
+        /// No `auth_time` (fails a `max_age` check).
+        case missingAuthTime = "missing_auth_time"
+        /// `acr` is `value`, default `urn:tokenstore:test:weak` (fails an `acr_values` check).
+        case wrongACR = "wrong_acr"
+    }
+
+    /// What one `GET /authorize` asked for, as the server recorded it, and whether it showed
+    /// a login page (`false`: its browser session answered at once).
+    public struct AuthorizationRecord: Sendable, Equatable {
+        public var prompt: String?
+        public var loginHint: String?
+        public var maxAge: String?
+        public var acrValues: String?
+        public var loginForm: Bool
+
+        public init(prompt: String?, loginHint: String?, maxAge: String?, acrValues: String?, loginForm: Bool) {
+            (self.prompt, self.loginHint, self.maxAge, self.acrValues, self.loginForm) =
+                (prompt, loginHint, maxAge, acrValues, loginForm)
+        }
+    }
+
+    /// The last 20 `GET /authorize` requests that passed the server's checks, newest last.
+    public func authorizations() throws -> [AuthorizationRecord] {
+        let list = try control("GET", "oidc", nil)["authorizations"] as? [[String: Any]] ?? []
+        return list.map {
+            AuthorizationRecord(
+                prompt: $0["prompt"] as? String, loginHint: $0["login_hint"] as? String, maxAge: $0["max_age"] as? String,
+                acrValues: $0["acr_values"] as? String, loginForm: $0["login_form"] as? Bool ?? false)
+        }
+    }
+
+    /// Every browser session at the server authenticated `seconds` earlier than it was.
+    public func ageBrowserSessions(by seconds: Int) throws {
+        _ = try control("POST", "oidc/sessions", ["age": seconds])
+    }
+
+    /// The number of live browser sessions at the server.
+    /// One request at an end-session endpoint (`/oidc/logout` or Auth0's `/v2/logout`), as the
+    /// server recorded it.
+    public struct EndSessionRecord: Sendable, Equatable {
+        /// `oidc` or `auth0`.
+        public var kind: String
+        /// The `sub` of the `id_token_hint`, when one came.
+        public var idTokenHintSubject: String?
+        /// Whether a `state` came (and was echoed).
+        public var state: Bool
+        /// Whether the request's cookie named a browser session, which was ended.
+        public var ended: Bool
+
+        public init(kind: String, idTokenHintSubject: String?, state: Bool, ended: Bool) {
+            self.kind = kind
+            self.idTokenHintSubject = idTokenHintSubject
+            self.state = state
+            self.ended = ended
+        }
+    }
+
+    /// The last 20 end-session requests, newest last.
+    public func endSessions() throws -> [EndSessionRecord] {
+        let list = try control("GET", "oidc", nil)["end_sessions"] as? [[String: Any]] ?? []
+        return list.map {
+            EndSessionRecord(
+                kind: $0["kind"] as? String ?? "", idTokenHintSubject: $0["id_token_hint_sub"] as? String,
+                state: $0["state"] as? Bool ?? false, ended: $0["ended"] as? Bool ?? false)
+        }
+    }
+
+    public func browserSessionCount() throws -> Int {
+        (try control("GET", "oidc", nil)["sessions"] as? [Any])?.count ?? -1
+    }
+
+    /// The acr values a login at the server can meet (`nil`: every one asked for).
+    public func setSupportedACR(_ values: [String]?) throws {
+        _ = try control("POST", "oidc/acr", ["supported": values.map { $0 as Any } ?? NSNull()])
     }
 
     /// Ways the next browser sign-in's redirect to the app goes wrong (used once).

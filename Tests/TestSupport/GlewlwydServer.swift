@@ -39,9 +39,16 @@ public final class GlewlwydServer: @unchecked Sendable {  // the process is guar
     public var logURL: URL { directory.appending("server.log") }
     private var portFile: URL { directory.appending("port") }
     private var stateDirectory: URL { directory.appending("state") }
+    /// Whether the OIDC plugin offers pushed authorization requests (it does unless `par: false`).
+    public let offersPAR: Bool
+    /// glewlwyd's second user (serve.py signs in `alice` unless a login hint names this one).
+    public static let secondUsername = "bob"
 
-    public init() throws {
+    /// - Parameter par: `false` configures the OIDC plugin without PAR, so that a sign-in sends
+    ///   every parameter in the browser's URL.
+    public init(par: Bool = true) throws {
         guard glewlwydInstalled else { throw Failure(description: "no /usr/bin/glewlwyd (scripts/install-deps installs it)") }
+        offersPAR = par
         directory = try TemporaryDirectory(prefix: "tokenstore-glewlwyd")
         try lock.withLock { try launchLocked(port: 0) }
     }
@@ -71,7 +78,7 @@ public final class GlewlwydServer: @unchecked Sendable {  // the process is guar
         let child = try ChildProcess.start(
             "/usr/bin/python3",
             [Self.script, "--state-dir", stateDirectory.path, "--port", String(port), "--port-file", portFile.path,
-             "--exit-with-parent"],
+             "--exit-with-parent"] + (offersPAR ? [] : ["--no-par"]),
             standardOutput: .discard, standardError: .append(logURL.path), ownProcessGroup: false)
         process = child
         let deadline = Date().addingTimeInterval(120)  // an RSA key and the admin API on a loaded machine
@@ -93,6 +100,15 @@ public final class GlewlwydServer: @unchecked Sendable {  // the process is guar
         guard let child = process else { return }
         process = nil
         _ = child.stop(grace: .seconds(5))
+    }
+
+    /// How many times glewlwyd logged `user` signing in with a password (its
+    /// `Event - User 'NAME' authenticated with password` lines in glewlwyd.log): its login form
+    /// was submitted.
+    public func passwordLogins(of user: String) -> Int {
+        let log = (try? String(contentsOf: stateDirectory.appendingPathComponent("glewlwyd.log"), encoding: .utf8)) ?? ""
+        let line = "Event - User '\(user)' authenticated with password"
+        return log.components(separatedBy: "\n").filter { $0.contains(line) }.count
     }
 
     public func logTail() -> String {

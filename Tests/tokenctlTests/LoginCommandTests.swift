@@ -28,11 +28,12 @@ struct LoginCommandTests {
 
     /// `login --browser` on a fresh registered port with the scripted browser.
     static func browserLogin(
-        _ fixture: Fixture, account: String = "alice", _ extra: [String] = [], browser: [String: String] = scriptedBrowser
+        _ fixture: Fixture, account: String = "alice", _ extra: [String] = [], browser: [String: String] = scriptedBrowser,
+        stdin: String? = nil
     ) throws -> TokenctlResult {
         let port = try registeredPort(fixture.server)
         return try fixture.store.run(
-            ["--json", "login", "--browser", "--account", account, "--redirect-port", port] + extra,
+            ["--json", "login", "--browser", "--account", account, "--redirect-port", port] + extra, stdin: stdin,
             environment: fixture.environment.merging(browser) { _, given in given })
     }
 

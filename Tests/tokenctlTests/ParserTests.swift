@@ -269,6 +269,7 @@ import TestSupport
     private static let loginUsage =
         "tokenctl login [--domain <url>] [--issuer <url>] --client-id <id> --account <account> [--browser | --device] "
         + "[--connection <connection>] [--audience <api>] [--redirect-port <port> ...] [--timeout <seconds>] "
+        + "[--prompt <prompt>] [--login-hint <identifier> | --login-hint-fd <fd>] [--max-age <seconds>] [--acr-values <values>] "
         + "[--apple-user-id <user-id>] [--allow-user-change] [--first-name <name>] [--last-name <name>] [--scope <scope> ...] [--dpop]"
     private static let server = ["--domain", "http://127.0.0.1:9", "--client-id", "c", "--account", "a"]
 

@@ -172,6 +172,15 @@ namespace TokenStore {
         public unowned OpenUrlFunc? open_url;
         /* Non-zero: bind the sign-in to the store's DPoP key (RFC 9449). 0: Bearer. */
         public int dpop;
+        /* "login", "select_account", "consent" or "none"; null: none sent. */
+        public unowned string? prompt;
+        /* Who is expected to sign in (an identifier: sent only in the authorization request). */
+        public unowned string? login_hint;
+        /* Space-separated; the ID token's acr must be one of them. */
+        public unowned string? acr_values;
+        /* Non-zero: send max_age_seconds as max_age (0 included). */
+        public int max_age_set;
+        public int max_age_seconds;
     }
 
     [CCode (cname = "ts_change_kind", cprefix = "TS_CHANGE_", has_type_id = false)]

@@ -39,13 +39,16 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     /// the server has a PAR endpoint, so this only makes a document that requires PAR and names
     /// no endpoint an error.
     public let requirePushedAuthorizationRequests: Bool
+    /// Where the browser's session at the server is ended: `end_session_endpoint` (OpenID
+    /// Connect RP-Initiated Logout 1.0), or Auth0's `/v2/logout`; `nil`: the server has none.
+    public let endSessionEndpoint: URL?
 
     init(
         issuer: String, authorizationEndpoint: URL, tokenEndpoint: URL, revocationEndpoint: URL?, jwksURI: URL,
         userinfoEndpoint: URL?, scopesSupported: [String]?, codeChallengeMethodsSupported: [String]?,
         authorizationResponseIssParameterSupported: Bool, isAuth0: Bool,
         pushedAuthorizationRequestEndpoint: URL? = nil, deviceAuthorizationEndpoint: URL? = nil,
-        requirePushedAuthorizationRequests: Bool = false
+        requirePushedAuthorizationRequests: Bool = false, endSessionEndpoint: URL? = nil
     ) {
         self.issuer = issuer
         self.authorizationEndpoint = authorizationEndpoint
@@ -60,6 +63,7 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
         self.pushedAuthorizationRequestEndpoint = pushedAuthorizationRequestEndpoint
         self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
         self.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests
+        self.endSessionEndpoint = endSessionEndpoint
     }
 
     /// The endpoints a token or a token's proof is redeemed at: token, revocation, PAR and
@@ -80,7 +84,7 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
             revocationEndpoint: endpoint("oauth/revoke"), jwksURI: endpoint(".well-known/jwks.json"),
             userinfoEndpoint: endpoint("userinfo"), scopesSupported: nil, codeChallengeMethodsSupported: nil,
             authorizationResponseIssParameterSupported: false, isAuth0: true,
-            deviceAuthorizationEndpoint: endpoint("oauth/device/code"))
+            deviceAuthorizationEndpoint: endpoint("oauth/device/code"), endSessionEndpoint: endpoint("v2/logout"))
     }
 
     /// Whether a sign-in should ask for `offline_access`: always at Auth0 and when the document
@@ -151,7 +155,8 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
             authorizationResponseIssParameterSupported: issParameter, isAuth0: false,
             pushedAuthorizationRequestEndpoint: par,
             deviceAuthorizationEndpoint: try url("device_authorization_endpoint", required: false),
-            requirePushedAuthorizationRequests: requirePAR)
+            requirePushedAuthorizationRequests: requirePAR,
+            endSessionEndpoint: try url("end_session_endpoint", required: false))
     }
 
     /// Whether the document's `issuer` is the configured one: equal, or (Microsoft Entra) a

@@ -36,8 +36,20 @@ extension TokenSession {
     ///   - scopes: `openid` and `offline_access` are always added.
     ///   - audience: the API the access token is for (Auth0 returns a JWT access token then);
     ///     `nil` uses the configuration's ``AuthorizationServerConfiguration/audience``.
-    ///   - maxAge: `max_age`: the longest time since the user last authenticated; checked
-    ///     against the ID token's `auth_time`.
+    ///   - prompt: `prompt`: ``SignInPrompt/login`` to ask for credentials even over a live browser
+    ///     session (to sign in as someone else), ``SignInPrompt/selectAccount``,
+    ///     ``SignInPrompt/consent``, or ``SignInPrompt/none`` (no page at all: the server's
+    ///     `login_required` and its kin throw ``AuthSessionError/Code/interactionRequired``).
+    ///   - loginHint: `login_hint`: who is expected to sign in (an email address, a user name),
+    ///     which the server may pre-fill. An identifier: it travels only in the authorization
+    ///     request (with PAR, in the pushed request, never in the browser's URL), and is never
+    ///     logged nor put in an error.
+    ///   - maxAge: `max_age`: the longest time since the user last authenticated; the ID token's
+    ///     `auth_time` must then be present and no older than that plus the leeway (60 s),
+    ///     else `idTokenInvalid` (``IDTokenCheck/authenticationTime``).
+    ///   - acrValues: `acr_values`: the authentication context classes asked for, most wanted
+    ///     first; the ID token's `acr` must then be one of them, else `idTokenInvalid`
+    ///     (``IDTokenCheck/authenticationContext``).
     ///   - timeout: the longest wait for the browser's redirect (5 minutes by default).
     ///   - browser: how the URL is opened (``SystemBrowserOpener`` by default).
     ///   - allowsUserChange: whether `account`, when it already has a user, may be signed in
@@ -59,24 +71,29 @@ extension TokenSession {
     /// - Throws: ``AuthSessionError`` — `authorizationFailed` (the server's `error=`, such as
     ///   `access_denied` when the user declined), `authorizationMisconfigured` (the server refused
     ///   the pushed authorization request), `timedOut`, `stateMismatch`, `cancelled`,
-    ///   `loopbackUnavailable`, `browserUnavailable`, `idTokenInvalid` (the failed check in
+    ///   `loopbackUnavailable`, `browserUnavailable`, `interactionRequired` (`prompt: .none` and the
+    ///   server must show a page), `invalidRequest` (a negative `maxAge`, an empty `loginHint`, an acr
+    ///   value with a space), `idTokenInvalid` (the failed check in
     ///   ``AuthSessionError/idTokenCheck``), `userChanged`, `invalidGrant`, `insecureConfiguration` (a
     ///   redirect URI that is not `http://127.0.0.1:PORT/path`), the network codes, `storage`.
     ///   Nothing is stored when it throws.
     @discardableResult
     public func signIn(
         account: AccountID, redirectURIs: [URL], connection: String? = "apple",
-        scopes: [String] = ["openid", "profile", "email"], audience: String? = nil, maxAge: Duration? = nil,
-        timeout: Duration = .seconds(300), browser: any BrowserOpener = SystemBrowserOpener(),
-        allowsUserChange: Bool = false, usesDPoP: Bool? = nil, onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
+        scopes: [String] = ["openid", "profile", "email"], audience: String? = nil, prompt: SignInPrompt? = nil,
+        loginHint: String? = nil, maxAge: Duration? = nil, acrValues: [String] = [], timeout: Duration = .seconds(300),
+        browser: any BrowserOpener = SystemBrowserOpener(), allowsUserChange: Bool = false, usesDPoP: Bool? = nil,
+        onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
     ) async throws -> SignInResult {
         try storage { try SessionLedger.validateSignIn(account: account, appleUserID: nil) }
+        let authentication = try AuthenticationRequest(
+            prompt: prompt, loginHint: loginHint, maxAge: maxAge, acrValues: acrValues)
         let metadata = try await client.metadata()
         func attempt(_ metadata: AuthorizationServerMetadata) async throws -> SignInResult {
             try await signIn(
                 account: account, redirectURIs: redirectURIs, connection: connection, scopes: scopes, audience: audience,
-                maxAge: maxAge, timeout: timeout, browser: browser, allowsUserChange: allowsUserChange, usesDPoP: usesDPoP,
-                metadata: metadata, onAuthorizationURL: onAuthorizationURL)
+                authentication: authentication, timeout: timeout, browser: browser, allowsUserChange: allowsUserChange,
+                usesDPoP: usesDPoP, metadata: metadata, onAuthorizationURL: onAuthorizationURL)
         }
         do {
             return try await attempt(metadata)
@@ -94,8 +111,8 @@ extension TokenSession {
     /// One browser sign-in with the server's `metadata` (see the public form).
     private func signIn(
         account: AccountID, redirectURIs: [URL], connection: String?, scopes: [String], audience: String?,
-        maxAge: Duration?, timeout: Duration, browser: any BrowserOpener, allowsUserChange: Bool, usesDPoP: Bool?,
-        metadata: AuthorizationServerMetadata, onAuthorizationURL: @Sendable (URL) -> Void
+        authentication: AuthenticationRequest, timeout: Duration, browser: any BrowserOpener, allowsUserChange: Bool,
+        usesDPoP: Bool?, metadata: AuthorizationServerMetadata, onAuthorizationURL: @Sendable (URL) -> Void
     ) async throws -> SignInResult {
         let audience = audience ?? client.configuration.audience
         let deadline = ContinuousClock.now + timeout
@@ -109,7 +126,7 @@ extension TokenSession {
         do {
             let parameters = authorizationParameters(
                 redirectURI: listener.redirectURI, secrets: secrets, scopes: requested, connection: connection,
-                audience: audience, maxAge: maxAge, metadata: metadata, dpopThumbprint: dpop?.key.thumbprint)
+                audience: audience, authentication: authentication, metadata: metadata, dpopThumbprint: dpop?.key.thumbprint)
             var url = Self.url(metadata.authorizationEndpoint, parameters)
             if let par = metadata.pushedAuthorizationRequestEndpoint {
                 // RFC 9126: the parameters go to the server directly; the browser gets client_id + request_uri.
@@ -128,33 +145,35 @@ extension TokenSession {
             throw AuthSessionError(.cancelled, "The sign-in was cancelled.")
         } catch {
             listener.close()
-            throw Self.configurationError(error)
+            throw AuthenticationRequest.interactionError(Self.configurationError(error))
         }
         try Self.checkIssuer(callback, metadata: metadata)
         let response = try await client.withDPoP(dpop).exchangeAuthorizationCode(
             callback.code, codeVerifier: secrets.pkce.verifier, redirectURI: callback.redirectURI, scopes: requested)
         return try await completeSignIn(
-            response, requested: requested, audience: audience, account: account, nonce: secrets.nonce, maxAge: maxAge,
-            expectedAppleUserID: nil, allowsUserChange: allowsUserChange, dpop: dpop)
+            response, requested: requested, audience: audience, account: account, nonce: secrets.nonce,
+            maxAge: authentication.maxAge, acrValues: authentication.acrValues, expectedAppleUserID: nil,
+            allowsUserChange: allowsUserChange, dpop: dpop)
     }
 
     /// `{domain}/authorize?response_type=code&…` for one attempt.
     func authorizationURL(
         redirectURI: URL, secrets: SignInSecrets, scopes: [String], connection: String?, audience: String?,
-        maxAge: Duration?, metadata: AuthorizationServerMetadata? = nil, dpopThumbprint: String? = nil
+        authentication: AuthenticationRequest? = nil, metadata: AuthorizationServerMetadata? = nil,
+        dpopThumbprint: String? = nil
     ) -> URL {
         let metadata = metadata ?? .auth0(domain: client.configuration.domain)
         return Self.url(
             metadata.authorizationEndpoint,
             authorizationParameters(
                 redirectURI: redirectURI, secrets: secrets, scopes: scopes, connection: connection, audience: audience,
-                maxAge: maxAge, metadata: metadata, dpopThumbprint: dpopThumbprint))
+                authentication: authentication, metadata: metadata, dpopThumbprint: dpopThumbprint))
     }
 
     /// The authorization request's parameters (in the URL, or pushed to the PAR endpoint).
     func authorizationParameters(
         redirectURI: URL, secrets: SignInSecrets, scopes: [String], connection: String?, audience: String?,
-        maxAge: Duration?, metadata: AuthorizationServerMetadata, dpopThumbprint: String?
+        authentication: AuthenticationRequest?, metadata: AuthorizationServerMetadata, dpopThumbprint: String?
     ) -> [(String, FormValue)] {
         var query: [(String, FormValue)] = [
             ("response_type", .text("code")),
@@ -169,7 +188,8 @@ extension TokenSession {
         if client.configuration.sendsConnection, let connection, !connection.isEmpty { query.append(("connection", .text(connection))) }
         // Auth0's `audience`; RFC 8707 `resource` everywhere else.
         if let audience, !audience.isEmpty { query.append((metadata.isAuth0 ? "audience" : "resource", .text(audience))) }
-        if let maxAge { query.append(("max_age", .text("\(maxAge.components.seconds)"))) }
+        // prompt, login_hint, max_age, acr_values (the hint only here: in the URL, or pushed with PAR).
+        query += authentication?.parameters ?? []
         // RFC 9449 10: the code is bound to the key that will redeem it.
         if let dpopThumbprint { query.append(("dpop_jkt", .text(dpopThumbprint))) }
         return query
@@ -190,8 +210,9 @@ extension LoopbackRedirectListener {
     /// - Throws: ``AuthSessionError/Code/insecureConfiguration`` for an empty list or a URI
     ///   that is not `http://127.0.0.1:PORT/path` (no query, fragment or user);
     ///   ``AuthSessionError/Code/loopbackUnavailable`` when every port is in use.
-    static func bind(redirectURIs: [URL], expectedState: String, logger: TokenStoreLogger) throws(AuthSessionError)
-        -> LoopbackRedirectListener
+    static func bind(
+        redirectURIs: [URL], expectedState: String, endsSession: Bool = false, logger: TokenStoreLogger
+    ) throws(AuthSessionError) -> LoopbackRedirectListener
     {
         guard !redirectURIs.isEmpty else {
             throw AuthSessionError(.insecureConfiguration, "No loopback redirect URI is configured for the sign-in.")
@@ -210,7 +231,8 @@ extension LoopbackRedirectListener {
         for group in groups {
             do {
                 return try LoopbackRedirectListener(
-                    ports: group.ports, expectedState: expectedState, callbackPath: group.path, logger: logger)
+                    ports: group.ports, expectedState: expectedState, callbackPath: group.path, endsSession: endsSession,
+                    logger: logger)
             } catch where error.code == .loopbackUnavailable {
                 lastError = error
             }

@@ -16,7 +16,7 @@ extension TokenSession {
     ///    (offline, 5xx, 429) doubles it; until the user approves, declines, or the code expires.
     /// 3. Validates the ID token as the other sign-ins do (signature, `iss`, `aud`, `exp`; there
     ///    is no nonce in this grant) and stores everything in one transaction, the refresh token
-    ///    bound to the endpoints that issued it, as ``signIn(account:redirectURIs:connection:scopes:audience:maxAge:timeout:browser:allowsUserChange:usesDPoP:onAuthorizationURL:)`` does.
+    ///    bound to the endpoints that issued it, as ``signIn(account:redirectURIs:connection:scopes:audience:prompt:loginHint:maxAge:acrValues:timeout:browser:allowsUserChange:usesDPoP:onAuthorizationURL:)`` does.
     ///
     /// ```swift
     /// let result = try await session.signInWithDevice(account: "me") { code in

@@ -7,7 +7,7 @@ extension TokenSession {
     /// Signs in with an Apple authorization code (Auth0's native token exchange): for apps
     /// that get a code from Apple themselves — a companion device, a web page using Sign in
     /// with Apple JS. A Linux desktop app has no way to get one: it signs in through the
-    /// browser with ``signIn(account:redirectURIs:connection:scopes:audience:maxAge:timeout:browser:allowsUserChange:usesDPoP:onAuthorizationURL:)``.
+    /// browser with ``signIn(account:redirectURIs:connection:scopes:audience:prompt:loginHint:maxAge:acrValues:timeout:browser:allowsUserChange:usesDPoP:onAuthorizationURL:)``.
     ///
     /// `openid` and `offline_access` are always requested. The ID token is validated as in
     /// the browser sign-in (without a nonce: the native exchange has none), and the refresh
@@ -73,7 +73,8 @@ extension TokenSession {
     /// to that key (a `Bearer` one from a server without DPoP stays unbound).
     func completeSignIn(
         _ response: TokenResponse, requested: [String], audience: String?, account: AccountID, nonce: String?,
-        maxAge: Duration?, expectedAppleUserID: String?, allowsUserChange: Bool, dpop: DPoPBinding? = nil
+        maxAge: Duration?, acrValues: [String] = [], expectedAppleUserID: String?, allowsUserChange: Bool,
+        dpop: DPoPBinding? = nil
     ) async throws -> SignInResult {
         let identity: SignInIdentity
         let appleUserID: String
@@ -81,7 +82,7 @@ extension TokenSession {
             guard let idToken = response.idToken else {
                 throw AuthSessionError(.unexpectedResponse, "The token answer has no ID token; nothing was stored.")
             }
-            let claims = try await idTokenValidator.validate(idToken, nonce: nonce, maxAge: maxAge)
+            let claims = try await idTokenValidator.validate(idToken, nonce: nonce, maxAge: maxAge, acrValues: acrValues)
             // With account linking `sub` may name another identity: the credential state is then
             // kept under `sub` itself.
             appleUserID = claims.appleUserID ?? claims.subject

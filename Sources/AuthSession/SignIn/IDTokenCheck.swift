@@ -38,6 +38,8 @@ public enum IDTokenCheck: String, Sendable, CaseIterable {
     /// `max_age` was sent and `auth_time` is missing, or the sign-in is older than
     /// `max_age` plus the leeway.
     case authenticationTime
+    /// `acr_values` were sent and `acr` is missing or not one of them.
+    case authenticationContext
 
     /// One sentence on what the check requires (no token, no claim value).
     var summary: String {
@@ -54,7 +56,8 @@ public enum IDTokenCheck: String, Sendable, CaseIterable {
         case .issuedAt: return "the issued-at time is missing or in the future."
         case .nonce: return "the nonce is not the one sent."
         case .authorizedParty: return "the authorized party is not the client id."
-        case .authenticationTime: return "the sign-in is older than the requested max_age."
+        case .authenticationTime: return "the sign-in is older than the requested max_age, or auth_time is missing."
+        case .authenticationContext: return "the acr is missing or not one of the requested acr_values."
         }
     }
 }

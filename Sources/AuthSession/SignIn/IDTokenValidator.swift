@@ -22,7 +22,8 @@ import TokenStore
 /// | issuedAt | `iat` present and not later than `now + leeway` |
 /// | nonce | `nonce` equals the one sent, when one was sent |
 /// | authorizedParty | `azp` equals the client id whenever present; required when `aud` has several entries |
-/// | authenticationTime | `auth_time + max_age + leeway ≥ now`, when `max_age` was sent |
+/// | authenticationTime | `auth_time` present and `auth_time + max_age + leeway ≥ now`, when `max_age` was sent |
+/// | authenticationContext | `acr` present and one of the `acr_values` sent, when some were sent |
 ///
 /// ```swift
 /// let validator = IDTokenValidator(configuration: configuration, transport: transport)
@@ -33,7 +34,7 @@ struct IDTokenValidator: Sendable {
     static let defaultLeeway: Duration = .seconds(60)
 
     /// The expected `iss`: ending in `/` for the Auth0 form; for a discovery configuration,
-    /// the discovery document's issuer (taken by ``validate(_:nonce:maxAge:)`` before each check).
+    /// the discovery document's issuer (taken by ``validate(_:nonce:maxAge:acrValues:)`` before each check).
     let issuer: String
     /// Other spellings of the issuer the app accepts (``AuthorizationServerConfiguration/acceptedIssuerAliases``).
     var issuerAliases: [String] = []
@@ -107,7 +108,7 @@ struct IDTokenValidator: Sendable {
     /// The one signature algorithm accepted.
     static let algorithm = "RS256"
 
-    /// The JWS steps of ``validate(_:nonce:maxAge:)``, in its order, each failure naming its
+    /// The JWS steps of ``validate(_:nonce:maxAge:acrValues:)``, in its order, each failure naming its
     /// check: `alg` is ``algorithm`` (else `algorithm`), the header has a `kid` for which `key`
     /// finds a JWK (else `keyID`), and ``verifyRS256(_:of:with:)`` accepts the signature of the
     /// signing input with that key.
@@ -134,10 +135,13 @@ struct IDTokenValidator: Sendable {
     /// - Parameters:
     ///   - nonce: the `nonce` sent in the authorization request (`nil`: none was sent).
     ///   - maxAge: the `max_age` sent, if any.
+    ///   - acrValues: the `acr_values` sent (empty: none).
     /// - Throws: ``AuthSessionError`` — `idTokenInvalid` with ``AuthSessionError/idTokenCheck``;
     ///   or, when the key set could not be fetched, the fetch's code (`notConnectedToInternet`,
     ///   `timedOut`, `serverError`, `unexpectedResponse`, …).
-    func validate(_ idToken: SecretBytes, nonce: String?, maxAge: Duration? = nil) async throws(AuthSessionError)
+    func validate(
+        _ idToken: SecretBytes, nonce: String?, maxAge: Duration? = nil, acrValues: [String] = []
+    ) async throws(AuthSessionError)
         -> IDTokenClaims
     {
         guard let token = JSONWebToken(idToken) else { throw .idTokenInvalid(check: .format) }
@@ -189,6 +193,13 @@ struct IDTokenValidator: Sendable {
         if let maxAge {
             guard let authenticatedAt, authenticatedAt + maxAge.timeInterval + leewaySeconds >= current else {
                 throw .idTokenInvalid(check: .authenticationTime)
+            }
+        }
+        // acr_values is a request the server may not meet (OIDC Core 5.5.1.1); the app asked for
+        // those classes, so a token of another one (or of none) is refused.
+        if !acrValues.isEmpty {
+            guard let acr = claims["acr"]?.string, acrValues.contains(acr) else {
+                throw .idTokenInvalid(check: .authenticationContext)
             }
         }
 

@@ -86,7 +86,7 @@ final class LoopbackRedirectListener: @unchecked Sendable {
     ///   empty port list, an empty state or a callback path that is not a plain path.
     init(
         ports: [UInt16], expectedState: String, callbackPath: String = "/callback", limits: Limits = Limits(),
-        logger: TokenStoreLogger = .disabled
+        endsSession: Bool = false, logger: TokenStoreLogger = .disabled
     ) throws(AuthSessionError) {
         guard !ports.isEmpty else {
             throw AuthSessionError(.insecureConfiguration, "No loopback port is configured for the sign-in redirect.")
@@ -140,7 +140,8 @@ final class LoopbackRedirectListener: @unchecked Sendable {
         let startPath = "/start/" + SignInRandom.token()
         startAddress = URL(string: "http://127.0.0.1:\(bound.port)\(startPath)")!
         router = LoopbackRequestRouter(
-            callbackPath: callbackPath, expectedState: expectedState, redirectURI: redirectURI, startPath: startPath)
+            callbackPath: callbackPath, expectedState: expectedState, redirectURI: redirectURI, startPath: startPath,
+            endsSession: endsSession)
         self.limits = limits
         self.logger = logger
         logger.debug("loopback listener bound", metadata: ["loopback.port": "\(bound.port)"])

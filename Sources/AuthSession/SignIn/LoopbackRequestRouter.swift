@@ -54,6 +54,9 @@ struct LoopbackRequestRouter: Sendable {
     let redirectURI: URL
     /// `/start/<one-time id>`.
     let startPath: String
+    /// The listener waits for the end of a browser session (a logout's return), not a sign-in's:
+    /// a callback with the right `state` and no `error` ends the wait, no code needed.
+    var endsSession = false
 
     /// `127.0.0.1:PORT`: the only `Host` the callback and the start page accept.
     var expectedHost: String { "127.0.0.1:\(redirectURI.port ?? 80)" }
@@ -106,6 +109,10 @@ struct LoopbackRequestRouter: Sendable {
                 oauthError: String(decoding: error, as: UTF8.self),
                 oauthErrorDescription: parameters["error_description"].map { String(decoding: $0, as: UTF8.self) })
             return Decision(response: Self.page(.serverError), outcome: .finished(.failure(failure)))
+        }
+        if endsSession {
+            let callback = AuthorizationCallback(code: SecretBytes([UInt8]()), redirectURI: redirectURI)
+            return Decision(response: Self.page(.loggedOut), outcome: .finished(.success(callback)))
         }
         guard let code = parameters["code"], !code.isEmpty else {
             let failure = AuthSessionError(
@@ -213,10 +220,11 @@ struct LoopbackRequestRouter: Sendable {
 
     enum Page {
         case signedIn, serverError, incomplete, wrongState, notFound, badRequest, tooLarge, wrongHost, startUsed
+        case loggedOut
 
         var status: String {
             switch self {
-            case .signedIn, .serverError: return "200 OK"
+            case .signedIn, .serverError, .loggedOut: return "200 OK"
             case .incomplete, .wrongState, .badRequest, .wrongHost: return "400 Bad Request"
             case .startUsed: return "410 Gone"
             case .notFound: return "404 Not Found"
@@ -237,6 +245,8 @@ struct LoopbackRequestRouter: Sendable {
                     "Sign-in answer refused",
                     "This answer does not belong to the sign-in in progress (state mismatch) and was refused. "
                         + "You can close this window; to sign in, use the window the app opened or start again from the app.")
+            case .loggedOut:
+                return ("Signed out", "You are signed out. You can close this window and return to the app.")
             case .notFound:
                 return ("Not found", "Nothing here.")
             case .badRequest:

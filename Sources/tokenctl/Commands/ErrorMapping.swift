@@ -118,6 +118,13 @@ enum ErrorMapping {
     /// browser's redirect running out (a `timedOut` with neither an HTTP status nor a
     /// transport cause, which a request's time-out always has) is 75, not 69.
     static func browserSignInFailure(_ error: AuthSessionError, timeoutSeconds: Int) -> CommandFailure {
+        if error.code == .interactionRequired, error.oauthError != nil {
+            // The server's login_required (or its kin) to a --prompt none sign-in.
+            return CommandFailure(
+                exitCode(for: error.code), sessionFailure(error).message,
+                hint: "interactionRequired: the server must show the user a page; run 'tokenctl login --browser' "
+                    + "without --prompt none")
+        }
         guard error.code == .timedOut, error.httpStatus == nil, error.cause == nil else { return sessionFailure(error) }
         return CommandFailure(
             .tempFailure, "\(error.message) [\(error.code.rawValue)]",

@@ -6,7 +6,7 @@ import TokenStore
 
 /// The secrets tokenctl reads from a file descriptor rather than from an argument: the
 /// secret `put` stores and the Apple code `login` exchanges (stdin), and the store
-/// passphrase (`--passphrase-fd N`). Each is read
+/// passphrase (`--passphrase-fd N`), and the login hint (`login --login-hint-fd N`). Each is read
 /// to the end, loses one trailing newline (`\n` or `\r\n`), and the read buffer is wiped.
 enum SecretInput {
     /// The hint for an empty secret on `put`'s stdin.
@@ -55,6 +55,27 @@ enum SecretInput {
                 throw CommandFailure(.usage, "the passphrase read from file descriptor \(fd) is empty")
             }
             return SecretBytes(passphrase)
+        }
+    }
+
+    /// The login hint (`login --login-hint-fd N`) read from `fd` to its end, minus one trailing
+    /// newline. An identifier, not a secret, but kept out of the process list; never echoed.
+    /// - Throws: `CommandFailure` (64) for a descriptor that cannot be read, an empty or oversize
+    ///   hint, or one that is not UTF-8.
+    static func loginHint(fileDescriptor fd: Int32) throws -> String {
+        let limit = 4096
+        return try readToEnd(fd, capacity: limit + 1) { code in
+            CommandFailure(
+                .usage, "cannot read the login hint from file descriptor \(fd): \(errorText(code))",
+                hint: "open it for the command, e.g. printf '%s' \"$EMAIL\" | tokenctl login --browser --login-hint-fd 0 …")
+        } body: { bytes in
+            guard bytes.count <= limit else { throw CommandFailure(.usage, "the login hint is longer than \(limit) bytes") }
+            let hint = withoutTrailingNewline(bytes)
+            guard !hint.isEmpty else { throw CommandFailure(.usage, "the login hint read from file descriptor \(fd) is empty") }
+            guard let text = String(validating: hint, as: UTF8.self) else {
+                throw CommandFailure(.usage, "the login hint read from file descriptor \(fd) is not UTF-8")
+            }
+            return text
         }
     }
 

@@ -135,13 +135,15 @@ struct BrowserSignInTests {
     }
 
     /// What each armed bad ID token must fail, and what the sign-in must ask for to see it.
-    static let badTokens: [(AuthorizationServer.BadIDToken, IDTokenCheck, audience: String?, maxAge: Duration?)] = [
-        (.wrongAudience, .audience, nil, nil), (.wrongIssuer, .issuer, nil, nil), (.expired, .expiration, nil, nil),
-        (.badSignature, .signature, nil, nil), (.unknownKeyID, .keyID, nil, nil), (.missingKeyID, .keyID, nil, nil),
-        (.algorithmNone, .algorithm, nil, nil), (.algorithmHS256, .algorithm, nil, nil), (.wrongNonce, .nonce, nil, nil),
-        (.missingNonce, .nonce, nil, nil), (.missingSubject, .subject, nil, nil),
-        (.missingAuthorizedParty, .authorizedParty, "https://api.example.com/", nil),
-        (.oldAuthTime, .authenticationTime, nil, .seconds(3600)),
+    static let badTokens: [(AuthorizationServer.BadIDToken, IDTokenCheck, audience: String?, maxAge: Duration?, acr: [String])] = [
+        (.wrongAudience, .audience, nil, nil, []), (.wrongIssuer, .issuer, nil, nil, []), (.expired, .expiration, nil, nil, []),
+        (.badSignature, .signature, nil, nil, []), (.unknownKeyID, .keyID, nil, nil, []), (.missingKeyID, .keyID, nil, nil, []),
+        (.algorithmNone, .algorithm, nil, nil, []), (.algorithmHS256, .algorithm, nil, nil, []), (.wrongNonce, .nonce, nil, nil, []),
+        (.missingNonce, .nonce, nil, nil, []), (.missingSubject, .subject, nil, nil, []),
+        (.missingAuthorizedParty, .authorizedParty, "https://api.example.com/", nil, []),
+        (.oldAuthTime, .authenticationTime, nil, .seconds(3600), []),
+        (.missingAuthTime, .authenticationTime, nil, .seconds(3600), []),
+        (.wrongACR, .authenticationContext, nil, nil, ["urn:tokenstore:test:mfa"]),
     ]
 
     @Test("every bad ID token is idTokenInvalid naming the check; nothing stored; the issued refresh token is revoked")
@@ -150,12 +152,12 @@ struct BrowserSignInTests {
         let f = try SessionFixture()
         let redirect = try Self.registeredRedirect(f.server, ports: try Self.freePorts(1))
         let user = "000792.bad.token.0638"
-        for (index, (fault, check, audience, maxAge)) in Self.badTokens.enumerated() {
+        for (index, (fault, check, audience, maxAge, acr)) in Self.badTokens.enumerated() {
             try f.server.setNextAppleUser(user)
             try f.server.armBadIDToken(fault)
             do {
                 try await f.session.signIn(
-                    account: "alice", redirectURIs: redirect, audience: audience, maxAge: maxAge,
+                    account: "alice", redirectURIs: redirect, audience: audience, maxAge: maxAge, acrValues: acr,
                     browser: Self.scriptedBrowser())
                 Issue.record("\(fault): the sign-in succeeded")
             } catch let error as AuthSessionError {

@@ -35,6 +35,9 @@ struct ChromiumSignInTests {
     struct Run {
         let directory: TemporaryDirectory
         var statusFile: URL { directory.appending("wrapper-status") }
+        /// A browser profile kept from one run to the next (`TOKENSTORE_CHROMIUM_PROFILE`: its
+        /// cookies, so a server's session); `nil`: a new profile.
+        var keptProfile: URL?
 
         init() throws { directory = try TemporaryDirectory(prefix: "tokenstore-chromium-test") }
 
@@ -44,6 +47,7 @@ struct ChromiumSignInTests {
             environment["BROWSER"] = "'\(ChromiumSignInTests.wrapper.path)'"
             environment["TMPDIR"] = directory.path
             environment["TOKENSTORE_CHROMIUM_STATUS"] = statusFile.path
+            if let keptProfile { environment["TOKENSTORE_CHROMIUM_PROFILE"] = keptProfile.path }
             return SystemBrowserOpener(environment: environment)
         }
 
@@ -117,6 +121,33 @@ struct ChromiumSignInTests {
         #expect(BrowserSignInTests.isFree(ports[0]))
         try await run.expectCleanExit()
         #expect(BrowserSignInTests.isFree(ports[0]))
+    }
+
+    @Test("logout ending the browser session in Chromium (its profile kept): the next sign-in shows the login page again")
+    func chromiumLogoutEndsTheSession() async throws {
+        let f = try SessionFixture()
+        let redirect = try BrowserSignInTests.registeredRedirect(f.server, ports: try BrowserSignInTests.freePorts(1))
+        let profile = try TemporaryDirectory(prefix: "tokenstore-chromium-kept")
+        func run() throws -> Run {
+            var run = try Run()
+            run.keptProfile = profile.appending("profile")
+            return run
+        }
+        func signIn() async throws -> Bool {
+            let run = try run()
+            try await f.session.signIn(account: "alice", redirectURIs: redirect, timeout: .seconds(120), browser: run.opener)
+            try await run.expectCleanExit()
+            return try #require(try f.server.authorizations().last).loginForm
+        }
+        #expect(try await signIn())
+        #expect(try await signIn() == false, "Chromium's session cookie answered without the login page")
+        let logout = try run()
+        let outcome = try await f.session.logout(
+            account: "alice", endBrowserSession: true, redirectURIs: redirect, timeout: .seconds(120), browser: logout.opener)
+        try await logout.expectCleanExit()
+        #expect(outcome.logout == .revoked && outcome.browserSession == .ended, "\(outcome)")
+        #expect(try f.server.endSessions().last?.ended == true)
+        #expect(try await signIn(), "the login page after the logout")
     }
 
     @Test("the user declines at Apple in Chromium: authorizationFailed with access_denied, nothing stored")

@@ -333,6 +333,26 @@ struct IDTokenValidatorTests {
         _ = await Self.accept(Self.rs256(Self.claims(["auth_time": nil])))
     }
 
+    @Test func acrMustBeOneOfTheAcrValuesSent() async throws {
+        let asked = ["urn:example:mfa", "urn:example:pwd"]
+        let validator = Self.validator(Self.standardTransport())
+        for acr in asked {
+            let token = Self.rs256(Self.claims(["acr": acr]))
+            _ = try await validator.validate(token, nonce: Self.nonce, acrValues: asked)
+        }
+        for claims in [Self.claims(["acr": "urn:example:weak"]), Self.claims(["acr": nil]), Self.claims(["acr": 2])] {
+            do {
+                _ = try await validator.validate(Self.rs256(claims), nonce: Self.nonce, acrValues: asked)
+                Issue.record("accepted an acr that was not asked for")
+            } catch {
+                #expect(error.code == .idTokenInvalid && error.idTokenCheck == .authenticationContext, "\(error)")
+                #expect(!error.message.contains("weak"), "the error names the claim's value")
+            }
+        }
+        // Without acr_values, acr is not compared.
+        _ = await Self.accept(Self.rs256(Self.claims(["acr": "urn:example:weak"])))
+    }
+
     @Test func theFirstFailedCheckWins() async {
         // Wrong issuer and expired: the issuer check comes first.
         await Self.expect(.issuer, Self.rs256(Self.claims(["iss": "https://evil.example/", "exp": Self.t - 3600])))

@@ -220,6 +220,14 @@ def test_signin(path, url, user, useragent):
         expect_error("invalidInput", session.sign_in_browser, "alice", timeout=0)
         expect_error("invalidInput", session.sign_in_browser, "alice", timeout=86401)   # the library's limit
         expect_error("insecureConfiguration", session.sign_in_browser, "alice", ports=[0], redirect_path="/cb#x")
+        expect_error("invalidInput", session.sign_in_browser, "alice", prompt="sometimes")
+        expect_error("invalidInput", session.sign_in_browser, "alice", max_age=-1)
+        expect_error("invalidInput", session.sign_in_browser, "alice", acr_values="urn:a")   # a list, not a str
+        expect_error("invalidInput", session.sign_in_browser, "alice", login_hint="", ports=[0])
+        # prompt="none" and no browser session at the server: interactionRequired (login_required).
+        expect_error("interactionRequired", session.sign_in_browser, "alice", ports=[0], prompt="none",
+                     open_url=lambda address: subprocess.run(["/usr/bin/python3", useragent, address], env=agent_env,
+                                                             check=True, timeout=30))
         try:
             session.sign_in_browser("alice", ports=[0], open_url=failing)
             check(False, "a raising open_url fails the sign-in")
@@ -286,6 +294,14 @@ def test_signin(path, url, user, useragent):
         os.environ["BROWSER"] = f"/usr/bin/python3 '{useragent}'"
         check(session.sign_in_browser("bob", timeout=120) == user + ".default", "default opener and ports")
         check(session.logout("bob") == LogoutOutcome.REVOKED, "logout of the default sign-in")
+
+        # Choosing who signs in: the test server signs the hinted user in; max_age and acr_values
+        # are checked in the ID token.
+        hinted = user + ".hinted"
+        check(session.sign_in_browser("erin", ports=[0], open_url=open_url, prompt="login", login_hint=hinted,
+                                      max_age=0, acr_values=["urn:tokenstore:test:mfa"]) == hinted,
+              "a hinted sign-in with prompt, max_age and acr_values")
+        check(session.logout("erin") == LogoutOutcome.REVOKED, "logout of the hinted sign-in")
 
         # The device sign-in: the callback shows the code on the calling thread; the "user"
         # approves it at the server's control path meanwhile.

@@ -410,7 +410,8 @@ class Session:
         return AccessToken(token, expires_at.value or None)
 
     def sign_in_browser(self, account, *, ports=None, connection="apple", scopes=None, audience=None, timeout=300,
-                        open_url=None, redirect_path=None, dpop=False, cancel=None):
+                        open_url=None, redirect_path=None, dpop=False, cancel=None, prompt=None, login_hint=None,
+                        max_age=None, acr_values=None):
         """Signs ``account`` in through the user's browser (loopback redirect, PKCE); blocks until
         the browser's redirect came back and the tokens are stored, at most ``timeout`` seconds
         (plus the token exchange). Returns the Apple user id, or None for a user who did not
@@ -429,6 +430,13 @@ class Session:
         (RFC 9449; the server must take DPoP): its tokens are then DPoP tokens (:meth:`is_dpop_bound`).
         ``cancel``: a :class:`Cancel` whose :meth:`Cancel.cancel` ends the sign-in at once
         (``cancelled``; the listener closed, nothing stored).
+        ``prompt``: "login" (ask for credentials even over a live browser session), "select_account",
+        "consent" or "none" (no page: ``interactionRequired`` when the server must show one).
+        ``login_hint``: who is expected to sign in (an email address), which the server may
+        pre-fill; an identifier, sent only in the authorization request, never in an error.
+        ``max_age``: seconds (0 or more) since the user last authenticated; the ID token's
+        ``auth_time`` is checked against it (``idTokenInvalid``). ``acr_values``: a list of
+        authentication context classes; the ID token's ``acr`` must be one of them.
         """
         lib = _native.library()
         options = _native.SignInOptions()
@@ -451,6 +459,19 @@ class Session:
             raise TokenStoreError("invalidInput", "The time-out must be a positive number of seconds.")
         options.timeout_seconds = timeout
         options.dpop = 1 if dpop else 0
+        if prompt is not None and prompt not in ("login", "select_account", "consent", "none"):
+            raise TokenStoreError("invalidInput", "The prompt must be login, select_account, consent or none.")
+        options.prompt = _text(prompt, "prompt", optional=True)
+        options.login_hint = _text(login_hint, "login hint", optional=True)
+        if acr_values is not None:
+            if isinstance(acr_values, str) or not acr_values or any(not value or " " in value for value in acr_values):
+                raise TokenStoreError("invalidInput", "The acr values must be a non-empty list of strings without spaces.")
+            options.acr_values = _text(" ".join(acr_values), "acr values")
+        if max_age is not None:
+            if isinstance(max_age, bool) or not isinstance(max_age, int) or not 0 <= max_age <= 2**31 - 1:
+                raise TokenStoreError("invalidInput", "The max_age must be a non-negative number of seconds.")
+            options.max_age_set = 1
+            options.max_age_seconds = max_age
         raised = []
         if open_url is not None:
             def trampoline(url, _user_data):

@@ -78,6 +78,11 @@ class SignInOptions(ctypes.Structure):
         ("open_url", OPEN_URL),
         ("user_data", ctypes.c_void_p),
         ("dpop", ctypes.c_int),
+        ("prompt", ctypes.c_char_p),
+        ("login_hint", ctypes.c_char_p),
+        ("acr_values", ctypes.c_char_p),
+        ("max_age_set", ctypes.c_int),
+        ("max_age_seconds", ctypes.c_int),
     ]
 
 

@@ -23,6 +23,19 @@ struct LoginCommand: TokenctlCommand {
         "allow-user-change", "Let the sign-in replace the account's user with another one (refused by default).")
     static let firstName = OptionSpec.value("first-name", "name", "The first name Apple gave on the first sign-in.")
     static let lastName = OptionSpec.value("last-name", "name", "The last name Apple gave on the first sign-in.")
+    static let prompt = OptionSpec.value(
+        "prompt", "prompt", rule: .oneOf(SignInPrompt.allCases.map(\.rawValue)),
+        "What the server shows (login: credentials even over its session; none: no page at all); with --browser.")
+    static let loginHint = OptionSpec.value(
+        "login-hint", "identifier", "Who is expected to sign in (an email address), pre-filled by the server; with --browser.")
+    static let loginHintFD = OptionSpec.value(
+        "login-hint-fd", "fd", rule: .nonNegativeInteger,
+        "Read the login hint from this open file descriptor (kept out of the process list); with --browser.")
+    static let maxAge = OptionSpec.value(
+        "max-age", "seconds", rule: .nonNegativeInteger,
+        "The longest time since the user last authenticated (the ID token's auth_time is checked); with --browser.")
+    static let acrValues = OptionSpec.value(
+        "acr-values", "values", "Space-separated authentication context classes; the ID token's acr must be one; with --browser.")
     static let dpop = OptionSpec.flag(
         "dpop", environment: "TOKENCTL_DPOP",
         "Bind the session to this store's DPoP key (RFC 9449); later commands use the binding by themselves.")
@@ -47,6 +60,17 @@ struct LoginCommand: TokenctlCommand {
             http://127.0.0.1:PORT/start/... address that redirects to the sign-in page, so the \
             page's URL is never on a command line; the redirect is taken from this user's \
             programs only.
+
+            --prompt login asks for the user's credentials even when the browser is still \
+            signed in at the server (to sign in as someone else); --prompt none shows no page \
+            at all and fails (exit 1, interactionRequired) when the server would have to ask \
+            the user. --login-hint names who is expected to sign in; it is sent only in the \
+            authorization request (pushed with PAR) and never printed, but like every argument \
+            it is visible to other local users in the process list: --login-hint-fd N reads \
+            it from descriptor N instead (printf '%s' "$EMAIL" | tokenctl login --browser \
+            --login-hint-fd 0 ...), which keeps it out of the process list. With --max-age the ID \
+            token's auth_time, with --acr-values its acr, is checked (exit 65 and nothing \
+            stored when it fails).
 
             An account that has a user keeps it: a sign-in of another user fails (exit 77) \
             and stores nothing, unless --allow-user-change is given; then the output says the \
@@ -73,18 +97,34 @@ struct LoginCommand: TokenctlCommand {
             """,
         options: [
             ServerOptions.domain, ServerOptions.issuer, ServerOptions.clientID, ItemOptions.account, browser, device,
-            connection, audience, redirectPort, timeout, appleUserID, allowUserChange, firstName, lastName,
-            ServerOptions.scope, dpop,
+            connection, audience, redirectPort, timeout, prompt, loginHint, loginHintFD, maxAge, acrValues,
+            appleUserID,
+            allowUserChange, firstName, lastName, ServerOptions.scope, dpop,
         ],
-        mutuallyExclusive: [[browser.name, device.name]],
+        mutuallyExclusive: [[browser.name, device.name], [loginHint.name, loginHintFD.name]],
         refusedOptions: [appleCode])
 
     /// How the user signs in.
     enum Method: Sendable {
-        case browser(connection: String, audience: String?, redirectURIs: [URL], timeoutSeconds: Int)
+        case browser(
+            connection: String, audience: String?, redirectURIs: [URL], timeoutSeconds: Int, choice: BrowserChoice)
         case device(audience: String?)
         case appleCode(appleUserID: String?, fullName: PersonName?)
     }
+
+    /// `--prompt`, `--login-hint`, `--max-age`, `--acr-values` of a browser sign-in.
+    struct BrowserChoice: Sendable {
+        var prompt: SignInPrompt?
+        /// An identifier: never printed.
+        var loginHint: String?
+        /// `--login-hint-fd`: the descriptor `loginHint` is read from when the command runs.
+        var loginHintDescriptor: Int32?
+        var maxAge: Duration?
+        var acrValues: [String] = []
+    }
+
+    /// The options only a browser sign-in takes.
+    static let browserOnly = [connection, redirectPort, timeout, prompt, loginHint, loginHintFD, maxAge, acrValues]
 
     let server: ServerOptions
     let account: String
@@ -107,7 +147,7 @@ struct LoginCommand: TokenctlCommand {
                     kind: .mutuallyExclusive(options: [Self.device.longSpelling, option.longSpelling]),
                     commandName: parsed.name)
             }
-            for option in [Self.connection, Self.redirectPort, Self.timeout] where !parsed.values(option).isEmpty {
+            for option in Self.browserOnly where !parsed.values(option).isEmpty {
                 throw UsageError(
                     kind: .requiresOption(option: option.longSpelling, required: Self.browser.longSpelling),
                     commandName: parsed.name)
@@ -127,11 +167,11 @@ struct LoginCommand: TokenctlCommand {
                 redirectURIs: (ports.isEmpty ? Self.defaultRedirectPorts : ports).map {
                     URL(string: "http://127.0.0.1:\($0)/callback")!
                 },
-                timeoutSeconds: parsed.value(Self.timeout).flatMap(Int.init) ?? Self.defaultTimeoutSeconds)
+                timeoutSeconds: parsed.value(Self.timeout).flatMap(Int.init) ?? Self.defaultTimeoutSeconds,
+                choice: try Self.browserChoice(parsed))
             scopes = ServerOptions.scopes(parsed, default: ["openid", "profile", "email"])
         } else {
-            for option in [Self.connection, Self.audience, Self.redirectPort, Self.timeout]
-            where !parsed.values(option).isEmpty {
+            for option in Self.browserOnly + [Self.audience] where !parsed.values(option).isEmpty {
                 throw UsageError(
                     kind: .requiresOption(option: option.longSpelling, required: Self.browser.longSpelling),
                     commandName: parsed.name)
@@ -151,15 +191,25 @@ struct LoginCommand: TokenctlCommand {
         // The code first: an empty stdin is refused before the store is opened (or made).
         var code: SecretBytes?
         if case .appleCode = method { code = try readAppleCode(context) }
+        var method = self.method
+        if case .browser(let connection, let audience, let redirectURIs, let timeoutSeconds, var choice) = method,
+            let fd = choice.loginHintDescriptor
+        {
+            // Read before the store is opened (or made): a bad descriptor changes nothing.
+            choice.loginHint = try SecretInput.loginHint(fileDescriptor: fd)
+            method = .browser(
+                connection: connection, audience: audience, redirectURIs: redirectURIs, timeoutSeconds: timeoutSeconds,
+                choice: choice)
+        }
         let session = try server.openSession(context, createStore: true).session
         // The account's user before the sign-in, to say when it changed (--allow-user-change).
         let previousUserID = try? session.store.appleUserID(account: AccountID(account))
         let result: SignInResult
         switch method {
-        case .browser(let connection, let audience, let redirectURIs, let timeoutSeconds):
+        case .browser(let connection, let audience, let redirectURIs, let timeoutSeconds, let choice):
             result = try signInThroughBrowser(
                 context, session, connection: connection, audience: audience, redirectURIs: redirectURIs,
-                timeoutSeconds: timeoutSeconds)
+                timeoutSeconds: timeoutSeconds, choice: choice)
         case .device(let audience):
             result = try signInOnDevice(context, session, audience: audience)
         case .appleCode(let appleUserID, let fullName):
@@ -175,7 +225,7 @@ struct LoginCommand: TokenctlCommand {
     /// `session.signIn` with `SystemBrowserOpener` (so `$BROWSER` is honoured).
     private func signInThroughBrowser(
         _ context: CommandContext, _ session: TokenSession, connection: String, audience: String?, redirectURIs: [URL],
-        timeoutSeconds: Int
+        timeoutSeconds: Int, choice: BrowserChoice
     ) throws -> SignInResult {
         let (account, scopes, console, allowsUserChange) = (AccountID(account), scopes, context.console, allowsUserChange)
         let waiting = context.global.quiet || context.json ? nil : "waiting up to \(timeoutSeconds) s for the browser"
@@ -189,7 +239,8 @@ struct LoginCommand: TokenctlCommand {
             return try waitFor {
                 try await session.signIn(
                     account: account, redirectURIs: redirectURIs, connection: connection, scopes: scopes,
-                    audience: audience, timeout: .seconds(timeoutSeconds), browser: SystemBrowserOpener(),
+                    audience: audience, prompt: choice.prompt, loginHint: choice.loginHint, maxAge: choice.maxAge,
+                    acrValues: choice.acrValues, timeout: .seconds(timeoutSeconds), browser: SystemBrowserOpener(),
                     allowsUserChange: allowsUserChange,
                     onAuthorizationURL: { url in
                         // The one-time start address (no state, nonce nor challenge), for this user's browser only.
@@ -200,6 +251,28 @@ struct LoginCommand: TokenctlCommand {
         } catch let error as AuthSessionError {
             throw ErrorMapping.browserSignInFailure(error, timeoutSeconds: timeoutSeconds)
         }
+    }
+
+    /// `--prompt`, `--login-hint`, `--max-age` and `--acr-values` (the parser checked the
+    /// prompt word and the number).
+    /// - Throws: `UsageError` for an `--acr-values` of spaces only.
+    static func browserChoice(_ parsed: ParsedCommand) throws(UsageError) -> BrowserChoice {
+        var choice = BrowserChoice()
+        choice.prompt = parsed.value(prompt).flatMap(SignInPrompt.init(rawValue:))
+        choice.loginHint = parsed.value(loginHint)
+        choice.loginHintDescriptor = parsed.value(loginHintFD).flatMap { Int32($0) }
+        choice.maxAge = parsed.value(maxAge).flatMap(Int.init).map { Duration.seconds($0) }
+        if let text = parsed.value(acrValues) {
+            choice.acrValues = text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+            guard !choice.acrValues.isEmpty else {
+                throw UsageError(
+                    kind: .invalidValue(
+                        option: acrValues.synopsis, environmentVariable: nil,
+                        expectation: "expected space-separated acr values"),
+                    commandName: parsed.name)
+            }
+        }
+        return choice
     }
 
     /// The endpoints of a discovery document, one line each, for stderr.
