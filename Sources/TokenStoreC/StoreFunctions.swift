@@ -145,20 +145,17 @@ public func ts_error_free(_ error: OpaquePointer!) {
     Unmanaged<ErrorBox>.fromOpaque(UnsafeRawPointer(error)).release()
 }
 
-/// The C value of each protection tier (`ts_protection`, include/tokenstore.h): one table, read
-/// by ts_store_protection. A tier the Swift library adds gets its C value appended here.
+/// The C value of each protection tier (`ts_protection`, include/tokenstore.h), read by
+/// ts_store_protection from the tier's place in ``ProtectionTier/abiOrder``: a tier the Swift
+/// library adds is appended there and in the header, and needs nothing here.
 enum CProtection {
-    static let values: [ProtectionTier: ts_protection] = [
-        .hardware: TS_PROTECTION_HARDWARE, .keyring: TS_PROTECTION_KEYRING,
-        .portal: TS_PROTECTION_PORTAL, .passphrase: TS_PROTECTION_PASSPHRASE, .softwareTPM: TS_PROTECTION_SOFTWARE_TPM,
-    ]
-
-    /// The C value of `tier`.
+    /// The C value of `tier`: its place in ``ProtectionTier/abiOrder``, which the header's
+    /// `ts_protection` numbers follow.
     /// - Throws: `ioError` for a tier this C ABI has no value for (a library built without it).
     static func value(of tier: ProtectionTier) throws -> ts_protection {
-        guard let value = values[tier] else {
+        guard let index = ProtectionTier.abiOrder.firstIndex(of: tier) else {
             throw TokenStoreError(.ioError, "The protection tier '\(tier.rawValue)' has no ts_protection value in this library.")
         }
-        return value
+        return ts_protection(rawValue: numericCast(index))
     }
 }

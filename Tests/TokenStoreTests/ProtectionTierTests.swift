@@ -29,6 +29,25 @@ struct ProtectionTierTests {
         #expect(describe(.hardware) == "TPM" && describe(.portal) == "other: portal")
     }
 
+    @Test("the C ABI's order: each ts_protection value in include/tokenstore.h is its tier's place in abiOrder, and every tier has one")
+    func abiOrderFollowsTheHeader() throws {
+        let header = try String(contentsOf: repositoryRoot.appendingPathComponent("include/tokenstore.h"), encoding: .utf8)
+        // "    TS_PROTECTION_SOFTWARE_TPM = 4 /**< …": the name without underscores, and its value.
+        let values: [(name: String, value: Int)] = header.split(separator: "\n").compactMap { line in
+            let text = line.trimmingCharacters(in: .whitespaces)
+            guard text.hasPrefix("TS_PROTECTION_"), let equals = text.firstIndex(of: "=") else { return nil }
+            let name = text[..<equals].dropFirst("TS_PROTECTION_".count).trimmingCharacters(in: .whitespaces)
+            let digits = text[text.index(after: equals)...].drop { $0 == " " }.prefix { $0.isNumber }
+            return Int(digits).map { (name.replacingOccurrences(of: "_", with: ""), $0) }
+        }
+        #expect(values.count == ProtectionTier.abiOrder.count)
+        for (name, value) in values {
+            #expect(value < ProtectionTier.abiOrder.count && ProtectionTier.abiOrder[value].rawValue.uppercased() == name,
+                "TS_PROTECTION_\(name) = \(value)")
+        }
+        #expect(Set(ProtectionTier.abiOrder) == Set(ProtectionTier.allCases))
+    }
+
     @Test("protection() of a passphrase store: the passphrase tier, and why a higher tier is not in use")
     func passphraseStore() throws {
         let directory = try TemporaryDirectory()

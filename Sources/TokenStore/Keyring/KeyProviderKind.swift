@@ -26,23 +26,51 @@ public struct KeyProviderKind: RawRepresentable, Sendable, Hashable, CustomStrin
 
     /// How to open a store of this kind, for the `wrongKeyProvider` hint (API, then tokenctl).
     var openingAdvice: String {
-        switch self {
-        case .passphrase:
-            return "This store's key is passphrase-wrapped: open it with a PassphraseKeyProvider and its passphrase "
-                + "(tokenctl: --passphrase-fd N)."
-        case .secretService:
-            return "This store's key is in the Secret Service: open it with SecretServiceKeyProvider "
-                + "(tokenctl: --key-provider secret-service), with a Secret Service running."
-        case .portal:
-            return "This store's key is wrapped under the Secret portal: open it with PortalKeyProvider "
-                + "(tokenctl: --key-provider portal), inside the app's sandbox."
-        case .tpm:
-            return "This store's key is sealed by a TPM: open it with TPMKeyProvider "
-                + "(tokenctl: --key-provider tpm), on the machine whose TPM sealed it."
-        default:
-            return "Open it with the key provider named '\(Self.clipped(rawValue))'."
-        }
+        traits?.openingAdvice ?? "Open it with the key provider named '\(Self.clipped(rawValue))'."
     }
+
+    /// What this kind says about itself (its entry in ``described``); nil for a provider an app
+    /// writes itself.
+    package var traits: KeyProviderTraits? { Self.traitsByKind[self] }
+
+    private static let traitsByKind = Dictionary(uniqueKeysWithValues: described.map { ($0.kind, $0) })
+
+    /// Each kind this library defines, described, in the order tokenctl lists them: adding a
+    /// provider adds its entry here.
+    package static let described: [KeyProviderTraits] = [
+        KeyProviderTraits(
+            kind: .secretService, tier: .keyring, keyHome: "the Secret Service",
+            openingAdvice: "This store's key is in the Secret Service: open it with SecretServiceKeyProvider "
+                + "(tokenctl: --key-provider secret-service), with a Secret Service running.",
+            commandLineName: "secret-service",
+            tokenctlAdvice: "this store's key is in the Secret Service: open it with --key-provider secret-service (or without "
+                + "--key-provider), with a Secret Service running",
+            make: { _ in SecretServiceKeyProvider() }),
+        KeyProviderTraits(
+            kind: .portal, tier: .portal, keyHome: "a key file beside the store (wrapped under the Secret portal's secret for this app)",
+            openingAdvice: "This store's key is wrapped under the Secret portal: open it with PortalKeyProvider "
+                + "(tokenctl: --key-provider portal), inside the app's sandbox.",
+            commandLineName: "portal",
+            tokenctlAdvice: "this store's key is wrapped under the Secret portal: open it with --key-provider portal, inside the "
+                + "app's sandbox",
+            identity: .portalProvider, make: { PortalKeyProvider(storePath: $0) }),
+        KeyProviderTraits(
+            kind: .passphrase, tier: .passphrase, capabilities: .asksForPassphrase, keyHome: "a passphrase-wrapped key file",
+            openingAdvice: "This store's key is passphrase-wrapped: open it with a PassphraseKeyProvider and its passphrase "
+                + "(tokenctl: --passphrase-fd N).",
+            commandLineName: nil, tokenctlOption: "--passphrase-fd N (the passphrase on descriptor N)",
+            tokenctlAdvice: "this store's key is passphrase-wrapped: open it with --passphrase-fd N (the passphrase on descriptor N)",
+            identity: .passphraseProvider, make: nil),
+        KeyProviderTraits(
+            kind: .tpm, tier: .hardware, capabilities: .sealsWithTPM, keyHome: "the Secret Service, sealed by the TPM",
+            openingAdvice: "This store's key is sealed by a TPM: open it with TPMKeyProvider "
+                + "(tokenctl: --key-provider tpm), on the machine whose TPM sealed it.",
+            commandLineName: "tpm",
+            commandLineSummary: "tpm (sealed by this machine's TPM, $TOKENSTORE_TPM_TCTI; give it on every command for a TPM store)",
+            tokenctlAdvice: "this store's key is sealed by a TPM: open it with --key-provider tpm (or TOKENCTL_KEY_PROVIDER=tpm) "
+                + "on the machine whose TPM sealed it",
+            make: { _ in TPMKeyProvider() }),
+    ]
 
     /// A recorded name as it may appear in a message: printable ASCII, at most 32 characters.
     static func clipped(_ text: String) -> String {

@@ -69,7 +69,7 @@ public struct PassphraseKeyProvider: KeyProvider {
         }
     }
 
-    public var name: String { "passphrase" }
+    public var name: String { KeyProviderKind.passphrase.rawValue }
     /// The directory holding the wrapped-key files.
     public let directory: String
     /// The limits used when a key is wrapped (a file is opened with the limits it records).

@@ -36,7 +36,7 @@ import FoundationEssentials
 /// - the file is intact but the app's secret does not open it (the store was made by another
 ///   app id, or the app's portal secret was reset): `wrongPassphrase`; nothing is changed.
 public struct PortalKeyProvider: KeyProvider {
-    public var name: String { "portal" }
+    public var name: String { KeyProviderKind.portal.rawValue }
     /// The directory holding the wrapped-key files.
     public let directory: String
     /// The directory holding the store-epoch files: by default the passphrase provider's

@@ -35,5 +35,9 @@ public struct ProtectionTier: RawRepresentable, Sendable, Hashable, CaseIterable
     /// Every tier this version defines, best first. A later version may add more.
     public static let allCases: [ProtectionTier] = [.hardware, .softwareTPM, .keyring, .portal, .passphrase]
 
+    /// The tiers in the C ABI's order: a tier's `ts_protection` value (include/tokenstore.h) is
+    /// its index here. A new tier is appended, never inserted: the C values never change.
+    package static let abiOrder: [ProtectionTier] = [.hardware, .keyring, .portal, .passphrase, .softwareTPM]
+
     public var description: String { rawValue }
 }

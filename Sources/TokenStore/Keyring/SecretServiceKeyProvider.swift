@@ -22,7 +22,7 @@ public struct SecretServiceKeyProvider: KeyProvider {
     /// The length of a data key in bytes; an item of any other length is `dataKeyCorrupt`.
     public static let keyLength = 32
 
-    public var name: String { "secret-service" }
+    public var name: String { KeyProviderKind.secretService.rawValue }
 
     /// The time bound of one operation (all the libsecret calls it makes together).
     public let timeout: Duration

@@ -9,19 +9,16 @@ public struct StoreProtection: Sendable, Equatable {
     /// store whether that TPM is a software one (`softwareTPM`, else `hardware`), below that
     /// whether the TPM could be used.
     public static func of(_ kind: KeyProviderKind, tpm: @autoclosure () -> TPMAvailability) -> StoreProtection {
-        let tier: ProtectionTier
-        switch kind {
-        case .tpm:
+        // A kind this library does not describe (an app's own provider) keeps its key in the keyring.
+        let tier = kind.traits?.tier ?? .keyring
+        if kind.traits?.capabilities.contains(.sealsWithTPM) == true {
             let found = tpm()
-            guard found.simulator else { return StoreProtection(tier: .hardware, reason: "") }
+            guard found.simulator else { return StoreProtection(tier: tier, reason: "") }
             return StoreProtection(
                 tier: .softwareTPM,
                 reason: "\(TPMDiagnosis.naming(found.tcti)) is a software TPM (a simulator such as swtpm, or a virtual "
                     + "machine's TPM), not this machine's TPM chip or firmware: the seal binds the key to that TPM's "
                     + "state, which is files that can be copied, not to this machine's hardware")
-        case .portal: tier = .portal
-        case .passphrase: tier = .passphrase
-        default: tier = .keyring
         }
         let found = tpm()
         let why = found.available
@@ -44,10 +41,11 @@ extension TokenStore {
     /// - Throws: ``TokenStoreError`` `tpmUnavailable` when a TPM store's device must be asked
     ///   its manufacturer and does not answer.
     public func protection() throws -> StoreProtection {
-        if keyProvider.kind == .tpm, let tcti = keyProvider.tpmTCTI {
+        let kind = keyProvider.kind
+        if kind.traits?.capabilities.contains(.sealsWithTPM) == true, let tcti = keyProvider.tpmTCTI {
             let simulator = try TPMIdentity.isSimulator(tcti: tcti)
-            return .of(.tpm, tpm: TPMAvailability(tcti: tcti, available: true, reason: "", simulator: simulator))
+            return .of(kind, tpm: TPMAvailability(tcti: tcti, available: true, reason: "", simulator: simulator))
         }
-        return .of(keyProvider.kind, tpm: TPMKeyProvider.probe())
+        return .of(kind, tpm: TPMKeyProvider.probe())
     }
 }

@@ -43,7 +43,7 @@ public struct TPMKeyProvider: KeyProvider {
     /// Unseal), for estimating a real TPM's cost.
     public static let operationsPerOpen = 7
 
-    public var name: String { "tpm" }
+    public var name: String { KeyProviderKind.tpm.rawValue }
 
     /// The TCTI configuration of the TPM used, as the tpm2-tss TCTI loader takes it.
     public let tcti: String

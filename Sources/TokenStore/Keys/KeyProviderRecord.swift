@@ -71,12 +71,9 @@ enum KeyProviderRecord {
         // A name no provider has is damage, not another provider: the open goes on, and the
         // record's MAC check after the key is loaded reports it (integrityCheckFailed). Only a
         // real provider's name is worth a "use that one" (malformed_db flipped a byte of it).
-        guard Self.knownKinds.contains(recorded) else { return }
+        guard recorded.traits != nil else { return }
         throw wrongProvider(recorded: recorded, inUse: provider.kind)
     }
-
-    /// The kinds a store can record.
-    static let knownKinds: Set<KeyProviderKind> = [.secretService, .portal, .passphrase, .tpm]
 
     static func wrongProvider(recorded: KeyProviderKind, inUse: KeyProviderKind) -> TokenStoreError {
         TokenStoreError(

@@ -1,3 +1,5 @@
+import TokenStore
+
 /// The options every command accepts, before or after the command name.
 ///
 /// `--store PATH` and `--app-id ID` are mutually exclusive; neither given means the
@@ -19,17 +21,31 @@ struct GlobalOptions: Sendable, Equatable {
     var verbose = false
     /// `--passphrase-fd N`: read the store passphrase from this open file descriptor.
     var passphraseFileDescriptor: Int32?
-    /// `--key-provider NAME` (or `TOKENCTL_KEY_PROVIDER`): `auto` (the default), `secret-service`, `portal`, `tpm`.
+    /// `--key-provider NAME` (or `TOKENCTL_KEY_PROVIDER`): `auto` (the default), or a provider's
+    /// command-line name (`secret-service`, `portal`, `tpm`: ``KeyProviderTraits/commandLineName``).
     var keyProvider = KeyProviderName.auto
 
-    /// The key providers `--key-provider` names; the passphrase provider is chosen by `--passphrase-fd`.
-    enum KeyProviderName: String, Sendable, Equatable, CaseIterable {
+    /// The key providers `--key-provider` names: `auto` and each kind's command-line name from
+    /// ``KeyProviderKind/described``; the passphrase provider is chosen by `--passphrase-fd`.
+    struct KeyProviderName: Sendable, Equatable {
+        let rawValue: String
+
         /// The library's choice: the Secret Service, or the Secret portal in a sandbox that cannot reach it.
-        case auto
-        case secretService = "secret-service"
-        case portal
-        /// This machine's TPM 2.0 (``TPMKeyProvider``), the sealed key kept in the Secret Service.
-        case tpm
+        static let auto = KeyProviderName(rawValue: "auto")
+
+        /// Every value `--key-provider` accepts, `auto` first.
+        static let allNames = [auto.rawValue] + KeyProviderKind.described.compactMap(\.commandLineName)
+
+        /// A value `--key-provider` accepts, else nil.
+        init?(_ name: String) {
+            guard Self.allNames.contains(name) else { return nil }
+            rawValue = name
+        }
+
+        private init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The kind it names, described; nil for `auto`.
+        var traits: KeyProviderTraits? { KeyProviderKind.described.first { $0.commandLineName == rawValue } }
     }
 
     static let store = OptionSpec.value(
@@ -48,8 +64,9 @@ struct GlobalOptions: Sendable, Equatable {
 
     static let keyProvider = OptionSpec.value(
         "key-provider", "name", environment: "TOKENCTL_KEY_PROVIDER",
-        rule: .oneOf(KeyProviderName.allCases.map(\.rawValue)),
-        "Where the data key is kept: auto (Secret Service, or the Secret portal in a Flatpak sandbox), secret-service, portal, tpm (sealed by this machine's TPM, $TOKENSTORE_TPM_TCTI; give it on every command for a TPM store).")
+        rule: .oneOf(KeyProviderName.allNames),
+        "Where the data key is kept: auto (Secret Service, or the Secret portal in a Flatpak sandbox), "
+            + KeyProviderKind.described.compactMap(\.commandLineSummary).joined(separator: ", ") + ".")
 
     /// The declarations of the global options, shown under GLOBAL OPTIONS in every command's help.
     static let specs = [store, appID, json, quiet, verbose, passphraseFileDescriptor, keyProvider]
@@ -68,7 +85,7 @@ struct GlobalOptions: Sendable, Equatable {
         quiet = root.isSet(Self.quiet)
         verbose = root.isSet(Self.verbose)
         passphraseFileDescriptor = root.value(Self.passphraseFileDescriptor).flatMap { Int32($0) }
-        keyProvider = root.value(Self.keyProvider).flatMap(KeyProviderName.init(rawValue:)) ?? .auto
+        keyProvider = root.value(Self.keyProvider).flatMap(KeyProviderName.init) ?? .auto
     }
 
     init() {}

@@ -186,12 +186,9 @@ struct CommandContext {
             }
             return PassphraseKeyProvider(storePath: storePath, passphrase: try SecretInput.passphrase(fileDescriptor: fd))
         }
-        switch global.keyProvider {
-        case .auto: return KeyProviderSelection.automatic(storePath: storePath)
-        case .secretService: return SecretServiceKeyProvider()
-        case .portal: return PortalKeyProvider(storePath: storePath)
-        case .tpm: return TPMKeyProvider()
-        }
+        // A named kind makes its own provider (every kind with a command-line name can).
+        guard let make = global.keyProvider.traits?.make else { return KeyProviderSelection.automatic(storePath: storePath) }
+        return make(storePath)
     }
 
     // MARK: Output

@@ -191,22 +191,10 @@ enum ErrorMapping {
 
     /// How to open a store whose key another provider holds, in tokenctl's options.
     static func wrongKeyProviderHint(_ recorded: KeyProviderKind?) -> String {
-        switch recorded {
-        case .passphrase?:
-            return "this store's key is passphrase-wrapped: open it with --passphrase-fd N (the passphrase on descriptor N); "
-                + "do not reset it, nothing is lost"
-        case .secretService?:
-            return "this store's key is in the Secret Service: open it with --key-provider secret-service (or without "
-                + "--key-provider), with a Secret Service running; do not reset it, nothing is lost"
-        case .portal?:
-            return "this store's key is wrapped under the Secret portal: open it with --key-provider portal, inside the "
-                + "app's sandbox; do not reset it, nothing is lost"
-        case .tpm?:
-            return "this store's key is sealed by a TPM: open it with --key-provider tpm (or TOKENCTL_KEY_PROVIDER=tpm) "
-                + "on the machine whose TPM sealed it; do not reset it, nothing is lost"
-        default:
+        guard let advice = recorded?.traits?.tokenctlAdvice else {
             return "open the store with the key provider the message names; do not reset it, nothing is lost"
         }
+        return advice + "; do not reset it, nothing is lost"
     }
 
     private static func hint(for error: TokenStoreError) -> String? {

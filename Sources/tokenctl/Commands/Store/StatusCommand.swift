@@ -62,12 +62,11 @@ struct StatusCommand: TokenctlCommand {
         var explanation = explain(keyState, inspection: inspection, error: keyError, provider: provider.name)
         if let recorded = inspection.keyProvider, recorded != provider.kind {
             // The provider in use does not hold the key: say which one does, never "missing, reset".
-            keyState = recorded == .passphrase ? .needsPassphrase : .otherProvider
+            let asksForPassphrase = recorded.traits?.capabilities.contains(.asksForPassphrase) == true
+            keyState = asksForPassphrase ? .needsPassphrase : .otherProvider
             explanation = "This store's data key was made by the '\(recorded)' key provider, not '\(provider.name)', "
                 + "the one used now, so this provider cannot have it; nothing is lost. "
-                + (recorded == .passphrase
-                    ? "Run tokenctl with --passphrase-fd N (the passphrase on descriptor N)."
-                    : "Run tokenctl with --key-provider \(recorded).")
+                + "Run tokenctl with \(recorded.traits?.tokenctlOption ?? "--key-provider \(recorded)")."
                 + " Do not reset the store (tokenctl reset refuses it)."
         }
         // The provider's epoch; the file's as recorded (checked only when the store opens).
@@ -195,7 +194,9 @@ struct StatusCommand: TokenctlCommand {
     private static func tpmRefusal(
         _ provider: any KeyProvider, _ inspection: StoreInspection, _ reference: DataKeyReference
     ) throws -> TokenStoreError? {
-        guard let tcti = provider.tpmTCTI, (inspection.keyProvider ?? provider.kind) == .tpm else { return nil }
+        guard let tcti = provider.tpmTCTI,
+            (inspection.keyProvider ?? provider.kind).traits?.capabilities.contains(.sealsWithTPM) == true
+        else { return nil }
         do {
             _ = try TPMKeyProvider(tcti: tcti).verifySealedKey(reference)
             return nil
@@ -217,21 +218,14 @@ struct StatusCommand: TokenctlCommand {
     /// The program behind the key provider: the passphrase provider, or the owner of
     /// org.freedesktop.secrets (nil when no Secret Service runs or the bus cannot be asked).
     private static func identity(of provider: any KeyProvider) -> KeyProviderIdentity? {
-        if provider.name == KeyProviderIdentity.passphrase { return .passphraseProvider }
-        if provider.name == KeyProviderIdentity.portal { return .portalProvider }
+        if let identity = provider.kind.traits?.identity { return identity }
         return (try? KeyProviderIdentity.secretService()) ?? nil
     }
 
     /// What the key state means for the user, and the way forward, in plain words.
     private func explain(_ state: KeyState, inspection: StoreInspection, error: String?, provider: String) -> String {
-        // Where the key lives, as the provider keeps it.
-        let keyHome: String
-        switch provider {
-        case "portal": keyHome = "a key file beside the store (wrapped under the Secret portal's secret for this app)"
-        case "passphrase": keyHome = "a passphrase-wrapped key file"
-        case "tpm": keyHome = "the Secret Service, sealed by the TPM"
-        default: keyHome = "the Secret Service"
-        }
+        // Where the key lives, as the provider keeps it (an app's own provider: the Secret Service).
+        let keyHome = KeyProviderKind(rawValue: provider).traits?.keyHome ?? "the Secret Service"
         let sealed = inspection.counts.items + inspection.counts.pendingRevocations + inspection.counts.credentialStates
         switch state {
         case .present:
