@@ -3,12 +3,9 @@ internal import CSodium
 /// SHA-256 through libsodium (`crypto_hash_sha256`), which every process of the library loads
 /// anyway (libcrypto is loaded only for RS256 and software ES256): the one SHA-256 of the package.
 package enum SHA256Digest {
-    /// `sodium_init` once per process (idempotent and thread-safe).
-    private static let initialized: Bool = sodium_init() >= 0
-
     /// The 32-byte SHA-256 digest of `bytes`.
     package static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        precondition(initialized, "libsodium could not be initialised")
+        Sodium.ensureInitialized()
         var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
         let status = digest.withUnsafeMutableBufferPointer { output in
             crypto_hash_sha256(
