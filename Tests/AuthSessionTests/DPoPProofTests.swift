@@ -3,6 +3,7 @@ import Foundation
 import TestTraits
 import Testing
 import TestSupport
+import TokenStore
 
 /// DPoP proofs (RFC 9449, issue 27 item 3): the ES256 key and the proof maker, each proof
 /// verified by the test authorization server's independent implementation

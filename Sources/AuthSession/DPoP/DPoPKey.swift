@@ -10,13 +10,8 @@ import TokenStore
 package final class DPoPKey: DPoPSigningKey, @unchecked Sendable {
     private let key: OpaquePointer
     private let api: tokenstore_crypto
-    /// The public point, uncompressed (0x04 ‖ x ‖ y, 65 bytes).
-    package let publicPoint: [UInt8]
-    /// The public key as a JWK with exactly RFC 7638's members in its order (crv, kty, x, y),
-    /// so the same text is the proof header's `jwk` and the thumbprint's input.
-    package let publicJWK: String
-    /// The RFC 7638 thumbprint (base64url SHA-256 of ``publicJWK``): the `jkt` of the binding.
-    package let thumbprint: String
+    /// The public key, its JWK and thumbprint (``DPoPPublicKey``), read once from libcrypto.
+    package let publicKey: DPoPPublicKey
 
     /// Why a key could not be made or used (no secret in the text).
     package typealias Failure = DPoPSigningFailure
@@ -84,10 +79,7 @@ package final class DPoPKey: DPoPSigningKey, @unchecked Sendable {
             api.EVP_PKEY_free(key)
             throw Self.refusal(api, "P-256 public point")
         }
-        publicPoint = point
-        let jwk = "{\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"\(Base64URL.encode(point[1..<33]))\",\"y\":\"\(Base64URL.encode(point[33..<65]))\"}"
-        publicJWK = jwk
-        thumbprint = Base64URL.encode(SHA256Digest.hash(Array(jwk.utf8)))
+        publicKey = DPoPPublicKey(point: point)
     }
 
     deinit {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenStore
 
 /// One key of a JSON Web Key Set (RFC 7517), with the fields the RS256 check reads.
 struct JSONWebKey: Sendable, Equatable {

@@ -1,4 +1,5 @@
 internal import CSodium
+import TokenStore
 
 /// Random values of the browser sign-in, from libsodium's CSPRNG (`randombytes_buf`).
 enum SignInRandom {

@@ -3,18 +3,25 @@
 /// under the data key (AuthSession's `DPoPKey`, libcrypto), or inside this machine's TPM
 /// (`TPM2_Sign` per proof, the private part never leaves the chip).
 package protocol DPoPSigningKey: Sendable {
-    /// The public key as a JWK with exactly RFC 7638's members in its order (crv, kty, x, y), so
-    /// the same text is the proof header's `jwk` and the thumbprint's input. Cached: reading it
-    /// costs no key operation.
-    var publicJWK: String { get }
-    /// The RFC 7638 thumbprint (base64url SHA-256 of ``publicJWK``): the `jkt` the server binds
-    /// the tokens to. Cached like ``publicJWK``.
-    var thumbprint: String { get }
+    /// The public key: its point, JWK and thumbprint, computed once (``DPoPPublicKey``).
+    var publicKey: DPoPPublicKey { get }
     /// Where the private key is.
     var residence: DPoPKeyResidence { get }
     /// The ES256 signature of `message` (SHA-256, then ECDSA P-256) as JWS wants it: raw r‖s,
     /// 64 bytes, not DER.
     func signES256(_ message: [UInt8]) throws(DPoPSigningFailure) -> [UInt8]
+}
+
+extension DPoPSigningKey {
+    /// The public key as a JWK with exactly RFC 7638's members in its order (crv, kty, x, y), so
+    /// the same text is the proof header's `jwk` and the thumbprint's input. Cached: reading it
+    /// costs no key operation.
+    package var publicJWK: String { publicKey.jwk }
+    /// The RFC 7638 thumbprint (base64url SHA-256 of ``publicJWK``): the `jkt` the server binds
+    /// the tokens to. Cached like ``publicJWK``.
+    package var thumbprint: String { publicKey.thumbprint }
+    /// The public point, uncompressed (0x04 ‖ x ‖ y, 65 bytes).
+    package var publicPoint: [UInt8] { publicKey.point }
 }
 
 /// Where a DPoP private key lives.

@@ -1,4 +1,3 @@
-internal import CSodium
 internal import CTSS2
 
 /// A DPoP (RFC 9449) ES256 key that lives inside this machine's TPM 2.0: the private key is made
@@ -47,12 +46,8 @@ package final class TPMSigningKey: DPoPSigningKey {
 
     /// The TCTI configuration of the TPM holding the key (as ``TPMKeyProvider/tcti``).
     package let tcti: String
-    /// The public key as a JWK, RFC 7638 members in order (crv, kty, x, y). Cached.
-    package let publicJWK: String
-    /// The RFC 7638 thumbprint (base64url SHA-256 of ``publicJWK``). Cached.
-    package let thumbprint: String
-    /// The public point, uncompressed (0x04 ‖ x ‖ y, 65 bytes), from the key's public area.
-    package let publicPoint: [UInt8]
+    /// The public key, its JWK and thumbprint, from the key's public area. Cached.
+    package let publicKey: DPoPPublicKey
     private let blob: TPMSealedBlob
 
     /// Inside the TPM.
@@ -101,16 +96,13 @@ package final class TPMSigningKey: DPoPSigningKey {
         }
         self.blob = blob
         self.tcti = tcti
-        publicPoint = [0x04] + x + y
-        let jwk = "{\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"\(Self.base64URL(x))\",\"y\":\"\(Self.base64URL(y))\"}"
-        publicJWK = jwk
-        thumbprint = Self.base64URL(Self.sha256(Array(jwk.utf8)))
+        publicKey = DPoPPublicKey(point: [0x04] + x + y)
     }
 
     /// The ES256 signature of `message`: SHA-256 here, TPM2_Sign in the TPM; r‖s, 64 bytes.
     /// - Throws: `.store` with `tpmUnavailable` or `tpmMismatch` (see the type's doc).
     package func signES256(_ message: [UInt8]) throws(DPoPSigningFailure) -> [UInt8] {
-        let digest = Self.sha256(message)
+        let digest = SHA256Digest.hash(message)
         let blob = blob
         let tcti = tcti
         let slot = SavedContexts.Slot(tcti: tcti, blob: blob.encoded)
@@ -146,29 +138,4 @@ package final class TPMSigningKey: DPoPSigningKey {
     }
 
     private static let subject = "This DPoP key was made"
-
-    private static func sha256(_ bytes: [UInt8]) -> [UInt8] {
-        Sodium.ensureInitialized()
-        var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
-        _ = digest.withUnsafeMutableBufferPointer { output in
-            bytes.withUnsafeBufferPointer { crypto_hash_sha256(output.baseAddress!, $0.baseAddress, UInt64($0.count)) }
-        }
-        return digest
-    }
-
-    /// Unpadded base64url (RFC 4648 §5), as the JWK and the thumbprint want it.
-    private static func base64URL(_ bytes: [UInt8]) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-        var output: [UInt8] = []
-        var index = 0
-        while index < bytes.count {
-            let count = min(3, bytes.count - index)
-            var value = UInt32(bytes[index]) << 16
-            if count > 1 { value |= UInt32(bytes[index + 1]) << 8 }
-            if count > 2 { value |= UInt32(bytes[index + 2]) }
-            for position in 0...count { output.append(alphabet[Int(value >> UInt32(18 - 6 * position) & 0x3F)]) }
-            index += 3
-        }
-        return String(decoding: output, as: UTF8.self)
-    }
 }

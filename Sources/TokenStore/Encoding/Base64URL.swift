@@ -1,14 +1,15 @@
-/// Base64url without padding (RFC 4648 §5, as JWTs and PKCE use it).
-enum Base64URL {
+/// Base64url without padding (RFC 4648 §5, as JWTs, PKCE and DPoP's JWK and thumbprint use
+/// it): the one encoder of the package.
+package enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// The base64url text of `bytes`, without `=` padding.
-    static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+    package static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         String(decoding: encodeToASCII(bytes), as: UTF8.self)
     }
 
     /// The base64url characters of `bytes` as ASCII bytes (for values kept out of `String`).
-    static func encodeToASCII<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
+    package static func encodeToASCII<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
         var output: [UInt8] = []
         output.reserveCapacity((bytes.count * 4 + 2) / 3)
         var iterator = bytes.makeIterator()
@@ -26,7 +27,7 @@ enum Base64URL {
 
     /// The bytes of unpadded base64url `text`, or `nil` for any other character, a trailing
     /// `=`, an impossible length or non-zero unused bits (one text, one decoding).
-    static func decode<Text: StringProtocol>(_ text: Text) -> [UInt8]? {
+    package static func decode<Text: StringProtocol>(_ text: Text) -> [UInt8]? {
         let characters = Array(text.utf8)
         guard characters.count % 4 != 1 else { return nil }
         var output: [UInt8] = []

@@ -1,14 +1,11 @@
 internal import CSodium
 
 /// SHA-256 through libsodium (`crypto_hash_sha256`), which every process of the library loads
-/// anyway (libcrypto is loaded only for RS256, ``CryptoLibrary``).
-enum SHA256Digest {
-    /// `sodium_init` once per process (idempotent and thread-safe).
-    private static let initialized: Bool = sodium_init() >= 0
-
+/// anyway (libcrypto is loaded only for RS256 and software ES256): the one SHA-256 of the package.
+package enum SHA256Digest {
     /// The 32-byte SHA-256 digest of `bytes`.
-    static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        precondition(initialized, "libsodium could not be initialised")
+    package static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        Sodium.ensureInitialized()
         var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
         let status = digest.withUnsafeMutableBufferPointer { output in
             crypto_hash_sha256(
@@ -20,7 +17,7 @@ enum SHA256Digest {
     }
 
     /// The SHA-256 digest of `bytes`.
-    static func hash<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
+    package static func hash<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
         let array = Array(bytes)
         return array.withUnsafeBytes { hash($0) }
     }
