@@ -204,7 +204,7 @@ import Testing
     @Test func randomInputKeepsTheInvariants() throws {
         var generator = SystemRandomNumberGenerator()
         let seed = UInt64.random(in: 0...UInt64.max, using: &generator)
-        var random = SplitMix64(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let alphabet = Array(#"Bearer DPoP realm=error",\= \t"abc"#.utf8) + [0, 0x7F, 0xC3, 0xA9, 0xFF]
         var kept = 0
         for _ in 0..<20_000 {
@@ -219,18 +219,5 @@ import Testing
             }
         }
         print("METRIC challenge_parser_random SEED=\(seed) inputs=20000 challenges_kept=\(kept) crashes=0")
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a failing random run can be replayed from its SEED.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
