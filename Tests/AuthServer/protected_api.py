@@ -20,8 +20,6 @@ Control (JSON in, JSON out): POST /__test/resource with any of
   resource_metadata: null|"own"|"foreign"|"other_resource"|"not_json"   every 401 names the
                           metadata URL; the document names this server, another
                           authorization server, another resource, or is not JSON
-  next_sign_in_acr: s     the next sign-in (new grant family) reaches this acr, as a user who
-                          passed a stronger authentication would
   age_sign_ins: s         every existing sign-in becomes s seconds older (its auth_time)
 GET /__test/resource: the policy and the counters (requests, ok, refused, forced_invalid,
 step_ups, metadata_requests). /__test/reset clears it all.
@@ -34,13 +32,11 @@ from flask import jsonify, request
 
 FOREIGN_ISSUER = "https://foreign-as.example/"
 METADATA_MODES = {None, "own", "foreign", "other_resource", "not_json"}
-POLICY_KEYS = {"invalid_token_next", "acr_values", "max_age", "resource_metadata", "next_sign_in_acr",
-               "age_sign_ins"}
+POLICY_KEYS = {"invalid_token_next", "acr_values", "max_age", "resource_metadata", "age_sign_ins"}
 
 
 def fresh():
     return {"invalid_token_next": 0, "acr_values": None, "max_age": None, "resource_metadata": None,
-            "next_sign_in_acr": None,
             "counters": {"requests": 0, "ok": 0, "refused": 0, "forced_invalid": 0, "step_ups": 0,
                          "metadata_requests": 0}}
 
@@ -51,13 +47,6 @@ STATE = fresh()
 def reset():
     STATE.clear()
     STATE.update(fresh())
-
-
-def take_next_acr():
-    """The acr of a new sign-in armed by next_sign_in_acr (then disarmed), or None."""
-    acr = STATE.get("next_sign_in_acr")
-    STATE["next_sign_in_acr"] = None
-    return acr
 
 
 def install(app, srv):
@@ -154,7 +143,7 @@ def install(app, srv):
                 if body.get(key) is not None and not (isinstance(body[key], int) and body[key] >= 0):
                     return srv.bad(f"{key} must be a non-negative integer")
             with srv.LOCK:
-                for key in ("invalid_token_next", "acr_values", "max_age", "resource_metadata", "next_sign_in_acr"):
+                for key in ("invalid_token_next", "acr_values", "max_age", "resource_metadata"):
                     if key in body:
                         STATE[key] = body[key]
                 if body.get("age_sign_ins"):

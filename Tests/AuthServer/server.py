@@ -696,13 +696,14 @@ def generate_bearer_token(grant_type, client, user=None, scope=None, expires_in=
     return token
 
 
-def new_family(sub, auth_time, audience=None):
+def new_family(sub, auth_time, audience=None, acr=None):
+    """A grant family; `acr` is the sign-in's (the code's), which its access tokens carry to the API."""
     family = uuid.uuid4().hex
     # A sign-in made with a DPoP proof binds the family's refresh tokens to that key (Auth0
     # binds a public client's refresh tokens); an unbound family stays unbound.
     STATE["families"][family] = {"revoked": False, "reason": None, "sub": sub,
                                  "auth_time": int(auth_time), "audience": audience,
-                                 "jkt": g.get("dpop_jkt"), "acr": protected_api.take_next_acr()}
+                                 "jkt": g.get("dpop_jkt"), "acr": acr}
     return family
 
 
@@ -1084,7 +1085,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         token = self.generate_token(user=sub, scope=scope,
                                     include_refresh_token="offline_access" in granted
                                     or bool(current_profile().get("refresh_without_offline_access")))
-        family = new_family(sub, rec["auth_time"], rec.get("audience"))
+        family = new_family(sub, rec["auth_time"], rec.get("audience"), rec.get("acr"))
         rec["family"] = family
         store_token_answer(token, client, sub, family, scope, audience=rec.get("audience"))
         if "openid" in granted:

@@ -291,7 +291,7 @@ def access_token_expiry():
 @check
 def protected_api_challenges():
     """/api/notes (protected_api.py): a good token 200; invalid_token on demand and for a bad token;
-    step-up by acr and max_age, met by a later sign-in that reaches the acr; RFC 9728 metadata."""
+    step-up by acr and max_age, met by a later browser sign-in with acr_values; RFC 9728 metadata."""
     def get(access_token):
         return call("GET", "/api/notes", headers={"Authorization": "Bearer " + access_token})
     ctl("POST", "resource", {"acr_values": None, "max_age": None, "resource_metadata": None, "invalid_token_next": 0})
@@ -308,9 +308,14 @@ def protected_api_challenges():
     challenge = a.headers["WWW-Authenticate"]
     assert a.status == 401 and 'error="insufficient_user_authentication"' in challenge, challenge
     assert 'acr_values="urn:x:mfa"' in challenge and 'max_age="60"' in challenge, challenge
-    ctl("POST", "resource", {"next_sign_in_acr": "urn:x:mfa"})
-    fresh = sign_in("001.api.user")
+    weak = Flow(max_age="60").tokens()  # a new sign-in without the acr: still refused
+    a = get(weak["access_token"])
+    assert a.status == 401 and 'error="insufficient_user_authentication"' in a.headers["WWW-Authenticate"], a.status
+    fresh = Flow(acr_values="urn:x:mfa", max_age="60").tokens()  # the code's acr is on the grant
+    assert claims_of(fresh["id_token"])["acr"] == "urn:x:mfa"
     a = get(fresh["access_token"])
+    assert a.status == 200 and a.json()["acr"] == "urn:x:mfa", (a.status, a.body)
+    a = get(refresh(fresh["refresh_token"]).json()["access_token"])  # and a refreshed token too
     assert a.status == 200 and a.json()["acr"] == "urn:x:mfa", (a.status, a.body)
     ctl("POST", "resource", {"acr_values": None, "max_age": None, "resource_metadata": "foreign", "invalid_token_next": 1})
     challenge = get(fresh["access_token"]).headers["WWW-Authenticate"]
@@ -322,7 +327,8 @@ def protected_api_challenges():
     doc = call("GET", "/.well-known/oauth-protected-resource/api/notes").json()
     assert doc["authorization_servers"] == [BASE + "/"], doc
     state = ctl("GET", "resource")
-    assert state["counters"]["step_ups"] == 1 and state["counters"]["metadata_requests"] == 2, state
+    # two step-ups: the first sign-in's token and the one of the sign-in without the acr
+    assert state["counters"]["step_ups"] == 2 and state["counters"]["metadata_requests"] == 2, state
     assert call("POST", "/__test/resource", js={"resource_metadata": "elsewhere"}).status == 400
     assert call("POST", "/__test/resource", js={"max_age": -1}).status == 400
     ctl("POST", "resource", {"resource_metadata": None})

@@ -93,16 +93,17 @@ struct AuthorizedRequestTests {
         #expect(try f.server.stats().refreshGrants == 0, "a step-up is not a renewal")
         #expect(try f.session.canRenew(account: "alice"), "the session is kept")
 
-        // The app signs the user in again with the API's values. The sign-in sends max_age; the
-        // test server's user passes the stronger authentication (next_sign_in_acr), as the
-        // browser sign-in cannot send acr_values on this branch yet.
-        try f.server.resource(["next_sign_in_acr": mfa])
+        // The app signs the user in again with the API's values (acr_values and max_age); the
+        // test server's login meets the asked acr, puts it in the ID token and on the grant, so
+        // the access tokens of this sign-in carry it to the API.
         let redirect = try BrowserSignInTests.registeredRedirect(f.server, ports: try BrowserSignInTests.freePorts(1))
         try f.server.setNextAppleUser(user)
+        // (The sign-in itself checks the ID token's acr against acrValues.)
         _ = try await f.session.signIn(
-            account: "alice", redirectURIs: redirect, maxAge: error.requiredMaxAge, browser: BrowserSignInTests.scriptedBrowser())
-        let log = try #require(try f.server.device()["authorize_log"] as? [[String]])
-        #expect(log.last?.contains("max_age") == true, "the sign-in asked for max_age")
+            account: "alice", redirectURIs: redirect, maxAge: error.requiredMaxAge, acrValues: error.requiredACRValues ?? [],
+            browser: BrowserSignInTests.scriptedBrowser())
+        let asked = try #require(try f.server.authorizations().last)
+        #expect(asked.acrValues == mfa && asked.maxAge == "600", "the sign-in asked for the API's acr and max_age: \(asked)")
         let response = try await f.session.authorizedRequest(Self.get(f), account: "alice")
         #expect(response.status == 200)
         #expect(try Self.json(response)["acr"] as? String == mfa)

@@ -513,7 +513,8 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
 
     /// The protected API's policy (POST /__test/resource): `invalid_token_next` (n), `acr_values`
     /// ([..] | NSNull), `max_age` (s | NSNull), `resource_metadata` (NSNull, "own", "foreign",
-    /// "other_resource", "not_json"), `next_sign_in_acr`, `age_sign_ins` (s). Answers the policy
+    /// "other_resource", "not_json"), `age_sign_ins` (s). A sign-in's acr (the browser
+    /// sign-in's `acrValues`) is on its grant, so its access tokens carry it to the API. Answers the policy
     /// and `counters` (requests, ok, refused, forced_invalid, step_ups, metadata_requests).
     @discardableResult
     public func resource(_ body: [String: Any] = [:]) throws -> [String: Any] {
