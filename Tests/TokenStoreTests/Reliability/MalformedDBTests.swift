@@ -49,14 +49,27 @@ struct MalformedDBTests {
     }
 
     static func populate(_ store: TokenStore) throws {
+        // Four offline logouts, finished as the logout coordinator finishes one whose revocation
+        // must wait (the local part done, the token queued): no logout is left interrupted, so a
+        // writing open of a copy has nothing to finish however long after this the test runs (an
+        // interrupted logout older than two minutes is finished at open, which raises the epoch in
+        // the key provider that every copy shares, and every later copy would read as rolled back).
+        for i in 0..<4 {
+            try store.set(SecretBytes(value(i) + [0x3f]), for: key("out-\(i)"))
+            guard case .queued(let entries) = try store.ledger.beginLogout(account: AccountID("out-\(i)")) else {
+                Issue.record("out-\(i): the logout queued nothing")
+                continue
+            }
+            for entry in entries {
+                try store.ledger.recordRevocationAttempt(
+                    entry, result: Outbox().retryLater(entry, error: "offline", retryAfter: nil, backoff: { _ in .seconds(60) }))
+            }
+        }
+        // After the logouts (whose local part checkpoints): these writes stay in the -wal.
         for i in 0..<accounts {
             try store.set(SecretBytes(value(i)), for: key("mal-\(i)", .generic), attributes: .init(label: "label \(i)"))
             try store.set(SecretBytes(value(i) + [0x21]), for: key("mal-\(i)"))
             try store.recordCredentialState(i % 2 == 0 ? .authorized : .revoked, forUserID: "user-\(i)", reason: .signIn)
-        }
-        for i in 0..<4 {
-            try store.set(SecretBytes(value(i) + [0x3f]), for: key("out-\(i)"))
-            _ = try store.ledger.beginLogout(account: AccountID("out-\(i)"))
         }
     }
 
@@ -76,6 +89,8 @@ struct MalformedDBTests {
             let store = try TokenStore(path: walPath, appID: testAppID)
             try store.connection.withDatabase { db in try db.execute("PRAGMA wal_autocheckpoint = 0") }
             try Self.populate(store)
+            // Nothing for an open to finish, even long after (the copies share one key-provider epoch).
+            #expect(try store.ledger.finishInterruptedLogouts(olderThan: .zero) == 0, "a logout of the base is left interrupted")
             walBase = (Array(FileManager.default.contents(atPath: walPath) ?? Data()),
                        Array(FileManager.default.contents(atPath: walPath + "-wal") ?? Data()))
             // The base: a copy of this store (same id, same key), checkpointed and closed.
