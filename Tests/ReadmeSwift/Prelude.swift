@@ -27,3 +27,8 @@ let key = ItemKey(account: "notes", kind: .generic)
 
 /// The `DPoP-Nonce` header of an API's answer.
 let dpopNonce = "n"
+
+/// The session of the README's first session example, and the loopback redirect URIs it signs in with.
+let session = TokenSession(
+    store: store, configuration: try! AuthorizationServerConfiguration(domain: "https://example.eu.auth0.com", clientID: "…"))
+let uris = [53180, 53181, 53182].map { URL(string: "http://127.0.0.1:\($0)/callback")! }
