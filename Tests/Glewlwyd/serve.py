@@ -23,7 +23,9 @@ glewlwyd's own login page does after a person typed the password and clicked "co
 glewlwyd's page (its webapp's login.js), it pre-fills the user name from the `login_hint`
 glewlwyd passes on, and continues a live session's user (glewlwyd's `/api/profile_list`)
 without a password unless glewlwyd passed `prompt=login` or `refresh_login` (max_age passed),
-which make glewlwyd's page show the login form again: then it signs in with the password.
+which make glewlwyd's page show the login form again: then it signs in with the password. Sent
+by glewlwyd's end_session endpoint (`prompt=end_session`), it ends the session as glewlwyd's page
+does when the user confirms, and follows the client's post-logout redirect.
 
 Standard library only (Debian's python3), so no venv is needed.
 """
@@ -65,8 +67,6 @@ LOGIN_PAGE = """<!doctype html>
   var params = new URLSearchParams(location.search);
   var status = document.getElementById("status");
   var prompt = params.get("prompt");
-  // glewlwyd's end states of the device flow (deviceComplete, deviceCodeError, ...): shown, nothing more.
-  if (prompt && prompt !== "login") { status.textContent = "glewlwyd: " + prompt; document.title = prompt; return; }
   var answer = "";
   function call(method, path, body) {
     // Synchronous on purpose: the page navigates before its load event, so a headless
@@ -78,6 +78,22 @@ LOGIN_PAGE = """<!doctype html>
     answer = request.responseText;
     return request.status;
   }
+  // RP-initiated logout (glewlwyd's end_session endpoint sent the browser here with a valid
+  // id_token_hint): what glewlwyd's page does when the user confirms "end session" — end the
+  // OIDC session (its tokens disabled), end the glewlwyd session, go on to callback_url (the
+  // client's registered post_logout_redirect_uri with its state).
+  if (prompt === "end_session") {
+    var plugin = params.get("plugin"), sid = params.get("sid");
+    var ended = call("DELETE", "/" + encodeURIComponent(plugin) + "/session/" + encodeURIComponent(sid));
+    if (ended !== 200) { status.textContent = "end session failed: " + ended; document.title = "end session failed"; return; }
+    call("DELETE", "/auth/");
+    var back = params.get("callback_url");
+    if (back) { location.replace(back); } else { status.textContent = "session ended"; document.title = "session ended"; }
+    return;
+  }
+  // glewlwyd's end states of the device flow (deviceComplete, deviceCodeError, ...) and
+  // single_logout (an end_session without a valid id_token_hint): shown, nothing more.
+  if (prompt && prompt !== "login") { status.textContent = "glewlwyd: " + prompt; document.title = prompt; return; }
   // The user name field, pre-filled from login_hint as glewlwyd's page does.
   var username = params.get("login_hint") || credentials.username;
   // A live session's user continues without a password, unless the login form is asked for again.
@@ -227,7 +243,12 @@ def plugin_parameters(port: int, state: Path, par: bool) -> dict:
         "oauth-par-request_uri-prefix": "urn:ietf:params:oauth:request_uri:", "oauth-par-duration": 90,
         "oauth-dpop-allowed": True, "oauth-dpop-iat-duration": 60,
         "oauth-as-iss-id": True,
-        "session-management-allowed": False,
+        # OIDC session management: ID tokens carry the session's `sid`, the discovery document
+        # names `end_session_endpoint` (RP-initiated logout), and DELETE /api/oidc/session/{sid}
+        # ends the session, as glewlwyd's own login page calls it when the user confirms.
+        "session-management-allowed": True,
+        "session-cookie-name": "GLEWLWYD2_OIDC_SID", "session-cookie-expiration": 2419200,
+        "front-channel-logout-allowed": False, "back-channel-logout-allowed": False,
         "subject-type": "public",
         "claims": [], "scope": [],
     }
@@ -248,7 +269,15 @@ def configure(port: int, state: Path, credentials: dict, par: bool) -> None:
                                   "enabled": True})
     admin.call("POST", "/user/", {"username": SECOND_USERNAME, "password": credentials["second_password"],
                                   "name": "Bob Glewlwyd", "email": "bob@example.org", "scope": SCOPES, "enabled": True})
-    common = {"enabled": True, "redirect_uri": REDIRECT_URIS, "scope": SCOPES,
+    # The OIDC plugin checks a post_logout_redirect_uri against the client's
+    # `post_logout_redirect_uris` (plural, a list), but the package's client backend declares only
+    # `post_logout_redirect_uri` (singular, one value) and refuses an undeclared list: the
+    # administrator declares the plural one, multiple, as glewlwyd's admin page would.
+    backend = json.loads(admin.call("GET", "/mod/client/database"))
+    backend["parameters"]["data-format"]["post_logout_redirect_uris"] = {"multiple": True, "read": True, "write": True}
+    admin.call("PUT", "/mod/client/database", backend)
+    admin.call("PUT", "/mod/client/database/reset")  # the instance reloads its settings
+    common = {"enabled": True, "redirect_uri": REDIRECT_URIS, "post_logout_redirect_uris": REDIRECT_URIS, "scope": SCOPES,
               "authorization_type": ["code", "device_authorization", "refresh_token"]}
     admin.call("POST", "/client/", dict(common, client_id=PUBLIC_CLIENT, name="TokenStore (public)", confidential=False))
     admin.call("POST", "/client/", dict(common, client_id=CONFIDENTIAL_CLIENT, name="TokenStore (confidential)",

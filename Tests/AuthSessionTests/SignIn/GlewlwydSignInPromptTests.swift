@@ -90,6 +90,25 @@ struct GlewlwydSignInPromptTests {
         }
     }
 
+    @Test("logout ending the browser session at glewlwyd (its end_session endpoint, sid, post_logout_redirect_uri, state): the next sign-in asks for the password")
+    func logoutEndsTheBrowserSession() async throws {
+        let f = try Fixture(par: true)
+        try await f.signIn()
+        try await f.signIn()
+        #expect(f.logins() == 1, "the live session answered the second sign-in")
+        var run = try ChromiumSignInTests.Run()
+        run.keptProfile = f.profile
+        let outcome = try await f.session.logout(
+            account: "alice", endBrowserSession: true, redirectURIs: GlewlwydServer.redirectURIs, timeout: .seconds(150),
+            browser: run.opener)
+        try await run.expectCleanExit()
+        #expect(outcome.browserSession == .ended, "\(outcome); \(f.server.logTail())")
+        #expect(try f.session.store.refreshToken(account: "alice") == nil)
+        // glewlwyd's session is gone with the browser's cookie still kept: the login form again.
+        try await f.signIn()
+        #expect(f.logins() == 2, "the sign-in after the logout asked for the password")
+    }
+
     @Test("with PAR (glewlwyd's default here): the pushed prompt=login and login_hint never reach its login page, as measured")
     func withPARTheLoginPageGetsNeither() async throws {
         let f = try Fixture(par: true)
