@@ -45,6 +45,11 @@ struct LogoutBrowserCommandTests {
         #expect(text.exitCode == 0, "\(text.standardError)")
         #expect(text.standardOutput.hasPrefix("revoked\n"), "\(text.standardOutput)")
         #expect(text.standardOutput.contains("browser session ended at the server"), "\(text.standardOutput)")
+        // The one-time start address on stderr, as login prints its own; never the ID token.
+        #expect(
+            text.standardError.contains("tokenctl: open this URL to end the browser session: http://127.0.0.1:\(port)/start/"),
+            "\(text.standardError)")
+        #expect(!text.standardError.contains("id_token_hint") && !text.standardError.contains("eyJ"), "\(text.standardError)")
         let plain = try fixture.json(["logout", "--account", "alice"])
         #expect(plain.object["outcome"] as? String == "notFound")
         #expect(plain.object["browserSession"] == nil)

@@ -25,8 +25,8 @@ struct LogoutCommand: TokenctlCommand {
             With --browser, after the logout (which never waits on the browser) the browser \
             opens the server's end-session endpoint (by --issuer: the discovery document's \
             end_session_endpoint, with the account's ID token as id_token_hint; Auth0: \
-            /v2/logout) through a one-time http://127.0.0.1:PORT/start/... address, so the ID \
-            token is never on a command line, and tokenctl waits for the server to send it back \
+            /v2/logout) through a one-time http://127.0.0.1:PORT/start/... address (printed on \
+            stderr, as login prints its own), so the ID token is never on a command line, and tokenctl waits for the server to send it back \
             to http://127.0.0.1:PORT/callback (register it as a post-logout redirect URI; Auth0: \
             an Allowed Logout URL). The output's browser session is ended, \
             browserSessionNotEnded (the server has none: the next sign-in may go through without \
@@ -68,9 +68,13 @@ struct LogoutCommand: TokenctlCommand {
         let browserSession: BrowserSessionOutcome
         let outcome: LogoutOutcome
         if let (redirectURIs, timeoutSeconds) = endBrowserSession {
+            let browser = AnnouncingBrowserOpener(
+                console: context.console,
+                waiting: context.global.quiet || context.json ? nil : "waiting up to \(timeoutSeconds) s for the browser")
             let result = try waitFor {
                 try await session.logout(
-                    account: account, endBrowserSession: true, redirectURIs: redirectURIs, timeout: .seconds(timeoutSeconds))
+                    account: account, endBrowserSession: true, redirectURIs: redirectURIs, timeout: .seconds(timeoutSeconds),
+                    browser: browser)
             }
             (outcome, browserSession) = (result.logout, result.browserSession)
         } else {
@@ -137,5 +141,19 @@ struct LogoutCommand: TokenctlCommand {
             context.console.writeError("tokenctl: warning: \(explanation)\n")
         }
         return status
+    }
+}
+
+/// The system browser (`$BROWSER` honoured), after the one-time start address is on stderr, as
+/// `login --browser` prints its own: a user whose browser did not come up opens it by hand. The
+/// address redirects once to the end-session URL; it holds neither the ID token nor the state.
+struct AnnouncingBrowserOpener: BrowserOpener {
+    let console: Console
+    let waiting: String?
+
+    func open(_ url: URL) async throws {
+        console.writeError("tokenctl: open this URL to end the browser session: \(url.absoluteString)\n")
+        if let waiting { console.writeError("tokenctl: \(waiting)\n") }
+        try await SystemBrowserOpener().open(url)
     }
 }
