@@ -115,7 +115,8 @@ public struct AuthorizationServerClient: Sendable {
             ("client_id", .text(configuration.clientID)),
         ]
         if !scopes.isEmpty { form.append(("scope", .text(scopes.joined(separator: " ")))) }
-        if let audience = configuration.audience { form.append(("audience", .text(audience))) }
+        // Auth0's own grant: the API goes under Auth0's name whatever the configuration's form.
+        if let audience = configuration.audience { form.append((ServerDialect.auth0.apiParameterName, .text(audience))) }
         if let userProfile { form.append(("user_profile", .secret(SecretBytes(utf8: userProfile)))) }
         if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
         return try await requestTokens(form: form, endpoint: .tokenExchange, scopes: scopes)
