@@ -28,10 +28,11 @@ extension AuthorizationServerClient {
             ("client_id", .text(configuration.clientID)),
             ("scope", .text(scopes.joined(separator: " "))),
         ]
-        if let audience, !audience.isEmpty { form.append((metadata.isAuth0 ? "audience" : "resource", .text(audience))) }
+        if let audience, !audience.isEmpty { form.append((configuration.dialect.apiParameterName, .text(audience))) }
         if let dpop { form.append(("dpop_jkt", .text(dpop.key.thumbprint))) }
         if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
-        let (responseClass, response) = await send(form: form, endpoint: .deviceAuthorization, to: endpoint)
+        let (responseClass, response) = await send(
+            form: configuration.dialect.adding(to: form), endpoint: .deviceAuthorization, to: endpoint)
         switch responseClass {
         case .success:
             guard let response else {

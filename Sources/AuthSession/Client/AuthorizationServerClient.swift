@@ -115,7 +115,8 @@ public struct AuthorizationServerClient: Sendable {
             ("client_id", .text(configuration.clientID)),
         ]
         if !scopes.isEmpty { form.append(("scope", .text(scopes.joined(separator: " ")))) }
-        if let audience = configuration.audience { form.append(("audience", .text(audience))) }
+        // Auth0's own grant: the API goes under Auth0's name whatever the configuration's form.
+        if let audience = configuration.audience { form.append((ServerDialect.auth0.apiParameterName, .text(audience))) }
         if let userProfile { form.append(("user_profile", .secret(SecretBytes(utf8: userProfile)))) }
         if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
         return try await requestTokens(form: form, endpoint: .tokenExchange, scopes: scopes)
@@ -169,10 +170,7 @@ public struct AuthorizationServerClient: Sendable {
             ("refresh_token", .secret(refreshToken)),
         ]
         if !scopes.isEmpty { form.append(("scope", .text(scopes.joined(separator: " ")))) }
-        if let audience, !audience.isEmpty {
-            // Auth0's `audience`; RFC 8707 `resource` everywhere else.
-            form.append((configuration.usesDiscovery ? "resource" : "audience", .text(audience)))
-        }
+        if let audience, !audience.isEmpty { form.append((configuration.dialect.apiParameterName, .text(audience))) }
         if let secret = configuration.clientSecret { form.append(("client_secret", .secret(secret))) }
         return try await requestTokens(form: form, endpoint: .refresh, scopes: scopes, boundTo: endpoints)
     }
@@ -209,7 +207,8 @@ public struct AuthorizationServerClient: Sendable {
     func requestTokens(
         form: [(String, FormValue)], endpoint: Endpoint, scopes: [String], boundTo endpoints: ServerEndpoints? = nil
     ) async throws -> TokenResponse {
-        let (responseClass, response, servedBy) = await perform(form: form, endpoint: endpoint, boundTo: endpoints)
+        let (responseClass, response, servedBy) = await perform(
+            form: configuration.dialect.adding(to: form), endpoint: endpoint, boundTo: endpoints)
         switch responseClass {
         case .success:
             guard let response else {

@@ -24,8 +24,12 @@ public struct AuthorizationServerConfiguration: Sendable {
     /// The issuer ID tokens must name, compared exactly: `{domain}/` for the `domain:` form, the
     /// configured URL as given (no slash added or removed) for the `issuer:` form.
     public private(set) var issuer: String
-    /// Whether endpoints come from OpenID Connect Discovery (`issuer:` form) rather than Auth0's paths.
-    public private(set) var usesDiscovery: Bool
+    /// How this server is spoken to (Auth0's paths and parameter names, or OpenID Connect
+    /// Discovery's), decided by the form the configuration was made with.
+    public private(set) var dialect: ServerDialect
+    /// Whether endpoints come from OpenID Connect Discovery (`issuer:` form) rather than Auth0's
+    /// paths: ``ServerDialect/usesDiscovery``.
+    public var usesDiscovery: Bool { dialect.usesDiscovery }
     /// Other spellings of the issuer an ID token may carry, accepted only because the app says so
     /// (Google's `accounts.google.com` for `https://accounts.google.com`). Empty by default.
     public var acceptedIssuerAliases: [String] = []
@@ -38,11 +42,18 @@ public struct AuthorizationServerConfiguration: Sendable {
     public var discoveryLifetime: Duration = .seconds(24 * 3600)
     /// Whether a sign-in asks for `offline_access`: `nil` (default) asks when the server's
     /// `scopes_supported` lists it (always for Auth0 and for a document without the list).
-    public var requestsOfflineAccess: Bool?
+    /// The dialect's ``ServerDialect/requestsOfflineAccess``.
+    public var requestsOfflineAccess: Bool? {
+        get { dialect.requestsOfflineAccess }
+        set { dialect.requestsOfflineAccess = newValue }
+    }
     /// Whether a browser sign-in sends its `connection` (Auth0's parameter): `true` for the
     /// `domain:` form, `false` for the `issuer:` form unless the app sets it (an Auth0 tenant
-    /// configured by its issuer).
-    public var sendsConnection: Bool
+    /// configured by its issuer). The dialect's ``ServerDialect/sendsConnection``.
+    public var sendsConnection: Bool {
+        get { dialect.sendsConnection }
+        set { dialect.sendsConnection = newValue }
+    }
     /// The application's client id.
     public let clientID: String
     /// The client secret of a confidential client, or `nil` for a public (native) client.
@@ -66,23 +77,31 @@ public struct AuthorizationServerConfiguration: Sendable {
         domain: URL, clientID: String, clientSecret: SecretBytes? = nil, requestTimeout: Duration = .seconds(30),
         audience: String? = nil
     ) throws {
-        try Self.validate(domain: domain)
+        try self.init(
+            base: domain, issuer: ServerDialect.auth0Issuer(domain: domain), dialect: .auth0, clientID: clientID,
+            clientSecret: clientSecret, requestTimeout: requestTimeout, audience: audience)
+    }
+
+    /// The one initializer every form goes through: each stored property is set here, so a new
+    /// one cannot be left out of a form.
+    private init(
+        base: URL, issuer: String, dialect: ServerDialect, clientID: String, clientSecret: SecretBytes?,
+        requestTimeout: Duration, audience: String?
+    ) throws {
+        try Self.validate(domain: base)
         guard !clientID.isEmpty, clientID.utf8.count <= 512 else {
             throw AuthSessionError(.insecureConfiguration, "The client id is empty or longer than 512 bytes.")
         }
         guard requestTimeout > .zero else {
             throw AuthSessionError(.insecureConfiguration, "The request timeout must be positive.")
         }
-        self.domain = domain
+        self.domain = base
+        self.issuer = issuer
+        self.dialect = dialect
         self.clientID = clientID
         self.clientSecret = clientSecret
         self.requestTimeout = requestTimeout
         self.audience = (audience?.isEmpty ?? true) ? nil : audience
-        var issuer = domain.absoluteString
-        if !issuer.hasSuffix("/") { issuer += "/" }
-        self.issuer = issuer
-        usesDiscovery = false
-        sendsConnection = true
     }
 
     /// A validated configuration for any OpenID Connect provider, by its issuer, such as
@@ -97,9 +116,8 @@ public struct AuthorizationServerConfiguration: Sendable {
         audience: String? = nil
     ) throws {
         try self.init(
-            domain: issuer, clientID: clientID, clientSecret: clientSecret, requestTimeout: requestTimeout,
-            audience: audience)
-        self = Self(copying: self, issuer: issuer.absoluteString)
+            base: issuer, issuer: issuer.absoluteString, dialect: .openIDConnect, clientID: clientID,
+            clientSecret: clientSecret, requestTimeout: requestTimeout, audience: audience)
     }
 
     /// A validated `issuer:` configuration from a URL string.
@@ -116,11 +134,14 @@ public struct AuthorizationServerConfiguration: Sendable {
             issuer: url, clientID: clientID, clientSecret: clientSecret, requestTimeout: requestTimeout, audience: audience)
     }
 
-    private init(copying other: Self, issuer: String) {
-        self = other
-        self.issuer = issuer
-        usesDiscovery = true
-        sendsConnection = false
+    /// Replaces the dialect's ``ServerDialect/additionalParameters``: sent on the authorization,
+    /// device authorization and token requests after the library's own.
+    /// - Throws: ``AuthSessionError/Code/insecureConfiguration`` for a name in
+    ///   ``ServerDialect/reservedParameterNames`` (compared without case: `state`, `redirect_uri`,
+    ///   `client_id`, PKCE's, …), an empty name or one outside `A–Z a–z 0–9 - . _ :`, or a name or
+    ///   value over 2,048 bytes; the parameters are then unchanged.
+    public mutating func setAdditionalParameters(_ parameters: [String: String]) throws {
+        try dialect.setAdditionalParameters(parameters)
     }
 
     /// The path segments of an issuer that stand for any tenant (Microsoft Entra's).
@@ -169,20 +190,13 @@ public struct AuthorizationServerConfiguration: Sendable {
 
     /// `{domain}/authorize`: where the browser sign-in starts (Auth0's path; the `issuer:` form
     /// uses ``AuthorizationServerMetadata/authorizationEndpoint``).
-    public var authorizationEndpoint: URL { endpoint("authorize") }
+    public var authorizationEndpoint: URL { endpoint(.authorize) }
     /// `{domain}/oauth/token`.
-    public var tokenEndpoint: URL { endpoint("oauth/token") }
+    public var tokenEndpoint: URL { endpoint(.token) }
     /// `{domain}/oauth/revoke`.
-    public var revocationEndpoint: URL { endpoint("oauth/revoke") }
+    public var revocationEndpoint: URL { endpoint(.revoke) }
 
-    private func endpoint(_ path: String) -> URL {
-        var components = URLComponents(url: domain, resolvingAgainstBaseURL: false) ?? URLComponents()
-        var base = components.path
-        while base.hasSuffix("/") { base.removeLast() }
-        components.path = base + "/" + path
-        // Validated in init: a URL with scheme and host always rebuilds.
-        return components.url ?? domain.appendingPathComponent(path)
-    }
+    private func endpoint(_ path: ServerDialect.Auth0Path) -> URL { ServerDialect.auth0Endpoint(path, domain: domain) }
 
     static func validate(domain: URL) throws {
         guard let scheme = domain.scheme?.lowercased() else {

@@ -27,8 +27,8 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     /// `authorization_response_iss_parameter_supported` (RFC 9207): the redirect then carries
     /// `iss`, and a sign-in whose redirect lacks it or names another issuer is refused.
     public let authorizationResponseIssParameterSupported: Bool
-    /// Whether this is an Auth0 tenant (the `domain:` form): the API goes as `audience=`
-    /// rather than RFC 8707 `resource=`.
+    /// Whether this document is Auth0's fixed paths (the `domain:` form) rather than a discovered
+    /// one. Requests take their parameter names from the configuration's ``ServerDialect``.
     public let isAuth0: Bool
     /// `pushed_authorization_request_endpoint` (RFC 9126), when the server has one.
     public let pushedAuthorizationRequestEndpoint: URL?
@@ -76,15 +76,13 @@ public struct AuthorizationServerMetadata: Sendable, Equatable, Codable {
     /// and its device authorization endpoint (`/oauth/device/code`). No PAR: Auth0 offers it
     /// only on some plans, and a tenant without it refuses `/oauth/par`.
     static func auth0(domain: URL) -> AuthorizationServerMetadata {
-        var issuer = domain.absoluteString
-        if !issuer.hasSuffix("/") { issuer += "/" }
-        func endpoint(_ path: String) -> URL { URL(string: issuer + path) ?? domain.appendingPathComponent(path) }
+        func endpoint(_ path: ServerDialect.Auth0Path) -> URL { ServerDialect.auth0Endpoint(path, domain: domain) }
         return AuthorizationServerMetadata(
-            issuer: issuer, authorizationEndpoint: endpoint("authorize"), tokenEndpoint: endpoint("oauth/token"),
-            revocationEndpoint: endpoint("oauth/revoke"), jwksURI: endpoint(".well-known/jwks.json"),
-            userinfoEndpoint: endpoint("userinfo"), scopesSupported: nil, codeChallengeMethodsSupported: nil,
+            issuer: ServerDialect.auth0Issuer(domain: domain), authorizationEndpoint: endpoint(.authorize),
+            tokenEndpoint: endpoint(.token), revocationEndpoint: endpoint(.revoke), jwksURI: endpoint(.jwks),
+            userinfoEndpoint: endpoint(.userinfo), scopesSupported: nil, codeChallengeMethodsSupported: nil,
             authorizationResponseIssParameterSupported: false, isAuth0: true,
-            deviceAuthorizationEndpoint: endpoint("oauth/device/code"), endSessionEndpoint: endpoint("v2/logout"))
+            deviceAuthorizationEndpoint: endpoint(.deviceCode), endSessionEndpoint: endpoint(.logout))
     }
 
     /// Whether a sign-in should ask for `offline_access`: always at Auth0 and when the document

@@ -103,7 +103,7 @@ extension TokenSession {
         }
         let clientID = client.configuration.clientID
         var query: [(String, FormValue)] = [("client_id", .text(clientID))]
-        if metadata.isAuth0 {
+        if client.configuration.dialect.family == .auth0 {
             query.append(("returnTo", .text(listener.redirectURI.absoluteString + "?state=" + state)))
         } else {
             if let idToken { query.append(("id_token_hint", .secret(idToken))) }

@@ -118,7 +118,7 @@ extension TokenSession {
         let deadline = ContinuousClock.now + timeout
         let secrets = SignInSecrets()
         let requested = Self.withRequiredScopes(
-            scopes, offlineAccess: client.configuration.requestsOfflineAccess ?? metadata.offersOfflineAccess)
+            scopes, offlineAccess: client.configuration.dialect.asksOfflineAccess(metadata))
         let dpop = try await signInBinding(usesDPoP: usesDPoP)
         let listener = try LoopbackRedirectListener.bind(
             redirectURIs: redirectURIs, expectedState: secrets.state, logger: logger)
@@ -185,14 +185,14 @@ extension TokenSession {
             ("code_challenge", .text(secrets.pkce.challenge)),
             ("code_challenge_method", .text(PKCE.method)),
         ]
-        if client.configuration.sendsConnection, let connection, !connection.isEmpty { query.append(("connection", .text(connection))) }
-        // Auth0's `audience`; RFC 8707 `resource` everywhere else.
-        if let audience, !audience.isEmpty { query.append((metadata.isAuth0 ? "audience" : "resource", .text(audience))) }
+        let dialect = client.configuration.dialect
+        if let name = dialect.connectionParameterName, let connection, !connection.isEmpty { query.append((name, .text(connection))) }
+        if let audience, !audience.isEmpty { query.append((dialect.apiParameterName, .text(audience))) }
         // prompt, login_hint, max_age, acr_values (the hint only here: in the URL, or pushed with PAR).
         query += authentication?.parameters ?? []
         // RFC 9449 10: the code is bound to the key that will redeem it.
         if let dpopThumbprint { query.append(("dpop_jkt", .text(dpopThumbprint))) }
-        return query
+        return dialect.adding(to: query)
     }
 
     /// `endpoint?query`, percent-encoded.

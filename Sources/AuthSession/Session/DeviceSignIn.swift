@@ -55,7 +55,7 @@ extension TokenSession {
         let metadata = try await client.metadata()
         let audience = audience ?? client.configuration.audience
         let requested = Self.withRequiredScopes(
-            scopes, offlineAccess: client.configuration.requestsOfflineAccess ?? metadata.offersOfflineAccess)
+            scopes, offlineAccess: client.configuration.dialect.asksOfflineAccess(metadata))
         let dpop = try await signInBinding(usesDPoP: usesDPoP)
         let bound = client.withDPoP(dpop)
         let device = try await bound.requestDeviceAuthorization(scopes: requested, audience: audience, metadata: metadata)

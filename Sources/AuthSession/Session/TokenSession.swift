@@ -228,7 +228,7 @@ public final class TokenSession: Sendable {
             // does): a rotation drops the other cached ones. Auth0 (`domain:`) keeps them.
             try await self.store.ledger.async.replaceRefreshToken(
                 account: account, presented: presented, with: response.refreshToken, accessToken: entry, cacheKey: key,
-                dropsOtherAccessTokens: self.client.configuration.usesDiscovery, endpoints: response.servedBy)
+                dropsOtherAccessTokens: self.client.configuration.dialect.rotationRevokesAccessTokens, endpoints: response.servedBy)
         }
         CrashPoint.reach("renewal.afterCommit")
         if replacement == .superseded {
