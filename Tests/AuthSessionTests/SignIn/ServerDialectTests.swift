@@ -8,7 +8,7 @@ import TokenStore
 /// `ServerDialect`: the parameter names each family of servers is spoken to with, Auth0's paths
 /// in one place, and the `additionalParameters` escape hatch (which reaches the authorization
 /// and token requests and can never replace a parameter the library sends itself).
-@Suite("ServerDialect", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("ServerDialect", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct ServerDialectTests {
     static let discovered = AuthorizationServerMetadata(
         issuer: "https://id.example.com", authorizationEndpoint: URL(string: "https://id.example.com/auth")!,
