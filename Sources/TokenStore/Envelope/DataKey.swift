@@ -79,13 +79,18 @@ package final class DataKey: Sendable {
 
     /// Keyed BLAKE2b over length-prefixed fields, with a one-byte domain tag.
     func lookupHash(domain: UInt8, _ fields: [[UInt8]]) -> [UInt8] {
-        lookupKey.withUnsafeBytes { Blake2b.digest(Self.message(domain: domain, fields), key: $0) }
+        lookupHash(domain: domain) { for field in fields { $0.field(field) } }
+    }
+
+    /// ``lookupHash(domain:_:)`` with the fields fed by `feed` (strings without a copy).
+    func lookupHash(domain: UInt8, _ feed: (inout Blake2b.Fields) -> Void) -> [UInt8] {
+        lookupKey.withUnsafeBytes { Blake2b.fields(key: $0, domain: domain, feed) }
     }
 
     /// Keyed BLAKE2b under the MAC subkey, same message layout as ``lookupHash(domain:_:)``:
     /// authenticates values kept outside the seal.
     func macHash(domain: UInt8, _ fields: [[UInt8]]) -> [UInt8] {
-        macKey.withUnsafeBytes { Blake2b.digest(Self.message(domain: domain, fields), key: $0) }
+        macKey.withUnsafeBytes { key in Blake2b.fields(key: key, domain: domain) { for field in fields { $0.field(field) } } }
     }
 
     /// The secret's fingerprint under this store's fingerprint subkey (4 bytes, hex): stable
@@ -95,15 +100,5 @@ package final class DataKey: Sendable {
             secret.withUnsafeBytes { Blake2b.digest($0, key: key, length: 4) }
         }
         return Hex.encode(digest)
-    }
-
-    private static func message(domain: UInt8, _ fields: [[UInt8]]) -> [UInt8] {
-        var message: [UInt8] = [domain]
-        for field in fields {
-            var length = UInt32(field.count).littleEndian
-            withUnsafeBytes(of: &length) { message.append(contentsOf: $0) }
-            message.append(contentsOf: field)
-        }
-        return message
     }
 }

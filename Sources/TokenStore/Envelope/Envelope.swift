@@ -55,22 +55,32 @@ struct Envelope: Sendable {
     }
 
     func itemLookup(_ item: ItemKey) -> [UInt8] {
-        lookup(.item, [Array(item.account.service.utf8), Array(item.account.name.utf8), [item.kind.code]])
+        key.lookupHash(domain: LookupDomain.item.rawValue) {
+            $0.field(item.account.service)
+            $0.field(item.account.name)
+            $0.field(byte: item.kind.code)
+        }
     }
 
     func accountRef(_ account: AccountID) -> [UInt8] {
-        lookup(.account, [Array(account.service.utf8), Array(account.name.utf8)])
+        key.lookupHash(domain: LookupDomain.account.rawValue) {
+            $0.field(account.service)
+            $0.field(account.name)
+        }
     }
 
-    func accessTokenLookup(_ key: AccessTokenKey) -> [UInt8] {
-        lookup(
-            .accessToken,
-            [Array(key.account.service.utf8), Array(key.account.name.utf8), Array((key.audience ?? "").utf8),
-             [key.audience == nil ? 0 : 1], Array(key.scopeSet.utf8)])
+    func accessTokenLookup(_ token: AccessTokenKey) -> [UInt8] {
+        key.lookupHash(domain: LookupDomain.accessToken.rawValue) {
+            $0.field(token.account.service)
+            $0.field(token.account.name)
+            $0.field(token.audience ?? "")
+            $0.field(byte: token.audience == nil ? 0 : 1)
+            $0.field(token.scopeSet)
+        }
     }
 
     func userRef(_ userID: String) -> [UInt8] {
-        lookup(.user, [Array(userID.utf8)])
+        key.lookupHash(domain: LookupDomain.user.rawValue) { $0.field(userID) }
     }
 
     func seal(_ fields: RecordFields, kind: RecordKind, rowKey: [UInt8]) -> [UInt8] {

@@ -9,7 +9,7 @@ import Glibc
 /// Every return code is checked; statements are cached and finalized with the connection.
 final class Database {
     private let handle: OpaquePointer
-    private var statements: [String: Statement] = [:]
+    private var statements: [StatementKey: Statement] = [:]
     let path: String
     /// The observers attached to the transaction running now (``transactionObserver(_:)``), in
     /// the order they were attached; asked before its commit, dropped at its end.
@@ -160,12 +160,12 @@ final class Database {
 
     /// A cached prepared statement for `sql`, reset and with bindings cleared.
     func statement(_ sql: String) throws -> Statement {
-        if let cached = statements[sql] {
+        if let cached = statements[StatementKey(sql)] {
             cached.reset()
             return cached
         }
         let statement = try Statement(database: self, handle: handle, sql: sql)
-        statements[sql] = statement
+        statements[StatementKey(sql)] = statement
         return statement
     }
 

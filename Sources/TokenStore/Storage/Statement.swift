@@ -97,3 +97,26 @@ struct Row {
         return Array(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 }
+
+/// The statement cache's key: the SQL text, hashed by its length and its first and last eight
+/// bytes instead of all of it (a `get` looks up four statements; hashing each whole text cost
+/// more than the lookup), compared whole.
+struct StatementKey: Hashable {
+    let sql: String
+
+    init(_ sql: String) { self.sql = sql }
+
+    func hash(into hasher: inout Hasher) {
+        let hashed: Void? = sql.utf8.withContiguousStorageIfAvailable { bytes in
+            let raw = UnsafeRawBufferPointer(bytes)
+            hasher.combine(raw.count)
+            if raw.count >= 8 {
+                hasher.combine(raw.loadUnaligned(as: UInt64.self))
+                hasher.combine(raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
+            } else {
+                hasher.combine(bytes: raw)
+            }
+        }
+        if hashed == nil { hasher.combine(sql) }
+    }
+}
