@@ -367,6 +367,25 @@ def test_logout_browser(store, session, path, url, user, useragent):
     check(outcome.browser_error is not None and outcome.browser_error.code == "browserUnavailable"
           and isinstance(outcome.browser_error.__cause__, RuntimeError), f"browserUnavailable: {outcome}")
 
+    # Cancelled while it waits for the browser (which never comes back): FAILED with cancelled, at once.
+    cancel = Cancel()
+    opened = threading.Event()
+
+    def cancel_when_opened():
+        if opened.wait(30):
+            time.sleep(0.2)
+            cancel.cancel()
+
+    canceller = threading.Thread(target=cancel_when_opened)
+    canceller.start()
+    started = time.monotonic()
+    outcome = session.logout("frank", cancel=cancel, end_browser_session=True, ports=[0], timeout=60,
+                             open_url=lambda address: opened.set())
+    elapsed = time.monotonic() - started
+    canceller.join(30)
+    check(outcome.browser_session == BrowserSession.FAILED and outcome.browser_error is not None
+          and outcome.browser_error.code == "cancelled" and elapsed < 10, f"cancelled wait: {outcome} after {elapsed:.1f} s")
+
     # A provider without an end_session_endpoint (the Keycloak-shaped profile): NOT_ENDED, no browser.
     server(url, "/__test/config", {"profile": "keycloak"})
     try:
