@@ -45,3 +45,9 @@ DEFINE_ENUM (ts_sign_in_prompt_get_type, "TsSignInPrompt",
              {TS_SIGN_IN_PROMPT_SELECT_ACCOUNT, "TS_SIGN_IN_PROMPT_SELECT_ACCOUNT", "select-account"},
              {TS_SIGN_IN_PROMPT_CONSENT, "TS_SIGN_IN_PROMPT_CONSENT", "consent"},
              {TS_SIGN_IN_PROMPT_NONE, "TS_SIGN_IN_PROMPT_NONE", "none"})
+
+DEFINE_ENUM (ts_browser_session_outcome_get_type, "TsBrowserSessionOutcome",
+             {TS_BROWSER_SESSION_OUTCOME_NOT_ASKED, "TS_BROWSER_SESSION_OUTCOME_NOT_ASKED", "not-asked"},
+             {TS_BROWSER_SESSION_OUTCOME_ENDED, "TS_BROWSER_SESSION_OUTCOME_ENDED", "ended"},
+             {TS_BROWSER_SESSION_OUTCOME_NOT_ENDED, "TS_BROWSER_SESSION_OUTCOME_NOT_ENDED", "not-ended"},
+             {TS_BROWSER_SESSION_OUTCOME_FAILED, "TS_BROWSER_SESSION_OUTCOME_FAILED", "failed"})

@@ -98,6 +98,25 @@ typedef enum {
     TS_SIGN_IN_PROMPT_NONE,
 } TsSignInPrompt;
 
+/**
+ * TsBrowserSessionOutcome:
+ * @TS_BROWSER_SESSION_OUTCOME_NOT_ASKED: not asked to end it
+ * @TS_BROWSER_SESSION_OUTCOME_ENDED: the provider ended its session; the next sign-in shows its login page
+ * @TS_BROWSER_SESSION_OUTCOME_NOT_ENDED: the provider has no end-session endpoint: its session stays
+ *   signed in (ask for %TS_SIGN_IN_PROMPT_LOGIN at the next sign-in); not an error
+ * @TS_BROWSER_SESSION_OUTCOME_FAILED: ending it failed (no browser, no free port, no return in time,
+ *   cancelled); the logout itself stands
+ *
+ * What a logout did to the user's browser session at the provider
+ * ([method@Session.logout_browser_async]).
+ */
+typedef enum {
+    TS_BROWSER_SESSION_OUTCOME_NOT_ASKED,
+    TS_BROWSER_SESSION_OUTCOME_ENDED,
+    TS_BROWSER_SESSION_OUTCOME_NOT_ENDED,
+    TS_BROWSER_SESSION_OUTCOME_FAILED,
+} TsBrowserSessionOutcome;
+
 GType ts_credential_state_get_type (void);
 #define TS_TYPE_CREDENTIAL_STATE (ts_credential_state_get_type ())
 GType ts_protection_get_type (void);
@@ -108,5 +127,7 @@ GType ts_item_kind_get_type (void);
 #define TS_TYPE_ITEM_KIND (ts_item_kind_get_type ())
 GType ts_sign_in_prompt_get_type (void);
 #define TS_TYPE_SIGN_IN_PROMPT (ts_sign_in_prompt_get_type ())
+GType ts_browser_session_outcome_get_type (void);
+#define TS_TYPE_BROWSER_SESSION_OUTCOME (ts_browser_session_outcome_get_type ())
 
 G_END_DECLS

@@ -271,6 +271,8 @@ typedef struct {
     size_t token_length;
     int64_t expires_at;
     ts_logout_outcome outcome;
+    ts_browser_session browser;
+    char *browser_code; /* the browser part's failure code, or NULL */
     int still_pending;
 } Call;
 
@@ -284,6 +286,7 @@ call_free (gpointer data)
     ts_secret_string_free (call->login_hint);
     g_free (call->acr_values);
     ts_string_free (call->user_id);
+    g_free (call->browser_code);
     if (call->token) ts_bytes_free (call->token, call->token_length);
     g_free (call);
 }
@@ -324,7 +327,7 @@ prompt_word (TsSignInPrompt prompt)
     }
 }
 
-typedef enum { SIGN_IN, ACCESS_TOKEN, LOGOUT, RESUME } Kind;
+typedef enum { SIGN_IN, ACCESS_TOKEN, LOGOUT, RESUME, LOGOUT_BROWSER } Kind;
 
 /* Runs one call of the C ABI, cancellable through `cancellable`, filling `call`. */
 static gboolean
@@ -364,6 +367,19 @@ run_call (TsSession *self, Kind kind, Call *call, GCancellable *cancellable, GEr
     case RESUME:
         status = ts_session_resume_cancellable (self->handle, bridge.cancel, &call->still_pending, &err);
         break;
+    case LOGOUT_BROWSER: {
+        ts_logout_options options;
+        ts_error *browser_err = NULL;
+        ts_logout_options_init (&options);
+        options.ports = self->ports->len ? (const uint16_t *) self->ports->data : NULL;
+        options.port_count = self->ports->len;
+        options.timeout_seconds = (int) self->sign_in_timeout;
+        status = ts_session_logout_browser (self->handle, call->account, &options, bridge.cancel, &call->outcome,
+                                            &call->browser, &browser_err, &err);
+        if (browser_err) call->browser_code = g_strdup (ts_error_code (browser_err));
+        ts_error_free (browser_err);
+        break;
+    }
     }
     ts_cancel_bridge_end (&bridge);
     if (status != TS_OK) {
@@ -596,6 +612,56 @@ TsLogoutOutcome
 ts_session_logout_finish (TsSession *self, GAsyncResult *result, GError **error)
 {
     Call *call = finish (self, result, ts_session_logout_async, error);
+    return call ? (TsLogoutOutcome) call->outcome : TS_LOGOUT_OUTCOME_NOT_FOUND;
+}
+
+/**
+ * ts_session_logout_browser_async:
+ * @self: a session
+ * @account: the account
+ * @cancellable: (nullable): a #GCancellable (cancelling ends the wait for the browser)
+ * @callback: (scope async): called when the logout and the browser part ended
+ * @user_data: (closure): data for @callback
+ *
+ * Logs @account out as [method@Session.logout_async] does (the revocation and the local delete
+ * first, never waiting on the browser), then ends the user's browser session at the provider
+ * so that the next sign-in asks who signs in: the browser opens the provider's end-session
+ * endpoint (OpenID Connect RP-initiated logout with the ID token as id_token_hint, or Auth0's
+ * /v2/logout) through the one-time http://127.0.0.1:PORT/start/ID address (never the ID token),
+ * and comes back to a loopback listener at http://127.0.0.1:PORT/callback, PORT from
+ * [method@Session.set_redirect_ports], within [property@Session:sign-in-timeout]. Register that
+ * address at the provider as a post-logout redirect URI. On a worker thread; finish with
+ * [method@Session.logout_browser_finish].
+ */
+void
+ts_session_logout_browser_async (TsSession *self, const char *account, GCancellable *cancellable,
+                                 GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_return_if_fail (TS_IS_SESSION (self));
+    start (self, LOGOUT_BROWSER, call_new (account, NULL, NULL, 0), ts_session_logout_browser_async, cancellable,
+           callback, user_data);
+}
+
+/**
+ * ts_session_logout_browser_finish:
+ * @self: a session
+ * @result: the result passed to the callback
+ * @browser_session: (out) (optional): what happened to the browser session at the provider
+ * @browser_error_code: (out) (optional) (nullable) (transfer full): with
+ *   %TS_BROWSER_SESSION_OUTCOME_FAILED, the code saying why (e.g. "browserUnavailable",
+ *   "loopbackUnavailable", "timedOut", "cancelled"), else %NULL
+ * @error: return location for a #GError (the logout's own failure; the browser part never
+ *   sets it)
+ *
+ * Returns: what the logout did
+ */
+TsLogoutOutcome
+ts_session_logout_browser_finish (TsSession *self, GAsyncResult *result, TsBrowserSessionOutcome *browser_session,
+                                  char **browser_error_code, GError **error)
+{
+    Call *call = finish (self, result, ts_session_logout_browser_async, error);
+    if (browser_session) *browser_session = call ? (TsBrowserSessionOutcome) call->browser : TS_BROWSER_SESSION_OUTCOME_NOT_ASKED;
+    if (browser_error_code) *browser_error_code = call ? g_strdup (call->browser_code) : NULL;
     return call ? (TsLogoutOutcome) call->outcome : TS_LOGOUT_OUTCOME_NOT_FOUND;
 }
 

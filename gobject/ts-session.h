@@ -37,6 +37,10 @@ TsLogoutOutcome ts_session_logout_sync (TsSession *self, const char *account, GC
 void ts_session_logout_async (TsSession *self, const char *account, GCancellable *cancellable,
                               GAsyncReadyCallback callback, gpointer user_data);
 TsLogoutOutcome ts_session_logout_finish (TsSession *self, GAsyncResult *result, GError **error);
+void ts_session_logout_browser_async (TsSession *self, const char *account, GCancellable *cancellable,
+                                      GAsyncReadyCallback callback, gpointer user_data);
+TsLogoutOutcome ts_session_logout_browser_finish (TsSession *self, GAsyncResult *result, TsBrowserSessionOutcome *browser_session,
+                                                  char **browser_error_code, GError **error);
 
 gboolean ts_session_resume_sync (TsSession *self, guint *still_pending, GCancellable *cancellable, GError **error);
 void ts_session_resume_async (TsSession *self, GCancellable *cancellable, GAsyncReadyCallback callback,

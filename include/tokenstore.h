@@ -38,7 +38,8 @@
  *             TS_KIND_ID_TOKEN, TS_KIND_PROFILE; ts_cancel_new, ts_cancel_trigger, ts_cancel_free,
  *             ts_session_sign_in_browser_cancellable, ts_session_access_token_cancellable,
  *             ts_session_logout_cancellable, ts_session_resume_cancellable; ts_store_watch,
- *             ts_watch_free, ts_store_accounts, ts_store_account_status, ts_strings_free.
+ *             ts_watch_free, ts_store_accounts, ts_store_account_status, ts_strings_free;
+ *             ts_logout_options_init, ts_session_logout_browser.
  */
 #ifndef TOKENSTORE_H
 #define TOKENSTORE_H
@@ -500,6 +501,77 @@ int ts_session_logout_cancellable(ts_session *session, const char *account, ts_c
 /** ts_session_resume() that `cancel_or_null` can cancel (NULL: the plain form). */
 int ts_session_resume_cancellable(ts_session *session, ts_cancel *cancel_or_null, int *still_pending,
                                   ts_error **err);
+
+/* ---- Logout that ends the browser session ------------------------------------------ */
+
+/** What a logout did to the user's browser session at the provider
+ *  (ts_session_logout_browser). Values are appended, never renumbered: a switch over them
+ *  needs a default. Since 0.4.0. */
+typedef enum ts_browser_session {
+    TS_BROWSER_SESSION_NOT_ASKED = 0, /**< Not asked to end it (never from ts_session_logout_browser;
+                                           the bindings' answer for a logout that did not ask). */
+    TS_BROWSER_SESSION_ENDED = 1,     /**< The provider ended its session and sent the browser back
+                                           to the loopback listener (with the `state` sent): the
+                                           next sign-in shows its login page. */
+    TS_BROWSER_SESSION_NOT_ENDED = 2, /**< The provider has no end-session endpoint (none in its
+                                           discovery document): its browser session stays signed
+                                           in; ask for prompt "login" at the next sign-in. Not an error. */
+    TS_BROWSER_SESSION_FAILED = 3     /**< Ending it failed (no browser, no free port, no return in
+                                           time, cancelled, the server not reachable): the code is in
+                                           `*browser_error_or_null`. The logout itself stands. */
+} ts_browser_session;
+
+/**
+ * Options of ts_session_logout_browser(). Initialize with ts_logout_options_init() (or
+ * `ts_logout_options o = { sizeof o };`): every zero or NULL field means its default. The
+ * fields mean what ts_sign_in_options' fields of the same names mean; `struct_size` lets a
+ * later version add fields at the end (a size the library does not know: invalidInput).
+ * Since 0.4.0.
+ */
+typedef struct ts_logout_options {
+    size_t struct_size;        /**< sizeof(ts_logout_options), set by ts_logout_options_init(). */
+    const uint16_t *ports;     /**< Loopback ports for the browser's return, tried in order; NULL/0:
+                                    53180-53183; port 0: any free port. */
+    size_t port_count;         /**< Entries in `ports` (at most 64). */
+    const char *redirect_path; /**< NULL: "/callback". The return address is
+                                    http://127.0.0.1:PORT<redirect_path>: register it at the provider
+                                    as a post-logout redirect URI (Auth0: an Allowed Logout URL). */
+    int timeout_seconds;       /**< The longest wait for the browser's return, 1-86400; 0: 120. */
+    ts_open_url_fn open_url;   /**< NULL: the system browser ($BROWSER, then GIO, then xdg-open).
+                                    Given the listener's one-time http://127.0.0.1:PORT/start/<id>,
+                                    which redirects once to the end-session URL: never the ID token. */
+    void *user_data;           /**< Passed to `open_url`. */
+} ts_logout_options;
+
+/** Sets `options` to the defaults: struct_size set, every other field zero (NULL is ignored).
+ *  Since 0.4.0. */
+void ts_logout_options_init(ts_logout_options *options);
+
+/**
+ * Logs `account` (service "auth0") out as ts_session_logout() does (the revocation, the local
+ * delete and the credential state first, never waiting on the browser), then ends the user's
+ * browser session at the provider so that the next sign-in asks who signs in: the browser
+ * opens the provider's end_session_endpoint (OpenID Connect RP-initiated logout, with
+ * client_id, the account's ID token as id_token_hint, post_logout_redirect_uri and a fresh
+ * state the return must carry), or Auth0's /v2/logout (client_id, returnTo), and the call
+ * waits for it to come back to the loopback listener, at most the time-out.
+ * `options_or_null` NULL uses every default; `cancel_or_null` (NULL: none) cancels the wait
+ * (TS_BROWSER_SESSION_FAILED, code "cancelled"; the logout itself as
+ * ts_session_logout_cancellable() answers it).
+ * On TS_OK: `*out` is the logout's outcome, `*browser_out` one of TS_BROWSER_SESSION_ENDED,
+ * _NOT_ENDED or _FAILED; with _FAILED, when `browser_error_or_null` is not NULL,
+ * `*browser_error_or_null` receives a ts_error (free it with ts_error_free()) whose code says
+ * why: browserUnavailable (no browser, or `open_url` returned non-zero), loopbackUnavailable,
+ * timedOut, cancelled, insecureConfiguration (a redirect path that makes no loopback URI), a
+ * network code; otherwise it is set to NULL. Blocking for up to the time-out: call it from a
+ * worker thread. Since 0.4.0.
+ * Codes (TS_ERROR: nothing of the browser part was tried): those of ts_session_logout(),
+ * cancelled (only while it waited behind another call on the same account), invalidInput (a
+ * bad pointer, `struct_size`, port count or time-out).
+ */
+int ts_session_logout_browser(ts_session *session, const char *account, const ts_logout_options *options_or_null,
+                              ts_cancel *cancel_or_null, ts_logout_outcome *out, ts_browser_session *browser_out,
+                              ts_error **browser_error_or_null, ts_error **err);
 
 /** Wipes and frees a string returned by this library (NULL is ignored). Such strings are
  *  malloc()'d, so free() and g_free() release them too (Vala's owned strings are freed that

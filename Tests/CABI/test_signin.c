@@ -17,6 +17,8 @@
  * the device sign-in (ts_session_sign_in_device): a NULL callback is
  * invalidInput; the callback runs once on the calling thread with the server's user code and
  * /activate URIs, approves the code at the server's control path, and the user is authorized.
+ * Last, ts_session_logout_browser (check_logout_browser): the logout that also ends the
+ * browser session at the provider, in a scripted browser that keeps its cookies.
  *
  * Exit status 0 when every check passes; each failure is printed with its line.
  */
@@ -65,6 +67,7 @@ static int failures = 0;
 /* What the open_url callback does, and what it saw. */
 struct opener {
     const char *useragent; /* NULL: start nothing */
+    const char *cookies;   /* the scripted browser's cookie jar (its profile); NULL: none kept */
     int result;            /* returned when nothing is started */
     pthread_t caller;
     int calls;
@@ -83,7 +86,10 @@ static int open_url(const char *url, void *user_data) {
     /* The scripted browser checks the URL, then carries on in a detached child and exits 0,
      * as xdg-open does after starting a GUI browser. */
     char *argv[] = {"/usr/bin/python3", (char *)opener->useragent, (char *)url, NULL};
-    char *envp[] = {"TOKENSTORE_USERAGENT_DETACH=1", "TOKENSTORE_USERAGENT_TIMEOUT=120", NULL};
+    char jar[1200];
+    snprintf(jar, sizeof jar, "TOKENSTORE_USERAGENT_COOKIES=%s", opener->cookies ? opener->cookies : "");
+    char *envp[] = {"TOKENSTORE_USERAGENT_DETACH=1", "TOKENSTORE_USERAGENT_TIMEOUT=120", opener->cookies ? jar : NULL,
+                    NULL};
     pid_t pid;
     int status = 0;
     if (posix_spawn(&pid, argv[0], NULL, NULL, argv, envp) != 0) return 1;
@@ -338,6 +344,140 @@ static void check_cancel(ts_session *session, ts_store *store) {
     CHECK_ERROR(ts_session_resume_cancellable(session, cancel, &pending, &err), err, "storeClosed");
 }
 
+/* Whether `expression` (Python, over `d`, the JSON of GET URL PATH, or POST PATH BODY when
+ * `body` is not NULL) holds at the test server. */
+static int server_says(const char *url, const char *path, const char *body, const char *expression) {
+    char *argv[] = {"/usr/bin/python3", "-c",
+                    "import json, sys, urllib.request\n"
+                    "data = sys.argv[3].encode() if sys.argv[3] else None\n"
+                    "request = urllib.request.Request(sys.argv[1] + sys.argv[2], data=data, "
+                    "headers={'Content-Type': 'application/json'})\n"
+                    "d = json.load(urllib.request.urlopen(request, timeout=30))\n"
+                    "sys.exit(0 if eval(sys.argv[4]) else 1)\n",
+                    (char *)url, (char *)path, (char *)(body ? body : ""), (char *)expression, NULL};
+    char *envp[] = {NULL};
+    pid_t pid;
+    int status = 0;
+    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, envp) != 0) return 0;
+    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* Signs `account` in through the scripted browser with the cookie jar `cookies`; whether the
+ * server showed its login page (no live browser session) for it. */
+static int signed_in_with_login_page(ts_session *session, const char *account, const char *url, const char *useragent,
+                                     const char *cookies, const char *hint) {
+    ts_sign_in_options options;
+    struct opener opener;
+    const uint16_t any[] = {0};
+    ts_error *err = NULL;
+    options_with(&options, &opener, any, 1);
+    opener.useragent = useragent;
+    opener.cookies = cookies;
+    options.login_hint = hint;
+    int status = ts_session_sign_in_browser(session, account, &options, NULL, &err);
+    if (status != TS_OK) fprintf(stderr, "  sign-in: %s: %s\n", ts_error_code(err), ts_error_message(err));
+    CHECK(status == TS_OK);
+    ts_error_free(err);
+    return server_says(url, "/__test/oidc", NULL, "d['authorizations'][-1]['login_form']");
+}
+
+/* ts_session_logout_browser: the logout, then the provider's end-session endpoint through the
+ * app's open_url (given the one-time start address, never the ID token); the next sign-in in
+ * the same browser profile shows the login page again, and the server recorded the ended
+ * session (OIDC: id_token_hint's sub, state). Bad input; a browser that cannot be started
+ * (TS_BROWSER_SESSION_FAILED with browserUnavailable); a provider without an end-session
+ * endpoint (TS_BROWSER_SESSION_NOT_ENDED, no browser opened). */
+static void check_logout_browser(ts_store *store, const char *path, const char *url, const char *user,
+                                 const char *useragent) {
+    char issuer[600], cookies[1100], hinted[200], expected[400];
+    snprintf(issuer, sizeof issuer, "%s/", url); /* the OIDC form: the discovery document's end_session_endpoint */
+    snprintf(cookies, sizeof cookies, "%s.cookies.json", path);
+    snprintf(hinted, sizeof hinted, "%s.logout", user);
+    ts_session *session = NULL;
+    ts_error *err = NULL, *browser_err = NULL;
+    CHECK(ts_session_new_issuer(store, issuer, "tokenstore-test", &session, &err) == TS_OK);
+    if (session == NULL) return;
+    CHECK(signed_in_with_login_page(session, "carol", url, useragent, cookies, hinted));
+    CHECK(!signed_in_with_login_page(session, "carol", url, useragent, cookies, NULL)); /* the session answers */
+
+    ts_logout_options options;
+    struct opener opener;
+    const uint16_t any[] = {0};
+    ts_logout_outcome outcome = (ts_logout_outcome)-1;
+    ts_browser_session browser = (ts_browser_session)-1;
+    /* Bad input: refused, nothing logged out, no browser. */
+    ts_logout_options_init(&options);
+    options.struct_size = sizeof options + 8;
+    CHECK_ERROR(ts_session_logout_browser(session, "carol", &options, NULL, &outcome, &browser, &browser_err, &err), err,
+                "invalidInput");
+    ts_logout_options_init(&options);
+    options.timeout_seconds = -1;
+    CHECK_ERROR(ts_session_logout_browser(session, "carol", &options, NULL, &outcome, &browser, &browser_err, &err), err,
+                "invalidInput");
+    CHECK_ERROR(ts_session_logout_browser(session, "carol", NULL, NULL, NULL, &browser, NULL, &err), err, "invalidInput");
+    CHECK_ERROR(ts_session_logout_browser(session, "carol", NULL, NULL, &outcome, NULL, NULL, &err), err, "invalidInput");
+    ts_state state;
+    CHECK(ts_credential_state(store, hinted, &state, &err) == TS_OK && state == TS_STATE_AUTHORIZED);
+
+    ts_logout_options_init(&options);
+    memset(&opener, 0, sizeof opener);
+    opener.caller = pthread_self();
+    opener.useragent = useragent;
+    opener.cookies = cookies;
+    options.ports = any;
+    options.port_count = 1;
+    options.timeout_seconds = 60;
+    options.open_url = open_url;
+    options.user_data = &opener;
+    browser_err = (ts_error *)&opener; /* set to NULL by the call */
+    int status = ts_session_logout_browser(session, "carol", &options, NULL, &outcome, &browser, &browser_err, &err);
+    if (status != TS_OK) fprintf(stderr, "  logout: %s: %s\n", ts_error_code(err), ts_error_message(err));
+    CHECK(status == TS_OK && outcome == TS_LOGOUT_REVOKED);
+    if (browser_err) fprintf(stderr, "  browser: %s: %s\n", ts_error_code(browser_err), ts_error_message(browser_err));
+    CHECK(browser == TS_BROWSER_SESSION_ENDED && browser_err == NULL);
+    CHECK(opener.calls == 1 && opener.on_caller_thread == 1 && opener.loopback_start_url == 1);
+    CHECK(ts_credential_state(store, hinted, &state, &err) == TS_OK && state == TS_STATE_REVOKED);
+    snprintf(expected, sizeof expected,
+             "d['end_sessions'][-1] == {'kind': 'oidc', 'id_token_hint_sub': 'apple|%s', 'state': True, 'ended': True}",
+             hinted);
+    CHECK(server_says(url, "/__test/oidc", NULL, expected));
+    /* The provider's session is gone: the same browser profile gets the login page again. */
+    CHECK(signed_in_with_login_page(session, "carol", url, useragent, cookies, hinted));
+
+    /* No browser: the logout stands, the browser part failed with browserUnavailable. */
+    ts_logout_options_init(&options);
+    memset(&opener, 0, sizeof opener);
+    opener.result = 1;
+    options.ports = any;
+    options.port_count = 1;
+    options.open_url = open_url;
+    options.user_data = &opener;
+    CHECK(ts_session_logout_browser(session, "carol", &options, NULL, &outcome, &browser, &browser_err, &err) == TS_OK);
+    CHECK(outcome == TS_LOGOUT_REVOKED && browser == TS_BROWSER_SESSION_FAILED && opener.calls == 1);
+    CHECK(browser_err != NULL && strcmp(ts_error_code(browser_err), "browserUnavailable") == 0);
+    CHECK(browser_err != NULL && strstr(ts_error_message(browser_err), "browserUnavailable") == NULL);
+    ts_error_free(browser_err);
+    browser_err = NULL;
+    CHECK(ts_credential_state(store, hinted, &state, &err) == TS_OK && state == TS_STATE_REVOKED);
+    ts_session_free(session);
+
+    /* A provider whose discovery document names no end_session_endpoint (the Keycloak-shaped
+     * profile): logged out, TS_BROWSER_SESSION_NOT_ENDED, no browser opened, nothing recorded. */
+    CHECK(server_says(url, "/__test/config", "{\"profile\": \"keycloak\"}", "d['profile'] == 'keycloak'"));
+    snprintf(issuer, sizeof issuer, "%s/realms/test", url);
+    session = NULL;
+    CHECK(ts_session_new_issuer(store, issuer, "tokenstore-test", &session, &err) == TS_OK);
+    memset(&opener, 0, sizeof opener);
+    options.user_data = &opener;
+    CHECK(ts_session_logout_browser(session, "dave", &options, NULL, &outcome, &browser, &browser_err, &err) == TS_OK);
+    CHECK(outcome == TS_LOGOUT_NOT_FOUND && browser == TS_BROWSER_SESSION_NOT_ENDED && browser_err == NULL);
+    CHECK(opener.calls == 0);
+    CHECK(server_says(url, "/__test/oidc", NULL, expected)); /* the last ended session is still the one above */
+    CHECK(server_says(url, "/__test/config", "{\"profile\": \"auth0\"}", "d['profile'] == 'auth0'"));
+    ts_session_free(session);
+    ts_logout_options_init(NULL);
+}
+
 static int test_sign_in(const char *path, const char *url, const char *user, const char *useragent) {
     ts_store *store = open_store(path);
     ts_session *session = NULL;
@@ -446,6 +586,7 @@ static int test_sign_in(const char *path, const char *url, const char *user, con
     CHECK(user_id != NULL && strcmp(user_id, hinted) == 0);
     ts_string_free(user_id);
     CHECK(ts_session_logout(session, "alice", &outcome, &err) == TS_OK);
+    check_logout_browser(store, path, url, user, useragent);
 
     ts_sign_in_options_init(NULL);
     ts_session_free(session);

@@ -238,6 +238,19 @@ test_flow (const char *path, const char *url, const char *user, const char *toke
     gint64 *at = g_hash_table_lookup (seen.removed, "bob");
     CHECK (at != NULL);
     CHECK (seen.notified_false == 1);
+
+    /* A logout that also ends the browser session at the provider: bob is logged out already
+     * (NOT_FOUND), and the scripted browser goes to the server's /v2/logout and back to the
+     * loopback listener with the state (ENDED). */
+    ts_session_logout_browser_async (session, "bob", NULL, done, &waiter);
+    result = await_result (&waiter);
+    TsBrowserSessionOutcome browser_session = TS_BROWSER_SESSION_OUTCOME_NOT_ASKED;
+    g_autofree char *browser_code = g_strdup ("unset");
+    CHECK (ts_session_logout_browser_finish (session, result, &browser_session, &browser_code, &error)
+           == TS_LOGOUT_OUTCOME_NOT_FOUND && error == NULL);
+    g_object_unref (result);
+    if (browser_code) fprintf (stderr, "logout_browser: %s\n", browser_code);
+    CHECK (browser_session == TS_BROWSER_SESSION_OUTCOME_ENDED && browser_code == NULL);
     printf ("METRIC gnome_flow lang=c max_tick_gap_ms=%.1f removed_after_ms=%.0f\n", (double) max_gap / 1000.0,
             at ? (double) (*at - started) / 1000.0 : -1.0);
     g_hash_table_unref (seen.removed);

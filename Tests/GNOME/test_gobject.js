@@ -79,6 +79,9 @@ async function flow(path, url, user, tokenctl) {
     check(outcome === TokenStore.LogoutOutcome.REVOKED, `logout revoked: ${outcome}`);
     await sleep(300);
     check(removed.has('alice'), 'account-removed for our own logout');
+    // The logout that ends the browser session introspects (the C and Python flows run it).
+    check(typeof session.logout_browser_async === 'function' && typeof session.logout_browser_finish === 'function' &&
+          TokenStore.BrowserSessionOutcome.NOT_ENDED === 2, 'logout_browser and BrowserSessionOutcome introspect');
     check(states.some(([id, from, to]) => id === user && from === TokenStore.CredentialState.AUTHORIZED &&
         to === TokenStore.CredentialState.REVOKED), 'credential-state-changed authorized -> revoked');
 

@@ -105,6 +105,13 @@ def flow(path, url, user, tokenctl):
     check(session.logout_finish(result) == TokenStore.LogoutOutcome.REVOKED, "logout revoked")
     yield lambda done: GLib.timeout_add(300, lambda: (done(), False)[1])
     check("alice" in removed, "account-removed for our own logout")
+    # The logout that also ends the browser session: alice is logged out already (NOT_FOUND); the
+    # scripted browser goes to the server's /v2/logout and back to the loopback listener (ENDED).
+    (_, result) = yield lambda done: session.logout_browser_async("alice", None, done)
+    outcome, browser_session, browser_code = session.logout_browser_finish(result)
+    check((outcome, browser_session, browser_code) == (TokenStore.LogoutOutcome.NOT_FOUND,
+                                                       TokenStore.BrowserSessionOutcome.ENDED, None),
+          f"logout_browser ended the browser session: {outcome}, {browser_session}, {browser_code}")
     check((user, TokenStore.CredentialState.AUTHORIZED, TokenStore.CredentialState.REVOKED) in states,
           f"credential-state-changed authorized -> revoked: {states}")
 

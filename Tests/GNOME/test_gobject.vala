@@ -65,6 +65,12 @@ async void flow_test (string path, string url, string user, string tokenctl) thr
     check (outcome == Ts.LogoutOutcome.REVOKED, "logout revoked");
     yield sleep_ms (300);
     check (removed.contains ("alice"), "account-removed for our own logout");
+    // The logout that also ends the browser session at the server (alice is logged out already).
+    Ts.BrowserSessionOutcome browser_session;
+    string? browser_code;
+    var logged_out = yield session.logout_browser_async ("alice", null, out browser_session, out browser_code);
+    check (logged_out == Ts.LogoutOutcome.NOT_FOUND && browser_session == Ts.BrowserSessionOutcome.ENDED
+           && browser_code == null, "logout_browser ended the browser session");
     check (revoked_seen, "credential-state-changed authorized -> revoked");
 
     yield session.sign_in_async ("bob", null, null);

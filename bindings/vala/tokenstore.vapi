@@ -183,6 +183,36 @@ namespace TokenStore {
         public int max_age_seconds;
     }
 
+    /* What a logout did to the browser session at the provider (ts_browser_session). */
+    [CCode (cname = "ts_browser_session", cprefix = "TS_BROWSER_SESSION_", has_type_id = false)]
+    public enum BrowserSession {
+        NOT_ASKED,
+        ENDED,
+        /* The provider has no end-session endpoint (not an error). */
+        NOT_ENDED,
+        /* Ending it failed: the code is in the browser error; the logout stands. */
+        FAILED
+    }
+
+    /* ts_logout_options: `TokenStore.LogoutOptions ()` sets the defaults (every field unset). */
+    [CCode (cname = "ts_logout_options", has_type_id = false, destroy_function = "")]
+    public struct LogoutOptions {
+        [CCode (cname = "ts_logout_options_init")]
+        public LogoutOptions ();
+        public size_t struct_size;
+        /* Loopback ports for the browser's return; null: 53180-53183; 0: any free port. */
+        [CCode (array_length_cname = "port_count", array_length_type = "size_t")]
+        public unowned uint16[]? ports;
+        /* null: "/callback". */
+        public unowned string? redirect_path;
+        /* 1-86400; 0: 120. */
+        public int timeout_seconds;
+        /* null: the system browser. Given the one-time start address, never the ID token. Keep
+         * the delegate alive during the call. */
+        [CCode (delegate_target_cname = "user_data")]
+        public unowned OpenUrlFunc? open_url;
+    }
+
     [CCode (cname = "ts_change_kind", cprefix = "TS_CHANGE_", has_type_id = false)]
     public enum ChangeKind {
         ACCOUNT_ADDED,
@@ -274,6 +304,13 @@ namespace TokenStore {
         public int logout_cancellable (string account, Cancel? cancel, out LogoutOutcome outcome, out ErrorDetails? error);
         [CCode (cname = "ts_session_resume_cancellable")]
         public int resume_cancellable (Cancel? cancel, out int still_pending, out ErrorDetails? error);
+
+        /* Logs out as logout() does, then ends the browser session at the provider (its
+         * end-session endpoint through the browser, back to a loopback listener). OK:
+         * `browser` ENDED, NOT_ENDED or FAILED (then `browser_error` says why; the logout stands). */
+        [CCode (cname = "ts_session_logout_browser")]
+        public int logout_browser (string account, LogoutOptions? options, Cancel? cancel, out LogoutOutcome outcome,
+                                   out BrowserSession browser, out ErrorDetails? browser_error, out ErrorDetails? error);
     }
 
     /* A cancel handle (ts_cancel): trigger() from any thread ends the calls running with it

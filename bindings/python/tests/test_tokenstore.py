@@ -28,7 +28,7 @@ import time
 import urllib.request
 
 import tokenstore
-from tokenstore import Cancel, Kind, LogoutOutcome, Session, State, Store, TokenStoreError
+from tokenstore import BrowserSession, Cancel, Kind, LogoutOutcome, Session, State, Store, TokenStoreError
 
 APP = "org.example.cabi.python"
 failures = 0
@@ -319,6 +319,84 @@ def test_signin(path, url, user, useragent):
         check(shown == [(threading.get_ident(), True, True)], f"on_user_code called once, on this thread: {shown}")
         check(store.credential_state(user + ".device") == State.AUTHORIZED, "authorized after the device sign-in")
         check(session.logout("dave") == LogoutOutcome.REVOKED, "logout of the device sign-in")
+        test_logout_browser(store, session, path, url, user, useragent)
+
+
+def server(url, path, body=None):
+    """The test server's JSON answer to GET path (POST body when given)."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json"})
+    return json.load(urllib.request.urlopen(request, timeout=10))
+
+
+def test_logout_browser(store, session, path, url, user, useragent):
+    """Session.logout(end_browser_session=True) through the Auth0 form (/v2/logout) in a
+    scripted browser that keeps its cookies: the next sign-in shows the login page again."""
+    jar = {"TOKENSTORE_USERAGENT_DETACH": "1", "TOKENSTORE_USERAGENT_TIMEOUT": "120",
+           "TOKENSTORE_USERAGENT_COOKIES": path + ".cookies.json"}
+    addresses = []
+
+    def open_url(address):
+        addresses.append(address)
+        subprocess.run(["/usr/bin/python3", useragent, address], env=jar, check=True, timeout=30)
+
+    def login_page(hint=None):
+        session.sign_in_browser("frank", ports=[0], open_url=open_url, login_hint=hint)
+        return server(url, "/__test/oidc")["authorizations"][-1]["login_form"]
+
+    hinted = user + ".logout"
+    check(login_page(hinted), "the first sign-in shows the login page")
+    check(not login_page(), "the browser session answers the second")
+    expect_error("invalidInput", session.logout, "frank", end_browser_session=True, timeout=0)
+    del addresses[:]
+    outcome = session.logout("frank", end_browser_session=True, ports=[0], timeout=60, open_url=open_url)
+    check(outcome.logout == LogoutOutcome.REVOKED and outcome.browser_session == BrowserSession.ENDED
+          and outcome.browser_error is None, f"logout ended the browser session: {outcome}")
+    check(len(addresses) == 1 and "/start/" in addresses[0] and "?" not in addresses[0], "the one-time start address")
+    check(server(url, "/__test/oidc")["end_sessions"][-1] == {"kind": "auth0", "id_token_hint_sub": None,
+                                                              "state": False, "ended": True}, "the server ended it")
+    check(store.credential_state(hinted) == State.REVOKED, "logged out here")
+    check(login_page(hinted), "the login page again after the logout")
+
+    def failing(address):
+        raise RuntimeError("no browser here")
+
+    outcome = session.logout("frank", end_browser_session=True, ports=[0], open_url=failing)
+    check(outcome.logout == LogoutOutcome.REVOKED and outcome.browser_session == BrowserSession.FAILED,
+          f"no browser: the logout stands: {outcome}")
+    check(outcome.browser_error is not None and outcome.browser_error.code == "browserUnavailable"
+          and isinstance(outcome.browser_error.__cause__, RuntimeError), f"browserUnavailable: {outcome}")
+
+    # Cancelled while it waits for the browser (which never comes back): FAILED with cancelled, at once.
+    cancel = Cancel()
+    opened = threading.Event()
+
+    def cancel_when_opened():
+        if opened.wait(30):
+            time.sleep(0.2)
+            cancel.cancel()
+
+    canceller = threading.Thread(target=cancel_when_opened)
+    canceller.start()
+    started = time.monotonic()
+    outcome = session.logout("frank", cancel=cancel, end_browser_session=True, ports=[0], timeout=60,
+                             open_url=lambda address: opened.set())
+    elapsed = time.monotonic() - started
+    canceller.join(30)
+    check(outcome.browser_session == BrowserSession.FAILED and outcome.browser_error is not None
+          and outcome.browser_error.code == "cancelled" and elapsed < 10, f"cancelled wait: {outcome} after {elapsed:.1f} s")
+
+    # A provider without an end_session_endpoint (the Keycloak-shaped profile): NOT_ENDED, no browser.
+    server(url, "/__test/config", {"profile": "keycloak"})
+    try:
+        with store.session(issuer=url + "/realms/test", client_id="tokenstore-test") as keycloak:
+            del addresses[:]
+            outcome = keycloak.logout("grace", end_browser_session=True, ports=[0], open_url=open_url)
+            check(outcome.logout == LogoutOutcome.NOT_FOUND and outcome.browser_session == BrowserSession.NOT_ENDED
+                  and outcome.browser_error is None and addresses == [], f"no end-session endpoint: {outcome}")
+            check(str(outcome.browser_session) == "NOT_ENDED", "printed by name")
+    finally:
+        server(url, "/__test/config", {"profile": "auth0"})
 
 
 def test_race(path, rounds="150"):

@@ -10,7 +10,7 @@
         user_id = session.sign_in_browser("alice")                  # opens the browser, waits
         # or, without a browser: session.sign_in_device("alice", lambda code, uri, *_: print(uri, code))
         token = session.access_token("alice", scopes=["read:notes"])
-        session.logout("alice")
+        session.logout("alice")                                     # or end_browser_session=True
 
 Every call blocks (keyring and network calls have their own time-outs) and releases the GIL,
 so run it off an event loop with ``await asyncio.to_thread(store.get, ...)``. Failures raise
@@ -31,7 +31,7 @@ import enum
 from . import _native
 
 __all__ = ["Store", "Session", "Cancel", "Change", "AccessToken", "TokenStoreError", "Kind", "State", "Protection",
-           "LogoutOutcome", "version", "harden_process"]
+           "LogoutOutcome", "BrowserSession", "BrowserLogoutOutcome", "version", "harden_process"]
 
 
 class TokenStoreError(Exception):
@@ -88,6 +88,32 @@ class LogoutOutcome(_Named):
     PENDING = 2
     FAILED = 3
     NOT_REVOCABLE = 4
+
+
+class BrowserSession(_Named):
+    """What a logout did to the user's browser session at the provider (ts_browser_session)."""
+    NOT_ASKED = 0
+    ENDED = 1
+    NOT_ENDED = 2
+    FAILED = 3
+
+
+class BrowserLogoutOutcome:
+    """What ``Session.logout(account, end_browser_session=True)`` did: ``logout`` (a
+    :class:`LogoutOutcome`), ``browser_session`` (a :class:`BrowserSession`) and, when that is
+    ``FAILED``, ``browser_error``: a :class:`TokenStoreError` saying why (``browserUnavailable``,
+    ``loopbackUnavailable``, ``timedOut``, ``cancelled``, …), else None. Never raised: the logout stands."""
+
+    __slots__ = ("logout", "browser_session", "browser_error")
+
+    def __init__(self, logout, browser_session, browser_error=None):
+        self.logout = logout
+        self.browser_session = browser_session
+        self.browser_error = browser_error
+
+    def __repr__(self):
+        error = f", {self.browser_error.code}" if self.browser_error else ""
+        return f"BrowserLogoutOutcome({self.logout}, browser session {self.browser_session}{error})"
 
 
 class AccessToken:
@@ -541,14 +567,63 @@ class Session:
             if user_id:
                 lib.ts_string_free(user_id)
 
-    def logout(self, account, cancel=None):
+    def logout(self, account, cancel=None, *, end_browser_session=False, ports=None, redirect_path=None, timeout=120,
+               open_url=None):
         """Logs ``account`` out here and at the server: a :class:`LogoutOutcome` (``PENDING`` when
-        ``cancel`` ended the wait for the server)."""
+        ``cancel`` ended the wait for the server).
+
+        ``end_browser_session=True`` (ts_session_logout_browser) then also ends the user's
+        browser session at the provider, so that the next sign-in asks who signs in: the browser
+        (``open_url`` or the system one, given the one-time ``http://127.0.0.1:PORT/start/<id>``,
+        never the ID token) opens the provider's end-session endpoint and comes back to a
+        loopback listener at ``http://127.0.0.1:PORT/callback`` (``ports``, ``redirect_path`` as
+        for :meth:`sign_in_browser`; register it as a post-logout redirect URI), waiting at most
+        ``timeout`` seconds. Returns a :class:`BrowserLogoutOutcome` then: ``browser_session``
+        ``ENDED``, ``NOT_ENDED`` (the provider has no end-session endpoint) or ``FAILED`` (with
+        ``browser_error``); the logout itself stands in every case.
+        """
         lib = _native.library()
         outcome = ctypes.c_int()
-        _call(lib.ts_session_logout_cancellable, self._live(), _text(account, "account"), _cancel_handle(cancel),
-              ctypes.byref(outcome))
-        return LogoutOutcome(outcome.value)
+        if not end_browser_session:
+            _call(lib.ts_session_logout_cancellable, self._live(), _text(account, "account"), _cancel_handle(cancel),
+                  ctypes.byref(outcome))
+            return LogoutOutcome(outcome.value)
+        options = _native.LogoutOptions()
+        lib.ts_logout_options_init(ctypes.byref(options))
+        if ports is not None:
+            ports = list(ports)
+            if not ports or not all(isinstance(port, int) and 0 <= port <= 65535 for port in ports):
+                raise TokenStoreError("invalidInput", "The ports must be a non-empty list of 0 to 65535.")
+            port_array = (ctypes.c_uint16 * len(ports))(*ports)
+            options.ports = ctypes.cast(port_array, ctypes.POINTER(ctypes.c_uint16))
+            options.port_count = len(ports)
+        options.redirect_path = _text(redirect_path, "redirect path", optional=True)
+        if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= 2**31 - 1:
+            raise TokenStoreError("invalidInput", "The time-out must be a positive number of seconds.")
+        options.timeout_seconds = timeout
+        raised = []
+        if open_url is not None:
+            def trampoline(url, _user_data):
+                try:
+                    return 1 if open_url(url.decode()) is False else 0
+                except BaseException as error:  # noqa: BLE001  (must not unwind through C)
+                    raised.append(error)
+                    return 1
+            options.open_url = _native.OPEN_URL(trampoline)
+        browser = ctypes.c_int()
+        browser_error = ctypes.c_void_p()
+        _call(lib.ts_session_logout_browser, self._live(), _text(account, "account"), ctypes.byref(options),
+              _cancel_handle(cancel), ctypes.byref(outcome), ctypes.byref(browser), ctypes.byref(browser_error))
+        error = None
+        if browser_error:
+            try:
+                error = TokenStoreError(lib.ts_error_code(browser_error).decode(),
+                                        lib.ts_error_message(browser_error).decode())
+            finally:
+                lib.ts_error_free(browser_error)
+            if raised:
+                error.__cause__ = raised[0]
+        return BrowserLogoutOutcome(LogoutOutcome(outcome.value), BrowserSession(browser.value), error)
 
     def resume(self, cancel=None):
         """Retries the queued revocations; returns how many stay pending."""

@@ -86,6 +86,20 @@ class SignInOptions(ctypes.Structure):
     ]
 
 
+class LogoutOptions(ctypes.Structure):
+    """ts_logout_options."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("ports", ctypes.POINTER(ctypes.c_uint16)),
+        ("port_count", ctypes.c_size_t),
+        ("redirect_path", ctypes.c_char_p),
+        ("timeout_seconds", ctypes.c_int),
+        ("open_url", OPEN_URL),
+        ("user_data", ctypes.c_void_p),
+    ]
+
+
 def _declare(lib):
     c_char_p, c_void_p, c_int = ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int
     handle_out = ctypes.POINTER(c_void_p)
@@ -126,6 +140,9 @@ def _declare(lib):
         "ts_session_resume_cancellable": (c_int, [c_void_p, c_void_p, ctypes.POINTER(c_int), err]),
         "ts_session_sign_in_browser_cancellable": (c_int, [c_void_p, c_char_p, ctypes.POINTER(SignInOptions), c_void_p,
                                                            handle_out, err]),
+        "ts_logout_options_init": (None, [ctypes.POINTER(LogoutOptions)]),
+        "ts_session_logout_browser": (c_int, [c_void_p, c_char_p, ctypes.POINTER(LogoutOptions), c_void_p,
+                                              ctypes.POINTER(c_int), ctypes.POINTER(c_int), ctypes.POINTER(c_void_p), err]),
         "ts_store_watch": (c_int, [c_void_p, CHANGE, c_void_p, handle_out, err]),
         "ts_watch_free": (None, [c_void_p]),
         "ts_store_accounts": (c_int, [c_void_p, ctypes.POINTER(ctypes.POINTER(c_char_p)), err]),

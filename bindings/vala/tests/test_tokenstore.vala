@@ -125,6 +125,21 @@ int main (string[] args) {
     options.timeout_seconds = -1;
     expect_error (session.sign_in_browser ("alice", options, out user_id, out error), error, "invalidInput");
     check (calls == 2, "not called for bad input");
+    // Logout that ends the browser session: a closure that starts no browser; the logout stands.
+    var logout_options = TokenStore.LogoutOptions ();
+    check (logout_options.struct_size > 0 && logout_options.open_url == null, "logout defaults");
+    logout_options.ports = ports;
+    logout_options.timeout_seconds = 60;
+    int logout_calls = 0;
+    logout_options.open_url = (url) => { logout_calls++; seen = url; return 1; };
+    TokenStore.BrowserSession browser;
+    TokenStore.ErrorDetails? browser_error;
+    check (session.logout_browser ("nobody", logout_options, null, out outcome, out browser, out browser_error,
+                                   out error) == TokenStore.OK, "logout_browser");
+    check (outcome == TokenStore.LogoutOutcome.NOT_FOUND && browser == TokenStore.BrowserSession.FAILED,
+           "logout_browser: logged out, the browser part failed");
+    check (browser_error != null && browser_error.code () == "browserUnavailable", "the browser part's code");
+    check (logout_calls == 1 && seen.contains ("/start/") && !seen.contains ("?"), "the closure got the start address");
     // The device sign-in binds and type-checks here (the C and Python tests run it against the server).
     TokenStore.UserCodeFunc show = (code, uri, complete, expires_in) => { calls++; };
     if (calls < 0) session.sign_in_device ("alice", null, null, 0, show, out user_id, out error);
