@@ -15,10 +15,17 @@ extension TokenStore {
         /// file, or a store with no data key yet, is `notAStore`. Off by default.
         public var readOnly: Bool
 
+        /// The access policy to open with (see ``AccessPolicy``). nil: the one the store records
+        /// (``AccessPolicy/afterFirstUnlock`` for a new store). A stronger one than recorded is
+        /// recorded (a read-only open applies it without writing it); a weaker one does not lower
+        /// the recorded one, which applies.
+        public var accessPolicy: AccessPolicy?
+
         /// Options with the defaults.
-        public init(rotatesKeyAfterLastLogout: Bool = true, readOnly: Bool = false) {
+        public init(rotatesKeyAfterLastLogout: Bool = true, readOnly: Bool = false, accessPolicy: AccessPolicy? = nil) {
             self.rotatesKeyAfterLastLogout = rotatesKeyAfterLastLogout
             self.readOnly = readOnly
+            self.accessPolicy = accessPolicy
         }
     }
 }

@@ -1,0 +1,147 @@
+import Foundation
+import TestTraits
+import Testing
+import TestSupport
+@testable import TokenStore
+
+/// Access policies recorded under the store's MAC (schema 15), and the explicit lock: a locked
+/// store object has no data key in memory and refuses every read and write with `storeLocked`
+/// until it is unlocked, which fetches the key again from the (real) Secret Service.
+@Suite("Access policies and the store lock", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
+struct AccessPolicyTests {
+    private func record(_ path: String) throws -> (String?, Int64, Int) {
+        let raw = try Database(path: path)
+        return try raw.firstRow("SELECT access_policy, locked_everywhere, length(access_mac) FROM store_info WHERE id = 1", []) {
+            ($0.isNull(0) ? nil : $0.text(0), $0.int(1), Int($0.int(2)))
+        }!
+    }
+
+    private func expectIntegrityFailure(_ path: String, _ what: String) {
+        #expect(throws: TokenStoreError.integrityCheckFailed, "\(what)") { _ = try TokenStore(path: path, appID: testAppID) }
+    }
+
+    @Test("policy names round-trip; a weaker policy is weaker")
+    func names() {
+        let all: [AccessPolicy] = [
+            .afterFirstUnlock, .whenUnlocked, .userPresence(.always), .userPresence(.session(seconds: 300)),
+            .userPresence(.appLifecycle(seconds: 60)),
+        ]
+        for policy in all { #expect(AccessPolicy(name: policy.name) == policy, "\(policy.name)") }
+        for bad in ["", "whenunlocked", "userPresence:session", "userPresence:session:0", "userPresence:session:-5",
+                    "userPresence:session:9999999999", "userPresence:forever:5", "afterFirstUnlock:1"] {
+            #expect(AccessPolicy(name: bad) == nil, "\(bad)")
+        }
+        #expect(AccessPolicy.afterFirstUnlock.isWeaker(than: .whenUnlocked))
+        #expect(AccessPolicy.whenUnlocked.isWeaker(than: .userPresence(.session(seconds: 300))))
+        #expect(AccessPolicy.userPresence(.session(seconds: 600)).isWeaker(than: .userPresence(.session(seconds: 300))))
+        #expect(AccessPolicy.userPresence(.appLifecycle(seconds: 300)).isWeaker(than: .userPresence(.always)))
+        #expect(!AccessPolicy.whenUnlocked.isWeaker(than: .afterFirstUnlock))
+    }
+
+    @Test("a new store records afterFirstUnlock, unlocked, under a MAC; it survives a key rotation")
+    func recordedAtCreation() throws {
+        let f = try TestStore()
+        #expect(f.store.accessPolicy == .afterFirstUnlock)
+        let (name, locked, macLength) = try record(f.path)
+        #expect(name == "afterFirstUnlock" && locked == 0 && macLength == 32)
+        try f.store.set(secret("s1"), for: key("alice", .generic))
+        _ = try f.store.rotateDataKey()
+        f.store.close()
+        let reopened = try f.reopen()
+        #expect(try reopened.secret(for: key("alice", .generic)) == secret("s1"))
+        #expect(reopened.accessPolicy == .afterFirstUnlock)
+    }
+
+    @Test("an edited, removed, swapped or unlocked-by-hand record is integrityCheckFailed")
+    func tamperedRecord() throws {
+        let a = try TestStore(), b = try TestStore()
+        try b.store.lock(allProcesses: true)  // b's record: locked, under b's key
+        a.store.close()
+        b.store.close()
+        let original = try Database(path: a.path).firstRow("SELECT access_policy, locked_everywhere, access_mac FROM store_info", []) {
+            ($0.text(0), $0.int(1), $0.blob(2))
+        }!
+        func restore() throws {
+            try Database(path: a.path).run(
+                "UPDATE store_info SET access_policy = ?, locked_everywhere = ?, access_mac = ?",
+                [.text(original.0), .int(original.1), .blob(original.2)])
+        }
+        // Stronger by hand (an attacker cannot pick either direction without the key).
+        try Database(path: a.path).run("UPDATE store_info SET access_policy = 'whenUnlocked'")
+        expectIntegrityFailure(a.path, "edited name")
+        try restore()
+        try Database(path: a.path).run("UPDATE store_info SET access_policy = NULL, access_mac = NULL")
+        expectIntegrityFailure(a.path, "removed")
+        try restore()
+        try Database(path: a.path).run("UPDATE store_info SET locked_everywhere = 1")
+        expectIntegrityFailure(a.path, "lock byte flipped")
+        try restore()
+        let swapped = try Database(path: b.path).firstRow("SELECT access_policy, locked_everywhere, access_mac FROM store_info", []) {
+            ($0.text(0), $0.int(1), $0.blob(2))
+        }!
+        try Database(path: a.path).run(
+            "UPDATE store_info SET access_policy = ?, locked_everywhere = ?, access_mac = ?", [.text(swapped.0), .int(swapped.1), .blob(swapped.2)])
+        expectIntegrityFailure(a.path, "another store's record")
+        try restore()
+        _ = try TokenStore(path: a.path, appID: testAppID)  // the original opens again
+    }
+
+    @Test("a store recording whenUnlocked is not opened as afterFirstUnlock where no lock source can be followed")
+    func noDowngradeAtOpen() throws {
+        let f = try TestStore()
+        try f.store.connection.write { db, envelope in
+            try AccessPolicyRecord.write(db, .init(policy: .whenUnlocked, lockedEverywhere: false), envelope: envelope)
+        }
+        f.store.close()
+        let before = try record(f.path)
+        #expect(throws: TokenStoreError.lockSourceUnavailable) {
+            _ = try TokenStore(path: f.path, appID: testAppID, options: .init(accessPolicy: .afterFirstUnlock))
+        }
+        #expect(try record(f.path) == before)
+    }
+
+    @Test("lock() wipes the data key: reads and writes are storeLocked; unlock() fetches it again")
+    func lockHere() throws {
+        let f = try TestStore()
+        try f.store.set(secret("s1"), for: key("alice", .generic))
+        weak var dataKey: DataKey?
+        dataKey = f.store.connection.activeEnvelope?.key
+        #expect(dataKey != nil)
+        try f.store.lock()
+        #expect(f.store.isLocked)
+        #expect(dataKey == nil, "the data key is still referenced after the lock (its guarded memory is not freed)")
+        #expect(f.store.connection.activeEnvelope == nil)
+        #expect(throws: TokenStoreError.storeLocked) { _ = try f.store.secret(for: key("alice", .generic)) }
+        #expect(throws: TokenStoreError.storeLocked) { try f.store.set(secret("s2"), for: key("bob", .generic)) }
+        #expect(throws: TokenStoreError.storeLocked) { _ = try f.store.items() }
+        #expect(f.store.fingerprint(of: secret("s1")) == "")
+        try f.store.unlock()
+        #expect(!f.store.isLocked)
+        #expect(try f.store.secret(for: key("alice", .generic)) == secret("s1"))
+        try f.store.set(secret("s2"), for: key("bob", .generic))
+        #expect(try f.store.secret(for: key("bob", .generic)) == secret("s2"))
+    }
+
+    @Test("lock(allProcesses:) reaches another connection at its next call; only unlock(allProcesses:) lifts it")
+    func lockEverywhere() throws {
+        let f = try TestStore()
+        try f.store.set(secret("s1"), for: key("alice", .generic))
+        let other = try f.reopen()
+        #expect(try other.secret(for: key("alice", .generic)) == secret("s1"))
+        try f.store.lock(allProcesses: true)
+        #expect(throws: TokenStoreError.storeLocked) { _ = try other.secret(for: key("alice", .generic)) }
+        #expect(other.isLocked && other.connection.activeEnvelope == nil)
+        // A local unlock does not lift a lock recorded for every process.
+        #expect(throws: TokenStoreError.storeLocked) { try other.unlock() }
+        #expect(throws: TokenStoreError.storeLocked) { _ = try other.secret(for: key("alice", .generic)) }
+        // A store opened while it is locked everywhere opens locked.
+        let third = try f.reopen()
+        #expect(third.isLocked)
+        #expect(throws: TokenStoreError.storeLocked) { _ = try third.secret(for: key("alice", .generic)) }
+        try other.unlock(allProcesses: true)
+        #expect(try other.secret(for: key("alice", .generic)) == secret("s1"))
+        #expect(try third.secret(for: key("alice", .generic)) == secret("s1"))
+        #expect(try f.store.secret(for: key("alice", .generic)) == secret("s1"))
+        #expect(try record(f.path).1 == 0)
+    }
+}
