@@ -144,4 +144,26 @@ struct AccessPolicyTests {
         #expect(try f.store.secret(for: key("alice", .generic)) == secret("s1"))
         #expect(try record(f.path).1 == 0)
     }
+
+    @Test("two processes: tokenctl lock makes this process's next read storeLocked; tokenctl unlock lets it read again")
+    func tokenctlLockReachesAnotherProcess() throws {
+        let f = try TestStore()
+        try f.store.set(secret("s1"), for: key("alice", .generic))
+        let tokenctl = try BuiltProducts.executable("tokenctl")
+        let env = ["DBUS_SESSION_BUS_ADDRESS": ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] ?? ""]
+        let lock = try runChild(tokenctl, ["--store", f.path, "--json", "lock"], environment: env)
+        #expect(lock.status == 0, "\(lock.stderr)")
+        #expect(lock.stdout.contains("\"locked\":true") || lock.stdout.contains("\"locked\": true"), "\(lock.stdout)")
+        #expect(throws: TokenStoreError.storeLocked) { _ = try f.store.secret(for: key("alice", .generic)) }
+        #expect(f.store.connection.activeEnvelope == nil, "the key is still in this process after the lock")
+        let status = try runChild(tokenctl, ["--store", f.path, "--json", "status"], environment: env)
+        #expect(status.stdout.contains("\"locked\":true") || status.stdout.contains("\"locked\": true"), "\(status.stdout)")
+        // A read by another process of a locked store fails with exit 75.
+        let get = try runChild(tokenctl, ["--store", f.path, "get", "--account", "alice", "--kind", "generic"], environment: env)
+        #expect(get.status == 75 && get.stderr.contains("storeLocked"), "\(get.status) \(get.stderr)")
+        let unlock = try runChild(tokenctl, ["--store", f.path, "--json", "unlock"], environment: env)
+        #expect(unlock.status == 0, "\(unlock.stderr)")
+        #expect(unlock.stdout.contains("storeUnlocked"), "\(unlock.stdout)")
+        #expect(try f.store.secret(for: key("alice", .generic)) == secret("s1"))
+    }
 }

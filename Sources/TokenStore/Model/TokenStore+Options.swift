@@ -22,9 +22,15 @@ extension TokenStore {
         public var accessPolicy: AccessPolicy?
 
         /// Options with the defaults.
-        public init(rotatesKeyAfterLastLogout: Bool = true, readOnly: Bool = false, accessPolicy: AccessPolicy? = nil) {
+        public init(rotatesKeyAfterLastLogout: Bool = true, readOnly: Bool = false) {
             self.rotatesKeyAfterLastLogout = rotatesKeyAfterLastLogout
             self.readOnly = readOnly
+            accessPolicy = nil
+        }
+
+        /// Options with an access policy to open with (see ``accessPolicy``).
+        public init(rotatesKeyAfterLastLogout: Bool = true, readOnly: Bool = false, accessPolicy: AccessPolicy?) {
+            self.init(rotatesKeyAfterLastLogout: rotatesKeyAfterLastLogout, readOnly: readOnly)
             self.accessPolicy = accessPolicy
         }
     }
