@@ -269,6 +269,12 @@ public struct AuthSessionError: CodedError {
         return [.storeLocked, .userPresenceDenied, .keyringLocked].contains(error.code)
     }
 
+    /// A ``Code/storage`` error whose store error is `storeLocked`.
+    var isStoreLocked: Bool {
+        guard code == .storage, case .storage(let error)? = cause else { return false }
+        return error.code == .storeLocked
+    }
+
     /// True for failures worth trying again later: offline, timed out, rate limited,
     /// 5xx, a TLS failure (often a captive portal or a clock error) and cancellation.
     /// Configuration errors and `invalid_grant` are not.
