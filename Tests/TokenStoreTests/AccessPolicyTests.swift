@@ -166,4 +166,31 @@ struct AccessPolicyTests {
         #expect(unlock.stdout.contains("storeUnlocked"), "\(unlock.stdout)")
         #expect(try f.store.secret(for: key("alice", .generic)) == secret("s1"))
     }
+
+    @Test("tokenctl --access-policy and policy set: unknown names are usage errors; an unenforceable policy exits 69, nothing changed")
+    func tokenctlPolicy() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("store/tokens.sqlite").path
+        let tokenctl = try BuiltProducts.executable("tokenctl")
+        let env = ["DBUS_SESSION_BUS_ADDRESS": ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] ?? ""]
+        func run(_ arguments: [String], stdin: String? = nil) throws -> ChildResult {
+            try runChild(tokenctl, ["--store", path] + arguments, environment: env, stdin: stdin.map { Data($0.utf8) })
+        }
+        let put = ["put", "--account", "alice", "--kind", "generic"]
+        #expect(try run(put + ["--access-policy", "sometimes"], stdin: "s1").status == 64)
+        #expect(try run(put + ["--access-policy", "afterFirstUnlock"], stdin: "s1").status == 0)
+        let before = try record(path)
+        #expect(before.0 == "afterFirstUnlock")
+        let stronger = try run(put + ["--access-policy", "whenUnlocked"], stdin: "s2")
+        #expect(stronger.status == 69 && stronger.stderr.contains("lockSourceUnavailable"), "\(stronger.stderr)")
+        let set = try run(["policy", "set", "whenUnlocked"])
+        #expect(set.status == 69 && set.stderr.contains("lockSourceUnavailable"), "\(set.stderr)")
+        #expect(try run(["policy", "set", "userPresence:session:300"]).status == 65)
+        #expect(try run(["policy", "set", "userPresence:session:0"]).status == 64)
+        #expect(try run(["policy", "get", "afterFirstUnlock"]).status == 64)
+        #expect(try record(path) == before, "a refused policy changed the record")
+        #expect(try run(["policy", "set", "afterFirstUnlock"]).status == 0)
+        let get = try run(["get", "--account", "alice", "--kind", "generic", "--reveal"])
+        #expect(get.status == 0 && get.stdout.contains("s1"), "\(get.stderr)")
+    }
 }
