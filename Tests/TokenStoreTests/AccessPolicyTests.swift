@@ -194,3 +194,25 @@ struct AccessPolicyTests {
         #expect(get.status == 0 && get.stdout.contains("s1"), "\(get.stderr)")
     }
 }
+
+extension AccessPolicyTests {
+    @Test("lockAfterIdle: idle for that long, the object locks by itself (key wiped without a call); calls keep it open")
+    func idleLock() throws {
+        let f = try TestStore()
+        try f.store.set(secret("s1"), for: key("alice", .generic))
+        f.store.close()
+        var options = TokenStore.Options()
+        options.lockAfterIdle = .milliseconds(300)
+        let store = try TokenStore(path: f.path, appID: testAppID, options: options)
+        for _ in 0..<5 {  // 500 ms of calls every 100 ms: never idle for 300 ms
+            #expect(try store.secret(for: key("alice", .generic)) == secret("s1"))
+            usleep(100_000)
+        }
+        #expect(!store.isLocked)
+        usleep(800_000)
+        #expect(store.isLocked && store.connection.activeEnvelope == nil, "not locked after 800 ms idle")
+        #expect(throws: TokenStoreError.storeLocked) { _ = try store.secret(for: key("alice", .generic)) }
+        try store.unlock()
+        #expect(try store.secret(for: key("alice", .generic)) == secret("s1"))
+    }
+}

@@ -15,6 +15,7 @@ extension StoreConnection {
     /// process is checked again inside the transaction (the record may have been cleared).
     /// - Throws: `storeLocked`.
     func refuseIfLockedHere() throws {
+        if options.lockAfterIdle != nil { lastUse.store(Self.monotonicNanos(), ordering: .relaxed) }
         if lockState.load(ordering: .acquiring) == LockReason.here.rawValue { throw Self.lockedError(.here) }
     }
 

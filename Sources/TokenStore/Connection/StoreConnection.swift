@@ -34,6 +34,8 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// Why the store is locked here (``LockReason``'s raw value; 0: unlocked). The read path's
     /// lock check is this one atomic load.
     let lockState = Atomic<UInt8>(0)
+    /// Monotonic nanoseconds of the last read or write (kept only with ``TokenStore/Options/lockAfterIdle``).
+    let lastUse = Atomic<UInt64>(0)
     /// The access policy in force (the recorded one, or a stronger one asked at open); with `lock` held.
     var accessPolicy: AccessPolicy = .afterFirstUnlock
     private var database: Database?

@@ -61,6 +61,7 @@ struct StoreOpening {
             path: path, appID: appID, keyProvider: keyProvider, options: options, logger: logger, database: db,
             envelope: envelope, newKeyScheme: keyScheme)
         connection.opened(with: access)
+        connection.startIdleLock()
         logger.debug("store opened", metadata: ["key.provider": keyProvider.name, "key.created": "\(setup.created)"])
         return connection
     }

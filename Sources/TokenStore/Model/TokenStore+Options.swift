@@ -21,6 +21,11 @@ extension TokenStore {
         /// the recorded one, which applies.
         public var accessPolicy: AccessPolicy?
 
+        /// Lock the store object by itself (as ``TokenStore/lock(allProcesses:)``: the data key
+        /// wiped, `storeLocked` until ``TokenStore/unlock(allProcesses:)``) after this long without
+        /// a read or a write. nil (the default): never.
+        public var lockAfterIdle: Duration? = nil
+
         /// Options with the defaults.
         public init(rotatesKeyAfterLastLogout: Bool = true, readOnly: Bool = false) {
             self.rotatesKeyAfterLastLogout = rotatesKeyAfterLastLogout
