@@ -69,6 +69,9 @@ G_BEGIN_DECLS
  *   sign-in with a server that has no device grant)
  * @TS_ERROR_STEP_UP_REQUIRED: the API asks for a stronger or more recent sign-in (RFC 9470)
  * @TS_ERROR_ACCESS_TOKEN_REJECTED: the API refused the access token again after a renewal
+ * @TS_ERROR_STORE_LOCKED: the store is locked (its data key wiped); retry after the user unlocks
+ * @TS_ERROR_USER_PRESENCE_DENIED: the user's presence was asked for and denied; nothing changed
+ * @TS_ERROR_LOCK_SOURCE_UNAVAILABLE: whenUnlocked, but nothing says when the session locks
  *
  * The codes of #TS_STORE_ERROR. A cancelled call fails with %G_IO_ERROR_CANCELLED instead.
  */
@@ -124,6 +127,9 @@ typedef enum {
     TS_ERROR_UNSUPPORTED_BY_SERVER,
     TS_ERROR_STEP_UP_REQUIRED,
     TS_ERROR_ACCESS_TOKEN_REJECTED,
+    TS_ERROR_STORE_LOCKED,
+    TS_ERROR_USER_PRESENCE_DENIED,
+    TS_ERROR_LOCK_SOURCE_UNAVAILABLE,
 } TsError;
 
 GQuark ts_error_quark (void);

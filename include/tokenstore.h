@@ -39,7 +39,7 @@
  *             ts_session_sign_in_browser_cancellable, ts_session_access_token_cancellable,
  *             ts_session_logout_cancellable, ts_session_resume_cancellable; ts_store_watch,
  *             ts_watch_free, ts_store_accounts, ts_store_account_status, ts_strings_free;
- *             ts_logout_options_init, ts_session_logout_browser.
+ *             ts_logout_options_init, ts_session_logout_browser, ts_store_lock, ts_store_unlock.
  */
 #ifndef TOKENSTORE_H
 #define TOKENSTORE_H
@@ -161,6 +161,18 @@ void ts_bytes_free(uint8_t *bytes, size_t length);
  *  commands, never an error). Codes: storeClosed, invalidInput, tpmUnavailable (a TPM store whose
  *  TPM device must be asked its manufacturer and does not answer). */
 int ts_store_protection(ts_store *store, ts_protection *tier, char **reason_or_null, ts_error **err);
+
+/** Locks the store: the data key is wiped from this process's memory and every call on the store
+ *  fails with storeLocked until ts_store_unlock(). With `all_processes` non-zero the store records
+ *  the lock, and every process that has it open drops its key at its next call (as `tokenctl
+ *  lock`). Codes: storeClosed, invalidInput (all_processes on a read-only store). Since 0.4.0. */
+int ts_store_lock(ts_store *store, int all_processes, ts_error **err);
+
+/** Unlocks the store: the data key is fetched again from its key provider. A store locked for every
+ *  process stays locked (storeLocked) unless `all_processes` is non-zero, which unlocks it for every
+ *  process (as `tokenctl unlock`). Codes: storeLocked, storeClosed, keyringLocked, dataKeyMissing,
+ *  secretServiceUnavailable. Since 0.4.0. */
+int ts_store_unlock(ts_store *store, int all_processes, ts_error **err);
 
 /** The credential state of `user_id` (the Apple user id of a sign-in). */
 int ts_credential_state(ts_store *store, const char *user_id, ts_state *out, ts_error **err);

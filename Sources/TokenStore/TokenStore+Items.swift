@@ -34,9 +34,10 @@ extension TokenStore {
     /// and ``StoredItem/fingerprint``): keyed BLAKE2b under a subkey of the store's data key, 4
     /// bytes in hex. Stable for this store while its data key stays; the same secret in another
     /// store has another fingerprint, and without the key it cannot be brute-forced back to a
-    /// short secret. Answers from inside a callback of the store too.
+    /// short secret. Answers from inside a callback of the store too; while the store is locked
+    /// (its key wiped) it is the empty string.
     public func fingerprint(of secret: SecretBytes) -> String {
-        connection.envelope.fingerprint(secret)
+        connection.activeEnvelope?.fingerprint(secret) ?? ""
     }
 
     /// The secret at `key`, or `nil` when there is none. See ``item(for:)``.

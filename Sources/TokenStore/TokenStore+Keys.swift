@@ -67,7 +67,7 @@ extension TokenStore {
              try KeyCheck.hasSchemeColumn(db))
         }
         let eraseOwed = owed > 0 && options.rotatesKeyAfterLastLogout
-        let schemeOwed = upgradable && connection.envelope.key.scheme < connection.newKeyScheme
+        let schemeOwed = upgradable && (connection.activeEnvelope?.key.scheme ?? connection.newKeyScheme) < connection.newKeyScheme
         guard unfinished > 0 || eraseOwed || schemeOwed else { return nil }
         guard let lock = try RotationLock.acquire(storePath: path) else { return nil }
         return try withExtendedLifetime(lock) {

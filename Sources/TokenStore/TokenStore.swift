@@ -123,8 +123,8 @@ public final class TokenStore: Sendable {
     }
 
     /// The store's random id (hex), as named in the key provider's attributes.
-    public var storeIdentifier: String { Hex.encode(connection.envelope.storeID) }
+    public var storeIdentifier: String { Hex.encode(connection.storeID) }
 
     /// The active data key's id (hex). Answers from inside a callback of the store too.
-    public var keyIdentifier: String { Hex.encode(connection.envelope.keyID) }
+    public var keyIdentifier: String { Hex.encode(connection.lastKeyID.withLock { $0 }) }
 }

@@ -42,6 +42,26 @@ public func ts_store_protection(
 }
 
 @c @implementation
+public func ts_store_lock(_ store: OpaquePointer!, _ allProcesses: CInt, _ err: UnsafeMutablePointer<OpaquePointer?>!) -> CInt {
+    CCall.run(err) {
+        let handle = try storeHandles.lookUp(store)
+        defer { withExtendedLifetime(handle) {} }
+        try handle.store.lock(allProcesses: allProcesses != 0)
+        return CCall.ok
+    }
+}
+
+@c @implementation
+public func ts_store_unlock(_ store: OpaquePointer!, _ allProcesses: CInt, _ err: UnsafeMutablePointer<OpaquePointer?>!) -> CInt {
+    CCall.run(err) {
+        let handle = try storeHandles.lookUp(store)
+        defer { withExtendedLifetime(handle) {} }
+        try handle.store.unlock(allProcesses: allProcesses != 0)
+        return CCall.ok
+    }
+}
+
+@c @implementation
 public func ts_store_close(_ store: OpaquePointer!) {
     storeHandles.remove(store)
 }

@@ -35,7 +35,8 @@ let usage = """
     in a loop, for callgrind): profile get|put|list|open SIZE ITERATIONS DIR. The TPM tier
     against the keyring tier (inside scripts/with-swtpm): tpm-open ITERATIONS DIR. A DPoP
     proof with the software key: dpop-proof ITERATIONS; with the TPM-resident key (inside
-    scripts/with-swtpm): dpop-proof-tpm ITERATIONS.
+    scripts/with-swtpm): dpop-proof-tpm ITERATIONS. The store lock (inside scripts/with-keyring):
+    lock ITERATIONS DIR.
     """
 
 func fail(_ message: String, code: Int32 = 1) -> Never {
@@ -148,6 +149,14 @@ if arguments.first == "tpm-open" {
         try TPMBench.run(arguments)
     } catch {
         fail("tpm-open: \(error)")
+    }
+    exit(0)
+}
+if arguments.first == "lock" {
+    do {
+        try LockBench.run(arguments)
+    } catch {
+        fail("lock: \(error)")
     }
     exit(0)
 }

@@ -193,6 +193,27 @@ static int test_items(const char *path) {
     /* tiers are appended, never renumbered: a software TPM (swtpm, mssim, a simulator) is its own tier */
     CHECK(TS_PROTECTION_HARDWARE == 0 && TS_PROTECTION_PASSPHRASE == 3 && TS_PROTECTION_SOFTWARE_TPM == 4);
 
+    /* the lock: every call is storeLocked until unlock; all_processes reaches another handle */
+    CHECK(ts_store_lock(store, 0, &err) == TS_OK);
+    uint8_t *locked_bytes = NULL;
+    size_t locked_length = 0;
+    status = ts_item_get(store, NULL, "nobody", TS_KIND_GENERIC, &locked_bytes, &locked_length, &err);
+    CHECK_ERROR(status, err, "storeLocked");
+    CHECK(ts_store_unlock(store, 0, &err) == TS_OK);
+    CHECK(ts_item_set(store, NULL, "locker", TS_KIND_GENERIC, (const uint8_t *)"kept", 4, &err) == TS_OK);
+    ts_store *watcher = open_store(path);
+    CHECK(ts_store_lock(store, 1, &err) == TS_OK);
+    status = ts_item_get(watcher, NULL, "locker", TS_KIND_GENERIC, &locked_bytes, &locked_length, &err);
+    CHECK_ERROR(status, err, "storeLocked");
+    status = ts_store_unlock(watcher, 0, &err);
+    CHECK_ERROR(status, err, "storeLocked");
+    CHECK(ts_store_unlock(watcher, 1, &err) == TS_OK);
+    expect_item(watcher, "locker", TS_KIND_GENERIC, "kept");
+    expect_item(store, "locker", TS_KIND_GENERIC, "kept");
+    ts_store_close(watcher);
+    status = ts_store_lock(NULL, 0, &err);
+    CHECK_ERROR(status, err, "invalidInput");
+
     /* a second handle on the same file sees the same items */
     ts_store *second = open_store(path);
     CHECK(ts_item_set(store, NULL, "victim", TS_KIND_REFRESH_TOKEN, (const uint8_t *)"tamper-me", 9, NULL) == TS_OK);

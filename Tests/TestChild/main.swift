@@ -11,6 +11,7 @@
 //   tokenstore-testchild first-use TAG N         N threads store, load and delete a key each, released at once
 //                                                (the process's first libsecret calls); print "FIRST-USE ok=<n> failed=<n>"
 //   tokenstore-testchild watch STORE IDLE_MS      print each change to the store (see WatchMode.swift)
+//   tokenstore-testchild lock-wait STORE DIR     open, read; lock when DIR/go-lock appears (LockWaitMode.swift)
 //   tokenstore-testchild harden -                TokenStore.hardenProcess(), then print "HARDEN dumpable=<before>/<after>
 //                                                core=<soft> <hard>" (PR_GET_DUMPABLE, /proc/self/limits)
 // Crash points are armed with TOKENSTORE_CRASH_POINT=<name> (debug builds).
@@ -112,6 +113,8 @@ do {
         try runKeyManagementMode(mode, args)
     case "watch":
         try runWatchMode(args)
+    case "lock-wait":
+        try runLockWaitMode(args)
     default:
         fail("unknown mode")
     }

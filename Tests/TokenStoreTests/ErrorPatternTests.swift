@@ -24,6 +24,7 @@ private let everyPattern: [(TokenStoreError, String)] = [
     (.wrongPassphrase, "wrongPassphrase"), (.schemaTampered, "schemaTampered"), (.diskFull, "diskFull"),
     (.storeRolledBack, "storeRolledBack"), (.notAStore, "notAStore"), (.migrationRequired, "migrationRequired"),
     (.wrongKeyProvider, "wrongKeyProvider"), (.tpmUnavailable, "tpmUnavailable"), (.tpmMismatch, "tpmMismatch"),
+    (.storeLocked, "storeLocked"), (.userPresenceDenied, "userPresenceDenied"), (.lockSourceUnavailable, "lockSourceUnavailable"),
 ]
 
 @Test(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) func everyCodeHasAPatternThatMatchesOnlyItsCode() {

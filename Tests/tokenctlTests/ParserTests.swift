@@ -216,7 +216,7 @@ import TestSupport
             usage: "tokenctl state <user-id>", see: "tokenctl help state")
         try expectUsageError(
             ["put", "--account", "a", "--kind", "generic", "my-secret"], message: "unexpected argument at position 6",
-            usage: "tokenctl put --account <account> [--kind <kind>] [--service <service>] [--label <label>]",
+            usage: "tokenctl put --account <account> [--kind <kind>] [--service <service>] [--label <label>] [--access-policy <name>]",
             see: "tokenctl help put")
     }
 

@@ -112,8 +112,11 @@ struct StoreCommandTests {
         expectKeys(statusJSON.object, [
             "path", "appID", "schemaVersion", "supportedSchemaVersion", "pendingMigrations", "storeID", "keyID", "keyProvider",
             "recordedKeyProvider", "discovery", "keyState", "keyStateExplanation", "epoch", "counts", "fileModes", "processDumpable", "provider",
-            "protection", "protectionReason", "tpm",
+            "protection", "protectionReason", "tpm", "accessPolicy", "locked", "lockSource",
         ])
+        #expect(statusJSON.object["accessPolicy"] as? String == "afterFirstUnlock")
+        #expect(statusJSON.object["locked"] as? Bool == false)
+        #expect(statusJSON.object["lockSource"] as? String == "explicit")
         // The program serving the keys, named after the owner of org.freedesktop.secrets.
         let expectedProvider = ["gnome-keyring": "gnome-keyring", "keepassxc": "KeePassXC", "kwallet": "KWallet"][
             PrivateKeyring.provider]

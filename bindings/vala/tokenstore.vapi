@@ -113,6 +113,14 @@ namespace TokenStore {
         [CCode (cname = "ts_credential_state")]
         public int credential_state (string user_id, out State state, out ErrorDetails? error);
 
+        /* Wipes the data key; every call is storeLocked until unlock (all_processes: every process). */
+        [CCode (cname = "ts_store_lock")]
+        public int lock (bool all_processes, out ErrorDetails? error);
+
+        /* Fetches the data key again; a store locked for every process needs all_processes. */
+        [CCode (cname = "ts_store_unlock")]
+        public int unlock (bool all_processes, out ErrorDetails? error);
+
         [CCode (cname = "ts_store_protection")]
         public int protection (out Protection tier, out string? reason, out ErrorDetails? error);
 

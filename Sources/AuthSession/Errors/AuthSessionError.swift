@@ -259,6 +259,22 @@ public struct AuthSessionError: CodedError {
         code == .interactionRequired || code == .dpopKeyLost || code == .stepUpRequired
     }
 
+    /// True when the call failed for now and succeeds once the user acts, without signing in
+    /// again (MSAL's "temporary, retry after the user acts" group): a ``Code/storage`` error whose
+    /// store error is `storeLocked` (the store or the session is locked: unlock it),
+    /// `userPresenceDenied` (the presence prompt was dismissed: ask again) or `keyringLocked`
+    /// (the keyring holding the data key is locked). Nothing was changed; retry after the user acts.
+    public var isRetryableAfterUserAction: Bool {
+        guard code == .storage, case .storage(let error)? = cause else { return false }
+        return [.storeLocked, .userPresenceDenied, .keyringLocked].contains(error.code)
+    }
+
+    /// A ``Code/storage`` error whose store error is `storeLocked`.
+    var isStoreLocked: Bool {
+        guard code == .storage, case .storage(let error)? = cause else { return false }
+        return error.code == .storeLocked
+    }
+
     /// True for failures worth trying again later: offline, timed out, rate limited,
     /// 5xx, a TLS failure (often a captive portal or a clock error) and cancellation.
     /// Configuration errors and `invalid_grant` are not.

@@ -29,7 +29,7 @@ extension TokenSession {
         guard accessToken.tokenType == "DPoP" else {
             throw AuthSessionError(.invalidRequest, "The access token is a Bearer token: it is not bound to a DPoP key.")
         }
-        guard let key = try await DPoPKeys.load(store: store) else {
+        guard let key = try await droppingKeyWhenLocked({ try await DPoPKeys.load(store: store) }) else {
             throw AuthSessionError(.dpopKeyLost, "The store has no DPoP key: the user must sign in again.")
         }
         guard let token = accessToken.token.stringValue() else {
@@ -118,7 +118,7 @@ extension TokenSession {
         guard let bound = try await asyncStorage({ try await store.async.dpopBinding(account: account) }) else { return client }
         let key: (any DPoPSigningKey)?
         do {
-            key = try await DPoPKeys.load(store: store)
+            key = try await droppingKeyWhenLocked({ try await DPoPKeys.load(store: store) })
         } catch let error as AuthSessionError where error.code == .dpopKeyLost {
             key = nil
         }
@@ -138,6 +138,18 @@ extension TokenSession {
     func signInBinding(usesDPoP: Bool? = nil) async throws -> DPoPBinding? {
         guard usesDPoP ?? client.configuration.usesDPoP else { return nil }
         return binding(for: try await DPoPKeys.loadOrCreate(store: store))
+    }
+
+    /// Runs `body` (a load of the store's DPoP key); when the store is locked, this session's
+    /// binding goes too, with the DPoP key it holds in memory (the software key's scalar is
+    /// released and wiped with its last reference): a locked store leaves no key in the session.
+    func droppingKeyWhenLocked<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as AuthSessionError where error.isStoreLocked {
+            dpopBindings.withLock { $0 = nil }
+            throw error
+        }
     }
 
     /// This session's one binding of `key` (its nonces shared by every call, and with other

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,18 +20,31 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// upgraded by a rotation (``TokenStore/performOwedMaintenance()``).
     let newKeyScheme: KeyScheme
 
-    private let lock = StoreLock()
+    let lock = StoreLock()
     /// The envelope of the active key, for ``envelope``, which must answer even from inside a
-    /// callback; it changes only with `lock` held too.
-    private let currentKey: Locked<Envelope>
-    private var current: Envelope { currentKey.withLock { $0 } }
+    /// callback; it changes only with `lock` held too. nil while the store is locked here (the
+    /// key wiped: see ``StoreConnection/lockHere(_:)``).
+    let currentKey: Locked<Envelope?>
+    /// With `lock` held, inside a transaction that passed ``unlockedEnvelope(_:)``: the active key.
+    var current: Envelope { currentKey.withLock { $0! } }
+    /// The store's random id (bound into every sealed value; known while locked too).
+    let storeID: [UInt8]
+    /// The id of the active key, or of the last one before the store was locked.
+    let lastKeyID: Locked<[UInt8]>
+    /// Why the store is locked here (``LockReason``'s raw value; 0: unlocked). The read path's
+    /// lock check is this one atomic load.
+    let lockState = Atomic<UInt8>(0)
+    /// Monotonic nanoseconds of the last read or write (kept only with ``TokenStore/Options/lockAfterIdle``).
+    let lastUse = Atomic<UInt64>(0)
+    /// The access policy in force (the recorded one, or a stronger one asked at open); with `lock` held.
+    var accessPolicy: AccessPolicy = .afterFirstUnlock
     private var database: Database?
     /// An epoch the key provider could not be raised to after its commit, tried again after
     /// the next write (and at the next open, which heals it); with `lock` held.
     private var epochOwed: UInt64?
     /// `PRAGMA data_version` when the active key was last confirmed: unchanged means no other
     /// connection committed since, so no key switch can have happened.
-    private var confirmedDataVersion: Int64?
+    var confirmedDataVersion: Int64?
     /// Checkpoints held back by a reader since the last one that finished (see ``checkpointQuietly()``).
     private var owedCheckpoints = 0
     /// Whether the schema has the change log (schema 14; a store never loses it once it has it).
@@ -50,10 +64,16 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
         self.logger = logger
         self.database = database
         currentKey = Locked(envelope)
+        storeID = envelope.storeID
+        lastKeyID = Locked(envelope.keyID)
     }
 
-    /// The envelope of the active key (readable from inside a callback of this store).
+    /// The envelope of the active key (readable from inside a callback of this store). For tests:
+    /// it traps while the store is locked; the library reads ``activeEnvelope``.
     var envelope: Envelope { current }
+
+    /// The envelope of the active key; nil while the store is locked here.
+    var activeEnvelope: Envelope? { currentKey.withLock { $0 } }
 
     /// Closes the connection; later calls throw `storeClosed`.
     /// - Throws: `invalidInput` from inside a callback of this store.
@@ -77,6 +97,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// retried, a checkpoint it asked for (``checkpointAfterCommit(_:)``).
     func write<T>(_ body: (Database, Envelope) throws -> T) throws -> T {
         try refuseIfReadOnly()
+        try refuseIfLockedHere()
         return try withDatabase { db in try transaction(db, switchingTo: nil) { try body(db, current) } }
     }
 
@@ -93,7 +114,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// commit, an epoch or a checkpoint still owed.
     private func transaction<T>(_ db: Database, switchingTo next: Envelope?, _ body: () throws -> T) throws -> T {
         try db.writeTransaction {
-            try followKeyRotation(db)
+            _ = try unlockedEnvelope(db)
             if let next {
                 let key = next.key
                 db.afterCommit { [self] _ in activate(key) }
@@ -143,7 +164,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
         let epoch = max(epoch, epochOwed ?? 0)
         CrashPoint.reach("epoch.afterFileRaise")
         do {
-            try keyProvider.raiseStoreEpoch(storeID: Hex.encode(current.storeID), appID: appID, to: epoch)
+            try keyProvider.raiseStoreEpoch(storeID: Hex.encode(storeID), appID: appID, to: epoch)
             epochOwed = nil
         } catch {
             epochOwed = epoch
@@ -155,11 +176,9 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
 
     /// A read transaction (one snapshot), serialized, under the active key.
     func read<T>(_ body: (Database, Envelope) throws -> T) throws -> T {
-        try withDatabase { db in
-            try db.readTransaction {
-                try followKeyRotation(db)
-                return try body(db, current)
-            }
+        try refuseIfLockedHere()
+        return try withDatabase { db in
+            try db.readTransaction { try body(db, try unlockedEnvelope(db)) }
         }
     }
 
@@ -168,8 +187,9 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// the epoch is raised under `key`.
     func write<T>(switchingTo key: DataKey, _ body: (Database, Envelope) throws -> T) throws -> T {
         try refuseIfReadOnly()
+        try refuseIfLockedHere()
         return try withDatabase { db in
-            try transaction(db, switchingTo: Envelope(storeID: current.storeID, key: key)) { try body(db, current) }
+            try transaction(db, switchingTo: Envelope(storeID: storeID, key: key)) { try body(db, current) }
         }
     }
 
@@ -232,29 +252,28 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     }
 
     /// Makes `key` the active one. Called with `lock` held, after the transaction that switched to it.
-    private func activate(_ key: DataKey) {
-        currentKey.withLock { $0 = Envelope(storeID: $0.storeID, key: key) }
+    func activate(_ key: DataKey) {
+        currentKey.withLock { $0 = Envelope(storeID: storeID, key: key) }
+        lastKeyID.withLock { $0 = key.keyID }
         confirmedDataVersion = nil
     }
 
     /// The reference the key provider files key `keyID` of this store under.
     func reference(_ keyID: [UInt8]) -> DataKeyReference {
-        DataKeyReference(storeID: Hex.encode(current.storeID), keyID: Hex.encode(keyID), appID: appID)
+        DataKeyReference(storeID: Hex.encode(storeID), keyID: Hex.encode(keyID), appID: appID)
     }
 
     /// The key `keyID` from the key provider, checked against its key check; nil when the
     /// provider has none.
     func loadKey(_ db: Database, keyID: [UInt8]) throws -> DataKey? {
         guard let material = try keyProvider.loadKey(reference(keyID)) else { return nil }
-        return try KeyCheck.checkedKey(database: db, storeID: current.storeID, keyID: keyID, material: material)
+        return try KeyCheck.checkedKey(database: db, storeID: storeID, keyID: keyID, material: material)
     }
 
     /// Inside a transaction: if another store object switched the store to a new key, load
     /// it (from the key provider, checked against its key check) and use it from now on.
     /// Skipped when no other connection has committed since the key was last confirmed.
-    private func followKeyRotation(_ db: Database) throws {
-        let version = try db.dataVersion()
-        if version == confirmedDataVersion { return }
+    func followKeyRotation(_ db: Database, dataVersion version: Int64) throws {
         guard let active = try DataKeyRecords.activeKeyID(db) else {
             throw TokenStoreError(
                 .dataKeyMissing, "The store records no active data key any more (it was reset or destroyed meanwhile).",

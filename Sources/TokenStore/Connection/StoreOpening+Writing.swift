@@ -44,6 +44,9 @@ extension StoreOpening {
             let logger = opening.logger
             opening.logApplied(
                 try opening.migrator.migrate(db) { migration in
+                    if migration.version == AccessPolicyRecord.version {
+                        try AccessPolicyRecord.write(db, AccessPolicyRecord.initial, envelope: envelope)
+                    }
                     guard migration.version == RowMACBackfill.version else { return }
                     let counts = try RowMACBackfill.run(db, envelope: envelope)
                     try KeyProviderRecord.write(db, keyProvider.kind, envelope: envelope)

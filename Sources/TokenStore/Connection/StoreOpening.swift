@@ -56,9 +56,12 @@ struct StoreOpening {
             db, envelope: envelope, provider: keyProvider, appID: appID, logger: logger, providerEpoch: setup.providerEpoch)
         try strategy.withKeyLoaded(self, db, envelope: envelope, keyProvider: keyProvider)
         try KeyProviderRecord.check(db, envelope: envelope)
+        let access = try AccessPolicyRecord.atOpen(db, envelope: envelope, requested: options.accessPolicy, writes: !options.readOnly)
         let connection = StoreConnection(
             path: path, appID: appID, keyProvider: keyProvider, options: options, logger: logger, database: db,
             envelope: envelope, newKeyScheme: keyScheme)
+        connection.opened(with: access)
+        connection.startIdleLock()
         logger.debug("store opened", metadata: ["key.provider": keyProvider.name, "key.created": "\(setup.created)"])
         return connection
     }

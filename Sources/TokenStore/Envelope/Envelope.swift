@@ -25,6 +25,8 @@ enum LookupDomain: UInt8 {
     case storeEpochMAC = 68
     /// MAC of the key provider's kind in `store_info` (see ``KeyProviderRecord``).
     case keyProviderMAC = 69
+    /// MAC of the access policy and the lock for every process in `store_info` (see ``AccessPolicyRecord``).
+    case accessPolicyMAC = 70
 }
 
 /// The store id and one data key: everything sealed, opened or hashed under that key.

@@ -96,6 +96,18 @@ public struct TokenStoreError: CodedError {
         /// this TPM was cleared since). The message names the TPM; nothing was changed, and the
         /// same files open again with the TPM that sealed the key.
         public static let tpmMismatch = Code(rawValue: "tpmMismatch")
+        /// The store is locked (``TokenStore/lock(allProcesses:)``, `tokenctl lock`, or the
+        /// desktop session's lock under ``AccessPolicy/whenUnlocked``): its data key was wiped
+        /// from this process's memory, and nothing is read or written until it is unlocked.
+        /// Temporary: retry after the user unlocks.
+        public static let storeLocked = Code(rawValue: "storeLocked")
+        /// The user's presence was asked for (``AccessPolicy/userPresence(_:)``) and the
+        /// authorization was denied or dismissed. Nothing was read or changed. Temporary: retry
+        /// after the user acts.
+        public static let userPresenceDenied = Code(rawValue: "userPresenceDenied")
+        /// ``AccessPolicy/whenUnlocked`` was asked, but nothing on the buses says when the session
+        /// locks (no logind, no screensaver). The store was not opened.
+        public static let lockSourceUnavailable = Code(rawValue: "lockSourceUnavailable")
 
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
@@ -103,7 +115,7 @@ public struct TokenStoreError: CodedError {
             .integrityCheckFailed, .databaseCorrupt, .databaseBusy, .schemaTooNew, .migrationFailed,
             .unsafeFileLayout, .invalidInput, .ioError, .storeClosed, .timedOut, .cancelled,
             .wrongPassphrase, .schemaTampered, .diskFull, .storeRolledBack, .notAStore, .migrationRequired,
-            .wrongKeyProvider, .tpmUnavailable, .tpmMismatch,
+            .wrongKeyProvider, .tpmUnavailable, .tpmMismatch, .storeLocked, .userPresenceDenied, .lockSourceUnavailable,
         ]
     }
 
@@ -230,6 +242,13 @@ extension TokenStoreError {
     public static let tpmUnavailable = Self(.tpmUnavailable, "No usable TPM.")
     /// Matches ``Code/tpmMismatch``.
     public static let tpmMismatch = Self(.tpmMismatch, "The store's key was sealed by another TPM.")
+    /// Matches ``Code/storeLocked``.
+    public static let storeLocked = Self(.storeLocked, "The store is locked.")
+    /// Matches ``Code/userPresenceDenied``.
+    public static let userPresenceDenied = Self(.userPresenceDenied, "The user's presence was denied.")
+    /// Matches ``Code/lockSourceUnavailable``.
+    public static let lockSourceUnavailable = Self(
+        .lockSourceUnavailable, "Nothing says when the desktop session locks.")
 }
 
 extension TokenStoreError {

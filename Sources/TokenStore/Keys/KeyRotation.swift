@@ -154,6 +154,7 @@ struct KeyRotation {
             // A copy of the file from before the switch is an older copy now (raised under `next`).
             db.requireEpochRaise(.keySwitched)
             try KeyProviderRecord.rewrite(db, from: current, to: next)
+            try AccessPolicyRecord.rewrite(db, from: current, to: next)
             // The key that sealed whatever was logged out is retired: no erase is owed.
             try db.run("UPDATE store_info SET erase_owed_since = NULL WHERE id = 1")
             return resealed

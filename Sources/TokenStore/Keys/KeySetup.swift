@@ -68,6 +68,7 @@ struct KeySetup {
             }
             // The provider that made the key (schema version 10; older stores get it when migrating).
             try KeyProviderRecord.write(database, provider.kind, envelope: Envelope(storeID: state.storeID, key: key))
+            try AccessPolicyRecord.writeForNewKey(database, envelope: Envelope(storeID: state.storeID, key: key))
             logger.info("created a new data key", metadata: ["key.provider": provider.name])
             return Result(storeID: state.storeID, key: key, created: true)
         }

@@ -52,6 +52,11 @@ public struct StoreInspection: Sendable {
     /// store with another kind is `wrongKeyProvider`.
     public let keyProvider: KeyProviderKind?
     public let fileModes: FileModes
+    /// The access policy the file records, not checked (its MAC needs the data key); nil below
+    /// schema version 15, or when the recorded name is not a policy.
+    public internal(set) var accessPolicy: AccessPolicy? = nil
+    /// Whether the file records a lock for every process (`tokenctl lock`), not checked.
+    public internal(set) var lockedEverywhere = false
 
     /// The key-provider reference of the active data key, for asking a provider about it
     /// (``KeyProvider/availability(of:)``) without opening the store. `appID` only names the
@@ -112,7 +117,7 @@ extension TokenStore {
                 pendingRevocations: try count("SELECT count(*) FROM pending_revocations"),
                 credentialStates: try count("SELECT count(*) FROM credential_states"))
             let directory = PathNames.directory(of: path)
-            return StoreInspection(
+            var inspection = StoreInspection(
                 path: path, schemaVersion: version, supportedSchemaVersion: migrator.latestVersion,
                 pendingMigrations: pending.map { .init(version: $0.version, name: $0.name) },
                 storeIdentifier: storeID.map(Hex.encode), activeKeyIdentifier: activeKeyID.map(Hex.encode),
@@ -125,6 +130,13 @@ extension TokenStore {
                     directory: FileLayout.mode(of: directory.isEmpty ? "." : directory),
                     database: FileLayout.mode(of: path), wal: FileLayout.mode(of: path + "-wal"),
                     shm: FileLayout.mode(of: path + "-shm")))
+            if hasSchema, try AccessPolicyRecord.hasColumns(db) {
+                inspection.accessPolicy = try db.firstRow("SELECT access_policy FROM store_info WHERE id = 1", []) {
+                    $0.isNull(0) ? nil : AccessPolicy(name: $0.text(0))
+                } ?? nil
+                inspection.lockedEverywhere = try AccessPolicyRecord.lockedUnchecked(db)
+            }
+            return inspection
         }
     }
 

@@ -15,10 +15,28 @@ extension TokenStore {
         /// file, or a store with no data key yet, is `notAStore`. Off by default.
         public var readOnly: Bool
 
+        /// The access policy to open with (see ``AccessPolicy``). nil: the one the store records
+        /// (``AccessPolicy/afterFirstUnlock`` for a new store). A stronger one than recorded is
+        /// recorded (a read-only open applies it without writing it); a weaker one does not lower
+        /// the recorded one, which applies.
+        public var accessPolicy: AccessPolicy?
+
+        /// Lock the store object by itself (as ``TokenStore/lock(allProcesses:)``: the data key
+        /// wiped, `storeLocked` until ``TokenStore/unlock(allProcesses:)``) after this long without
+        /// a read or a write. nil (the default): never.
+        public var lockAfterIdle: Duration? = nil
+
         /// Options with the defaults.
         public init(rotatesKeyAfterLastLogout: Bool = true, readOnly: Bool = false) {
             self.rotatesKeyAfterLastLogout = rotatesKeyAfterLastLogout
             self.readOnly = readOnly
+            accessPolicy = nil
+        }
+
+        /// Options with an access policy to open with (see ``accessPolicy``).
+        public init(rotatesKeyAfterLastLogout: Bool = true, readOnly: Bool = false, accessPolicy: AccessPolicy?) {
+            self.init(rotatesKeyAfterLastLogout: rotatesKeyAfterLastLogout, readOnly: readOnly)
+            self.accessPolicy = accessPolicy
         }
     }
 }

@@ -130,7 +130,9 @@ struct CommandContext {
     /// is a store it made (``NewStoreNote``, also with --quiet and --json).
     /// - Throws: `CommandFailure` when the store is missing or empty; `TokenStoreError` from the open.
     /// `announcesNewStore: false` leaves the note to the caller (`put` prints it once its write succeeded).
-    func openStore(create: Bool = false, readOnly: Bool = false, announcesNewStore: Bool = true) throws -> TokenStore {
+    func openStore(
+        create: Bool = false, readOnly: Bool = false, announcesNewStore: Bool = true, accessPolicy: AccessPolicy? = nil
+    ) throws -> TokenStore {
         let location = create ? try checkedStoreLocation() : try requireExistingStore()
         let newStoreNote = create && announcesNewStore ? NewStoreNote(path: location.path) : nil
         if readOnly, FileLayout.fileSize(of: location.path) == 0 {
@@ -146,7 +148,7 @@ struct CommandContext {
         let before = modeFiles.map { FileLayout.mode(of: $0.0) }
         let store = try TokenStore(
             path: location.path, appID: location.appID, keyProvider: provider, logger: logger,
-            options: .init(readOnly: readOnly))
+            options: .init(readOnly: readOnly, accessPolicy: accessPolicy))
         for (file, old) in zip(modeFiles, before) {
             if let old, old != file.2, FileLayout.mode(of: file.0) == file.2 {
                 note("made the \(file.1) \(Format.mode(file.2)) (it was \(Format.mode(old)))")

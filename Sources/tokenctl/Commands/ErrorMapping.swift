@@ -43,9 +43,9 @@ enum ErrorMapping {
         case .integrityCheckFailed, .databaseCorrupt, .schemaTampered, .migrationFailed, .schemaTooNew, .dataKeyMissing,
             .dataKeyCorrupt, .invalidInput, .storeRolledBack, .notAStore, .migrationRequired, .tpmMismatch:
             return .dataError
-        case .secretServiceUnavailable, .timedOut, .tpmUnavailable:
+        case .secretServiceUnavailable, .timedOut, .tpmUnavailable, .lockSourceUnavailable:
             return .unavailable
-        case .keyringLocked, .databaseBusy:
+        case .keyringLocked, .databaseBusy, .storeLocked, .userPresenceDenied:
             return .tempFailure
         case .unsafeFileLayout, .wrongPassphrase:
             return .noPermission

@@ -110,6 +110,18 @@ def test_items(path):
         check(tier == tokenstore.Protection.KEYRING and reason != "", "a Secret Service store is the keyring tier, with a reason")
         check(tokenstore.Protection.SOFTWARE_TPM == 4 and tokenstore.Protection.PASSPHRASE == 3,
               "ts_protection: a software TPM is its own tier, appended")
+        store.set("locker", Kind.GENERIC, b"kept")
+        store.lock()
+        expect_error("storeLocked", store.get, "locker", Kind.GENERIC)
+        store.unlock()
+        check(store.get("locker", Kind.GENERIC) == b"kept", "unlock fetches the key again")
+        with Store(APP, path) as other:
+            store.lock(all_processes=True)
+            expect_error("storeLocked", other.get, "locker", Kind.GENERIC)
+            expect_error("storeLocked", other.unlock)
+            other.unlock(all_processes=True)
+            check(other.get("locker", Kind.GENERIC) == b"kept", "unlocked for every handle")
+        check(store.get("locker", Kind.GENERIC) == b"kept", "the locking handle reads again")
 
         # From an event loop, off its thread (ctypes releases the GIL).
         async def concurrently():

@@ -339,6 +339,17 @@ class Store:
             lib.ts_string_free(reason)
         return Protection(tier.value), text
 
+    def lock(self, all_processes=False):
+        """Locks the store: its data key is wiped from this process's memory and every call raises
+        ``storeLocked`` until :meth:`unlock`. ``all_processes``: every process that has the store
+        open drops its key at its next call (as ``tokenctl lock``)."""
+        _call(_native.library().ts_store_lock, self._live(), 1 if all_processes else 0)
+
+    def unlock(self, all_processes=False):
+        """Unlocks the store: the data key is fetched again from its key provider. A store locked
+        for every process stays locked (``storeLocked``) unless ``all_processes``."""
+        _call(_native.library().ts_store_unlock, self._live(), 1 if all_processes else 0)
+
     def accounts(self):
         """The accounts (service "auth0") the store holds entries for, sorted."""
         lib = _native.library()

@@ -116,6 +116,8 @@ def _declare(lib):
         "ts_bytes_free": (None, [ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t]),
         "ts_credential_state": (c_int, [c_void_p, c_char_p, ctypes.POINTER(c_int), err]),
         "ts_store_protection": (c_int, [c_void_p, ctypes.POINTER(c_int), ctypes.POINTER(c_void_p), err]),
+        "ts_store_lock": (c_int, [c_void_p, c_int, err]),
+        "ts_store_unlock": (c_int, [c_void_p, c_int, err]),
         "ts_harden_process": (c_int, [err]),
         "ts_session_new": (c_int, [c_void_p, c_char_p, c_char_p, handle_out, err]),
         "ts_session_new_issuer": (c_int, [c_void_p, c_char_p, c_char_p, handle_out, err]),

@@ -53,6 +53,11 @@ int main (string[] args) {
     check (store.item_get ("auth0", "alice", TokenStore.Kind.GENERIC, out bytes, out error) == TokenStore.OK, "get");
     check (bytes != null && bytes.length == 4 && bytes[2] == 0x00 && bytes[3] == 0xff, "binary round trip");
     TokenStore.bytes_free (bytes);
+    check (store.lock (false, out error) == TokenStore.OK, "lock");
+    expect_error (store.item_get (null, "alice", TokenStore.Kind.GENERIC, out bytes, out error), error, "storeLocked");
+    check (store.unlock (false, out error) == TokenStore.OK, "unlock");
+    check (store.item_get (null, "alice", TokenStore.Kind.GENERIC, out bytes, out error) == TokenStore.OK, "get after unlock");
+    TokenStore.bytes_free (bytes);
     check (store.item_delete (null, "alice", TokenStore.Kind.GENERIC, out error) == TokenStore.OK, "delete");
     check (store.item_get (null, "alice", TokenStore.Kind.GENERIC, out bytes, out error) == TokenStore.NOT_FOUND, "not found");
     check (bytes == null, "no bytes when not found");

@@ -4,6 +4,9 @@ import TokenStore
 /// command that creates the store.
 struct PutCommand: TokenctlCommand {
     static let label = OptionSpec.value("label", "label", "A label for people; not secret, not unique.")
+    static let accessPolicy = OptionSpec.value(
+        "access-policy", "name",
+        "The access policy of a store this put creates (or a stronger one for an existing store): afterFirstUnlock (default), whenUnlocked, userPresence[:session|appLifecycle:SECONDS].")
 
     static let spec = CommandSpec(
         "put",
@@ -17,14 +20,16 @@ struct PutCommand: TokenctlCommand {
 
             Without --kind the item is a generic secret.
             """,
-        options: ItemOptions.specs + [label])
+        options: ItemOptions.specs + [label, accessPolicy])
 
     let key: ItemKey
     let label: String?
+    let policy: AccessPolicy?
 
     init(parsed: ParsedCommand) throws {
         key = try ItemOptions(parsed).key
         label = parsed.value(Self.label)
+        policy = try parsed.value(Self.accessPolicy).map { try AccessPolicyArgument.parse($0, option: Self.accessPolicy.synopsis) }
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {
@@ -33,7 +38,7 @@ struct PutCommand: TokenctlCommand {
         }
         let secret = try SecretInput.standardInput()
         let newStore = NewStoreNote(path: try context.checkedStoreLocation().path)
-        let store = try context.openStore(create: true, announcesNewStore: false)
+        let store = try context.openStore(create: true, announcesNewStore: false, accessPolicy: policy)
         do {
             try store.set(secret, for: key, attributes: ItemAttributes(label: label))
         } catch {

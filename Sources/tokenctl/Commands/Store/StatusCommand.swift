@@ -113,6 +113,11 @@ struct StatusCommand: TokenctlCommand {
             "keyProvider": .string(provider.name),
             // The kind the file records as holding its key (schema 10; not checked without the key).
             "recordedKeyProvider": Format.optional(inspection.keyProvider?.rawValue),
+            // The access policy the file records (schema 15; not checked without the key), whether it
+            // records a lock for every process (tokenctl lock), and what can lock it.
+            "accessPolicy": Format.optional(inspection.accessPolicy?.name),
+            "locked": .bool(inspection.lockedEverywhere),
+            "lockSource": .string(Self.lockSource(inspection.accessPolicy)),
             "discovery": discovery.json,
             // Which program serves the keys (the owner of org.freedesktop.secrets), when known.
             "provider": [
@@ -161,6 +166,11 @@ struct StatusCommand: TokenctlCommand {
             let program = identity?.displayName ?? "none running"
             table.append(["key provider", program == provider.name ? provider.name : "\(provider.name) (\(program))"])
             table.append(["recorded provider", inspection.keyProvider?.rawValue ?? "-"])
+            table.append([
+                "access policy",
+                (inspection.accessPolicy?.name ?? "-") + (inspection.lockedEverywhere ? " (locked for every process)" : " (unlocked)")
+                    + ", lock source: " + Self.lockSource(inspection.accessPolicy),
+            ])
             table.append(["key id", inspection.activeKeyIdentifier ?? "-"])
             table.append(["key state", keyState.rawValue])
             table.append(["protection", protection.tier.rawValue + (protection.reason.isEmpty ? "" : " (\(protection.reason))")])
@@ -265,4 +275,13 @@ struct StatusCommand: TokenctlCommand {
 extension String {
     /// The string with its first character upper-cased.
     fileprivate var capitalizedFirst: String { prefix(1).uppercased() + dropFirst() }
+}
+
+extension StatusCommand {
+    /// What can lock the store: `explicit` (store.lock(), tokenctl lock) for the policies that
+    /// follow no session; `none` for whenUnlocked, whose session lock this version cannot follow
+    /// (such a store is not opened: lockSourceUnavailable).
+    static func lockSource(_ policy: AccessPolicy?) -> String {
+        policy == .whenUnlocked ? "none" : "explicit"
+    }
 }
