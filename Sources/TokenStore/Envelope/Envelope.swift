@@ -25,6 +25,10 @@ enum LookupDomain: UInt8 {
     case storeEpochMAC = 68
     /// MAC of the key provider's kind in `store_info` (see ``KeyProviderRecord``).
     case keyProviderMAC = 69
+    /// MAC of a `key_slots` row (see ``KeySlots``).
+    case keySlotMAC = 70
+    /// MAC of the set of `key_slots` rows (`key_slot_set`).
+    case keySlotSetMAC = 71
 }
 
 /// The store id and one data key: everything sealed, opened or hashed under that key.
