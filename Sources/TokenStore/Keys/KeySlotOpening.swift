@@ -57,6 +57,16 @@ struct KeySlotOpening {
             + ". Open it with one of them, then add a new slot for this provider; do not reset the store: its data is intact."
     }
 
+    /// Before a reset: refuses a store with a key slot of another kind than `provider`'s, which
+    /// may still open it (`wrongKeyProvider`, nothing changed).
+    static func refuseReset(_ database: Database, provider: any KeyProvider) throws {
+        guard let hint = otherSlotsHint(database, except: provider.kind) else { return }
+        throw TokenStoreError(
+            .wrongKeyProvider,
+            "This store has other key slots that may still open it; it was not reset. Nothing was changed.",
+            hint: hint + " To reset it all the same: tokenctl reset --yes --force (API: despiteOtherKeySlots: true).")
+    }
+
     /// How tokenctl opens a store with a slot of `kind`.
     static func openingOption(_ kind: KeyProviderKind) -> String {
         if kind == .recovery { return "tokenctl --recovery-key-fd N; API: RecoveryKeyProvider" }
