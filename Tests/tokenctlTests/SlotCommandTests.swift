@@ -92,6 +92,9 @@ struct SlotCommandTests {
         #expect(try store.run(["list"]).exitCode == 78, "the keyring still opens a store migrated away from it")
         let status = try run(store, "--passphrase-fd 3 --json status", fd3: phrase)
         #expect(status.standardOutput.contains("\"keyProvider\": \"passphrase\""), "\(status)")
+        // status finds the key where the passphrase slot files it (its own key id, not the data key's).
+        #expect(status.standardOutput.contains("\"keyState\": \"present\""), "\(status)")
+        #expect(status.standardOutput.contains("\"kind\": \"passphrase\"") && !status.standardOutput.contains("\"kind\": \"keyring\""))
         try expectRows(store, canaries, "--passphrase-fd 3", fd3: phrase)
 
         let back = try run(store, "--passphrase-fd 3 migrate-provider --to keyring", fd3: phrase)

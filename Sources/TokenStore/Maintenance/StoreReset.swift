@@ -55,14 +55,24 @@ extension TokenStore {
     ///   unchanged; the Secret Service may still carry out a request it had received),
     ///   `wrongKeyProvider` (the store records another kind of key provider: nothing is changed),
     ///   `invalidInput`, `unsafeFileLayout`, `databaseCorrupt`, `databaseBusy`, `schemaTooNew`, `ioError`.
-    @discardableResult
     ///
     /// A store with key slots of other kinds (a recovery key, a passphrase, another provider: see
-    /// ``keySlots``) is not reset (`wrongKeyProvider`, nothing changed) unless
-    /// `despiteOtherKeySlots` is true: one of them may still open it.
+    /// ``keySlots``) is not reset (`wrongKeyProvider`, nothing changed): one of them may still
+    /// open it. ``resetStore(path:appID:keyProvider:confirm:despiteOtherKeySlots:)`` resets it anyway.
+    @discardableResult
     public static func resetStore(
         path: String, appID: String, keyProvider: (any KeyProvider)? = nil,
-        confirm: StoreResetConfirmation, despiteOtherKeySlots: Bool = false
+        confirm: StoreResetConfirmation
+    ) throws -> StoreResetReport {
+        try resetStore(path: path, appID: appID, keyProvider: keyProvider, confirm: confirm, despiteOtherKeySlots: false)
+    }
+
+    /// As ``resetStore(path:appID:keyProvider:confirm:)``; with `despiteOtherKeySlots` true also a
+    /// store whose other key slots may still open it.
+    @discardableResult
+    public static func resetStore(
+        path: String, appID: String, keyProvider: (any KeyProvider)?,
+        confirm: StoreResetConfirmation, despiteOtherKeySlots: Bool
     ) throws -> StoreResetReport {
         try validateAppID(appID)
         switch confirm { case .yesDiscardSealedData: break }

@@ -37,7 +37,10 @@ struct StatusCommand: TokenctlCommand {
         var keyState: KeyState
         var keyError: String?
         var tpmFailure: TokenStoreError?
-        if let reference = inspection.activeKeyReference(appID: location.appID) {
+        // The key where this provider keeps it: under one of its kind's slots (the first present).
+        let references = inspection.keyReferences(for: provider.kind, appID: location.appID)
+        let found = references.first { (try? provider.availability(of: $0)) == .present } ?? references.first
+        if let reference = found ?? inspection.activeKeyReference(appID: location.appID) {
             do {
                 switch try provider.availability(of: reference) {
                 case .present: keyState = .present
@@ -113,6 +116,8 @@ struct StatusCommand: TokenctlCommand {
             "keyProvider": .string(provider.name),
             // The kind the file records as holding its key (schema 10; not checked without the key).
             "recordedKeyProvider": Format.optional(inspection.keyProvider?.rawValue),
+            // The ways to the data key (as recorded; never a secret).
+            "keySlots": SlotKinds.document(inspection.keySlots),
             "discovery": discovery.json,
             // Which program serves the keys (the owner of org.freedesktop.secrets), when known.
             "provider": [
@@ -162,6 +167,8 @@ struct StatusCommand: TokenctlCommand {
             table.append(["key provider", program == provider.name ? provider.name : "\(provider.name) (\(program))"])
             table.append(["recorded provider", inspection.keyProvider?.rawValue ?? "-"])
             table.append(["key id", inspection.activeKeyIdentifier ?? "-"])
+            let slots = inspection.keySlots.map { "\($0.id) \(SlotKinds.name($0.kind))" }
+            table.append(["key slots", slots.isEmpty ? "-" : slots.joined(separator: ", ")])
             table.append(["key state", keyState.rawValue])
             table.append(["protection", protection.tier.rawValue + (protection.reason.isEmpty ? "" : " (\(protection.reason))")])
             table.append([
