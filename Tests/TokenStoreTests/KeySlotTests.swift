@@ -120,6 +120,19 @@ struct KeySlotTests {
         try expectAllRows(try t.reopen())
     }
 
+    @Test("destroy deletes the keyring item a second slot filed under its own id")
+    func destroyDeletesSlotKeys() throws {
+        let t = try TestStore()
+        let storeID = t.store.storeIdentifier
+        defer { try? PrivateKeyring.clearItems(storeID: storeID) }
+        try fill(t.store)
+        let second = try t.store.addKeySlot(SecretServiceKeyProvider())
+        #expect(second.id == 2)
+        #expect(try PrivateKeyring.itemCount(attributes: ["store-id": storeID]) >= 2)
+        try t.store.destroyStore(confirm: .yesDestroyEverything)
+        #expect(try PrivateKeyring.itemCount(attributes: ["store-id": storeID]) == 0, "a slot's keyring item outlived destroy")
+    }
+
     @Test("tamper: a slot row edited, two rows' kinds swapped, a row deleted or added → integrityCheckFailed, no open")
     func tamper() throws {
         let t = try TestStore()
