@@ -106,6 +106,30 @@ struct SlotCommandTests {
         #expect(keyFiles.filter { $0.hasSuffix(".key") }.isEmpty, "the passphrase slot's key file was left: \(keyFiles)")
     }
 
+    @Test("the keyring item gone, a TPM slot there: an open without --key-provider falls back to the TPM slot (real swtpm), no prompt, every row",
+          .enabled(if: SoftwareTPM.isInstalled, "needs swtpm (scripts/install-deps)"))
+    func unattendedFallbackToTPM() throws {
+        let tpm = try SoftwareTPM.start()
+        defer { tpm.stop() }
+        let store = try TokenctlStore()
+        let canaries = try fill(store)
+        let status = try store.json(["status"]).object
+        let storeID = try #require(status["storeID"] as? String), keyID = try #require(status["keyID"] as? String)
+        defer { try? PrivateKeyring.clearItems(storeID: storeID) }
+        let environment = ["TOKENSTORE_TPM_TCTI": tpm.tcti]
+        let added = try store.run(["slot", "add", "tpm"], environment: environment)
+        #expect(added.exitCode == 0, "\(added.standardError)")
+        // Only the first slot's item (filed under the data key's id) goes; the TPM slot's sealed item stays.
+        #expect(try PrivateKeyring.itemCount(attributes: ["store-id": storeID, "key-id": keyID]) == 1)
+        #expect(try PrivateKeyring.run("secret-tool", ["clear", "store-id", storeID, "key-id", keyID]).status == 0)
+        #expect(try PrivateKeyring.itemCount(attributes: ["store-id": storeID, "key-id": keyID]) == 0)
+        #expect(try store.run(["get", "--account", "user0", "--kind", "generic"]).exitCode == 65, "opened without the TPM")
+        for (n, canary) in canaries.enumerated() {
+            let get = try store.run(["get", "--account", "user\(n)", "--kind", "generic", "--reveal"], environment: environment)
+            #expect(get.exitCode == 0 && get.standardOutput.contains(canary), "\(get.standardError)")
+        }
+    }
+
     @Test("migrate-provider killed (SIGKILL) at each step: the store opens with the old or the new slot, and a re-run completes it")
     func migrateCrashAtEachStep() throws {
         for point in ["keySlots.afterStoreKey", "migrateProvider.afterAdd", "migrateProvider.afterVerify", "keySlots.afterRemove"] {
