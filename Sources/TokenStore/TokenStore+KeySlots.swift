@@ -1,6 +1,6 @@
 import FoundationEssentials
 
-/// One way to a store's data key (see <doc:KeySlots>): never its secret.
+/// One way to a store's data key, as ``TokenStore/keySlots`` lists it: never its secret.
 public struct KeySlot: Sendable, Equatable, Identifiable {
     /// The slot's number in the store (1 for the store's first).
     public let id: Int
