@@ -112,11 +112,15 @@ struct StoreCommandTests {
         expectKeys(statusJSON.object, [
             "path", "appID", "schemaVersion", "supportedSchemaVersion", "pendingMigrations", "storeID", "keyID", "keyProvider",
             "recordedKeyProvider", "discovery", "keyState", "keyStateExplanation", "epoch", "counts", "fileModes", "processDumpable", "provider",
-            "protection", "protectionReason", "tpm", "accessPolicy", "locked", "lockSource",
+            "protection", "protectionReason", "tpm", "accessPolicy", "locked", "lockSource", "keySlots",
         ])
         #expect(statusJSON.object["accessPolicy"] as? String == "afterFirstUnlock")
         #expect(statusJSON.object["locked"] as? Bool == false)
         #expect(statusJSON.object["lockSource"] as? String == "explicit")
+        // The key slots (issue 37): the one a new store has, its provider's; never a secret.
+        let slots = statusJSON.object["keySlots"] as? [[String: Any]]
+        #expect(slots?.count == 1 && slots?.first?["kind"] as? String == "keyring" && slots?.first?["id"] as? Int == 1, "\(slots ?? [])")
+        #expect(status.standardOutput.contains("key slots            1 keyring"), "\(status.standardOutput)")
         // The program serving the keys, named after the owner of org.freedesktop.secrets.
         let expectedProvider = ["gnome-keyring": "gnome-keyring", "keepassxc": "KeePassXC", "kwallet": "KWallet"][
             PrivateKeyring.provider]

@@ -46,17 +46,21 @@ struct StoreOpening {
         let state = try FileLayout.judge(databasePath: path)
         // The one read-only connection of the looks before the open (a read-only open reads on it).
         var looked = state == .nonEmpty ? try StoreIdentity.checkedConnection(path: path, vfs: vfs).db : nil
-        let keyProvider = keyProvider ?? KeyProviderSelection.automatic(
+        let automatic = keyProvider == nil
+        let chosen = keyProvider ?? KeyProviderSelection.automatic(
             storePath: path, recorded: { looked.flatMap { try? KeyProviderRecord.unchecked($0) } })
-        keyProvider.beginConnecting()  // while the database is read below
+        // Without a named provider, the store's other unattended key slots are tried after the automatic choice.
+        let fallbacks = automatic ? looked.map { slotFallbacks($0, after: chosen.kind) } ?? [] : []
+        chosen.beginConnecting()  // while the database is read below
         if !strategy.readsOnCheckedConnection { looked = nil }  // closed before the writing connection opens
-        let (db, setup) = try strategy.openWithKey(self, state: state, checked: looked, keyProvider: keyProvider)
+        let (keyProvider, db, setup) = try openWithFirstUsableSlot([chosen] + fallbacks, state: state, checked: looked)
         let envelope = Envelope(storeID: setup.storeID, key: setup.key)
         try StoreEpoch.checkAtOpen(
             db, envelope: envelope, provider: keyProvider, appID: appID, logger: logger, providerEpoch: setup.providerEpoch)
         try strategy.withKeyLoaded(self, db, envelope: envelope, keyProvider: keyProvider)
         try KeyProviderRecord.check(db, envelope: envelope)
         let access = try AccessPolicyRecord.atOpen(db, envelope: envelope, requested: options.accessPolicy, writes: !options.readOnly)
+        try KeySlots.check(db, envelope: envelope)
         let connection = StoreConnection(
             path: path, appID: appID, keyProvider: keyProvider, options: options, logger: logger, database: db,
             envelope: envelope, newKeyScheme: keyScheme)
@@ -64,6 +68,31 @@ struct StoreOpening {
         connection.startIdleLock()
         logger.debug("store opened", metadata: ["key.provider": keyProvider.name, "key.created": "\(setup.created)"])
         return connection
+    }
+
+    /// The providers of the store's unattended key slots other than `kind`'s (``KeySlotOpening/unattendedKinds(_:)``).
+    private func slotFallbacks(_ db: Database, after kind: KeyProviderKind) -> [any KeyProvider] {
+        KeySlotOpening.unattendedKinds(db).filter { $0 != kind }.compactMap { $0.traits?.make?(path) }
+    }
+
+    /// Step 2 with each provider in turn until one reaches the key; a failure that says the key
+    /// cannot be reached that way (``KeySlotOpening/mayTryNextSlot(after:)``) goes on to the
+    /// next, any other is thrown at once. All failing: the first provider's error.
+    private func openWithFirstUsableSlot(
+        _ providers: [any KeyProvider], state: FileLayout.FileState, checked: Database?
+    ) throws -> (any KeyProvider, Database, KeySetup.Result) {
+        var firstError: Error?
+        for (index, provider) in providers.enumerated() {
+            do {
+                let (db, setup) = try strategy.openWithKey(self, state: state, checked: checked, keyProvider: provider)
+                if index > 0 { logger.info("opened with another key slot", metadata: ["key.provider": provider.name]) }
+                return (provider, db, setup)
+            } catch {
+                guard index + 1 < providers.count, KeySlotOpening.mayTryNextSlot(after: error) else { throw firstError ?? error }
+                firstError = firstError ?? error
+            }
+        }
+        throw firstError ?? TokenStoreError(.ioError, "No key provider to open the store with.")
     }
 
     /// Step 6, on the store just opened: its open-time duties; their failures are logged, never thrown.

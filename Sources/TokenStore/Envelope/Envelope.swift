@@ -27,6 +27,10 @@ enum LookupDomain: UInt8 {
     case keyProviderMAC = 69
     /// MAC of the access policy and the lock for every process in `store_info` (see ``AccessPolicyRecord``).
     case accessPolicyMAC = 70
+    /// MAC of a `key_slots` row (see ``KeySlots``).
+    case keySlotMAC = 71
+    /// MAC of the set of `key_slots` rows (`key_slot_set`).
+    case keySlotSetMAC = 72
 }
 
 /// The store id and one data key: everything sealed, opened or hashed under that key.

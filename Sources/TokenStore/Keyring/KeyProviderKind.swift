@@ -21,6 +21,8 @@ public struct KeyProviderKind: RawRepresentable, Sendable, Hashable, CustomStrin
     public static let passphrase = KeyProviderKind(rawValue: "passphrase")
     /// A key sealed by this machine's TPM (``TPMKeyProvider``).
     public static let tpm = KeyProviderKind(rawValue: "tpm")
+    /// A recovery key slot (``RecoveryKeyProvider``): the key wrapped in the store itself.
+    public static let recovery = KeyProviderKind(rawValue: "recovery")
 
     public var description: String { rawValue }
 

@@ -33,4 +33,7 @@ enum EpochRaisingChange: String, CaseIterable, Sendable {
     /// A key rotation switched the active data key (``KeyRotation``): an older copy is sealed
     /// with the retired key.
     case keySwitched
+    /// A key slot was added or removed (``KeySlots``): an older copy would bring a removed
+    /// slot back (a recovery key or a keyring item given up).
+    case keySlotsChanged
 }

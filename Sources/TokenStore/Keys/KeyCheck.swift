@@ -92,12 +92,20 @@ enum KeyCheck {
     ) throws -> TokenStoreError {
         var keyIDs: [[UInt8]] = []
         try database.forEachRow("SELECT key_id FROM data_keys") { keyIDs.append($0.blob(0)) }
-        for keyID in keyIDs {
+        for keyID in keyIDs where !(provider is RecoveryKeyProvider) {
             let reference = DataKeyReference(storeID: Hex.encode(storeID), keyID: Hex.encode(keyID), appID: appID)
             guard let material = try provider.loadKey(reference), material.count == DataKey.byteCount else { continue }
             if try keyStillOpensStore(database: database, storeID: storeID, keyID: keyID, material: material) {
-                return damagedMetadata()
+                // The key is intact where the store's first slot files it, and the slots recorded for
+                // this provider do not lead to it: the slot rows were altered.
+                return try KeySlots.unchecked(database).isEmpty ? damagedMetadata() : KeySlots.altered()
             }
+        }
+        if let others = KeySlotOpening.otherSlotsHint(database, except: provider.kind) {
+            return TokenStoreError(
+                .dataKeyMissing,
+                "The store's data key is missing from the key provider (\(provider.name)), but the store has other key slots.",
+                hint: others)
         }
         return TokenStoreError(
             .dataKeyMissing,

@@ -68,6 +68,8 @@ enum KeyProviderRecord {
     /// - Throws: `wrongKeyProvider` (nothing was changed or asked of the provider).
     static func refuseOtherProvider(_ db: Database, provider: any KeyProvider) throws {
         guard let recorded = try unchecked(db), recorded != provider.kind else { return }
+        // Another key slot of the provider's kind is a way in (its rows are checked once the key is loaded).
+        if try !KeySlots.unchecked(db, kind: provider.kind).isEmpty { return }
         // A name no provider has is damage, not another provider: the open goes on, and the
         // record's MAC check after the key is loaded reports it (integrityCheckFailed). Only a
         // real provider's name is worth a "use that one" (malformed_db flipped a byte of it).

@@ -37,6 +37,7 @@ struct KeyRotation {
         }
         if next == nil {
             guard startNew else { return nil }
+            try KeySlots.refuseRotation(connection)
             next = try beginNewKey()
         }
         guard let next else { return nil }

@@ -84,8 +84,8 @@ struct KeySetup {
     }
 
     private func load(storeID: [UInt8], keyID: [UInt8], created: Bool) throws -> Result {
-        let reference = reference(storeID: storeID, keyID: keyID)
-        let (material, providerEpoch) = try provider.loadKeyAndStoreEpoch(reference)
+        let (material, providerEpoch) = try KeySlotOpening(database: database, provider: provider, appID: appID)
+            .loadKey(storeID: storeID, keyID: keyID)
         guard let material else {
             throw try KeyCheck.missingKeyError(database: database, provider: provider, storeID: storeID, appID: appID)
         }

@@ -53,6 +53,7 @@ extension TokenStore {
                     try keyProvider.deleteKey(DataKeyReference(storeID: Hex.encode(storeID), keyID: Hex.encode(keyID), appID: appID))
                 }
                 try keyProvider.deleteStoreEpoch(storeID: Hex.encode(storeID))
+                try deleteSlotKeys(path: path, appID: appID, storeID: storeID, keyProvider: keyProvider)
             }
         } else if errno != ENOENT {
             throw TokenStoreError(.ioError, "Could not inspect the database file.", cause: .posix(errno: errno, operation: "lstat"))
@@ -68,6 +69,22 @@ extension TokenStore {
     /// The store id and every recorded key id of the database at `path`, read without keys.
     /// A store that records another kind of key provider than `provider` is refused
     /// (`wrongKeyProvider`): destroyed under the wrong provider, its key items would stay behind.
+    /// The keys the store's key slots filed under their own ids: through `keyProvider` for its
+    /// kind (its errors thrown, as for the data key), best effort through a provider made for
+    /// each other kind (one that cannot be reached keeps its item: it opens nothing once the
+    /// database is gone).
+    private static func deleteSlotKeys(path: String, appID: String, storeID: [UInt8], keyProvider: any KeyProvider) throws {
+        let rows = try KeySlots.unchecked(try Database.openForReading(path: path))
+        for row in rows where row.sealed == nil {
+            let reference = DataKeyReference(storeID: Hex.encode(storeID), keyID: Hex.encode(row.keyRef), appID: appID)
+            if row.kind == keyProvider.kind {
+                try keyProvider.deleteKey(reference)
+            } else {
+                try? provider(for: row.kind, storePath: path)?.deleteKey(reference)
+            }
+        }
+    }
+
     private static func recordedKeys(path: String, provider: any KeyProvider) throws -> ([UInt8]?, [[UInt8]]) {
         let db = try Database.openForReading(path: path)
         let tables = try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('store_info', 'data_keys')") ?? 0

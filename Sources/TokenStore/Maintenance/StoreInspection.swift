@@ -57,6 +57,20 @@ public struct StoreInspection: Sendable {
     public internal(set) var accessPolicy: AccessPolicy? = nil
     /// Whether the file records a lock for every process (`tokenctl lock`), not checked.
     public internal(set) var lockedEverywhere = false
+    /// The key slots as the file records them (not checked: no key), or the implicit first slot
+    /// (the recorded provider) of a store with none; empty before a provider is recorded.
+    public let keySlots: [KeySlot]
+    /// The key id each recorded slot files the data key under, by slot id (hex).
+    let slotKeyRefs: [Int: String]
+
+    /// Where a provider of `kind` keeps this store's data key: under each recorded slot of that
+    /// kind, or (a store without slot rows) under the active key's id.
+    public func keyReferences(for kind: KeyProviderKind, appID: String) -> [DataKeyReference] {
+        guard let storeIdentifier else { return [] }
+        let refs = keySlots.filter { $0.kind == kind }.compactMap { slotKeyRefs[$0.id] }
+        if slotKeyRefs.isEmpty { return activeKeyReference(appID: appID).map { [$0] } ?? [] }
+        return refs.map { DataKeyReference(storeID: storeIdentifier, keyID: $0, appID: appID) }
+    }
 
     /// The key-provider reference of the active data key, for asking a provider about it
     /// (``KeyProvider/availability(of:)``) without opening the store. `appID` only names the
@@ -117,6 +131,13 @@ extension TokenStore {
                 pendingRevocations: try count("SELECT count(*) FROM pending_revocations"),
                 credentialStates: try count("SELECT count(*) FROM credential_states"))
             let directory = PathNames.directory(of: path)
+            let provider = hasSchema ? try KeyProviderRecord.unchecked(db) : nil
+            let rows = try KeySlots.unchecked(db)
+            var slots = rows.map { KeySlot(id: Int($0.id), kind: $0.kind, createdAt: Timestamp.date(fromMillis: $0.createdAt)) }
+            if rows.isEmpty, let provider, let activeKeyID {
+                let created = try db.firstRow("SELECT created_at FROM data_keys WHERE key_id = ?", [.blob(activeKeyID)]) { $0.int(0) } ?? 0
+                slots = [KeySlot(id: 1, kind: provider, createdAt: Timestamp.date(fromMillis: created))]
+            }
             var inspection = StoreInspection(
                 path: path, schemaVersion: version, supportedSchemaVersion: migrator.latestVersion,
                 pendingMigrations: pending.map { .init(version: $0.version, name: $0.name) },
@@ -125,11 +146,12 @@ extension TokenStore {
                 failedRevocations: try count("SELECT count(*) FROM pending_revocations WHERE failed_code IS NOT NULL"),
                 historyEntries: try count("SELECT count(*) FROM credential_history"),
                 epoch: hasSchema ? try StoreEpoch.unchecked(db) : nil,
-                keyProvider: hasSchema ? try KeyProviderRecord.unchecked(db) : nil,
+                keyProvider: provider,
                 fileModes: .init(
                     directory: FileLayout.mode(of: directory.isEmpty ? "." : directory),
                     database: FileLayout.mode(of: path), wal: FileLayout.mode(of: path + "-wal"),
-                    shm: FileLayout.mode(of: path + "-shm")))
+                    shm: FileLayout.mode(of: path + "-shm")),
+                keySlots: slots, slotKeyRefs: Dictionary(uniqueKeysWithValues: rows.map { (Int($0.id), Hex.encode($0.keyRef)) }))
             if hasSchema, try AccessPolicyRecord.hasColumns(db) {
                 inspection.accessPolicy = try db.firstRow("SELECT access_policy FROM store_info WHERE id = 1", []) {
                     $0.isNull(0) ? nil : AccessPolicy(name: $0.text(0))

@@ -55,10 +55,24 @@ extension TokenStore {
     ///   unchanged; the Secret Service may still carry out a request it had received),
     ///   `wrongKeyProvider` (the store records another kind of key provider: nothing is changed),
     ///   `invalidInput`, `unsafeFileLayout`, `databaseCorrupt`, `databaseBusy`, `schemaTooNew`, `ioError`.
+    ///
+    /// A store with key slots of other kinds (a recovery key, a passphrase, another provider: see
+    /// ``keySlots``) is not reset (`wrongKeyProvider`, nothing changed): one of them may still
+    /// open it. ``resetStore(path:appID:keyProvider:confirm:despiteOtherKeySlots:)`` resets it anyway.
     @discardableResult
     public static func resetStore(
         path: String, appID: String, keyProvider: (any KeyProvider)? = nil,
         confirm: StoreResetConfirmation
+    ) throws -> StoreResetReport {
+        try resetStore(path: path, appID: appID, keyProvider: keyProvider, confirm: confirm, despiteOtherKeySlots: false)
+    }
+
+    /// As ``resetStore(path:appID:keyProvider:confirm:)``; with `despiteOtherKeySlots` true also a
+    /// store whose other key slots may still open it.
+    @discardableResult
+    public static func resetStore(
+        path: String, appID: String, keyProvider: (any KeyProvider)?,
+        confirm: StoreResetConfirmation, despiteOtherKeySlots: Bool
     ) throws -> StoreResetReport {
         try validateAppID(appID)
         switch confirm { case .yesDiscardSealedData: break }
@@ -75,6 +89,7 @@ extension TokenStore {
             _ = try Migrator().migrate(db, upTo: RowMACBackfill.version - 1)
             // A store whose key another provider holds is not reset: its data is intact.
             try KeyProviderRecord.refuseOtherProvider(db, provider: keyProvider)
+            if !despiteOtherKeySlots { try KeySlotOpening.refuseReset(db, provider: keyProvider) }
             let storeID = try db.firstRow("SELECT store_id FROM store_info WHERE id = 1", []) { $0.blob(0) }
             var keyIDs: [[UInt8]] = []
             try db.forEachRow("SELECT key_id FROM data_keys") { keyIDs.append($0.blob(0)) }
@@ -112,7 +127,9 @@ extension TokenStore {
                          .text(CredentialStateDetail.pendingRevocationLost)])
                 }
                 let items = try ItemRecord.count(db)
-                let tables = SealedTables.all.map({ $0.table }) + ["account_marks", "data_keys"] + SealedTables.rotationTables
+                // The key slots go with the key they led to (their MACs are under it).
+                let tables = SealedTables.all.map({ $0.table }) + ["account_marks", "data_keys", "key_slots", "key_slot_set"]
+                    + SealedTables.rotationTables
                 for table in try SealedTables.existing(tables, in: db) {
                     try db.run("DELETE FROM \(table)")
                 }

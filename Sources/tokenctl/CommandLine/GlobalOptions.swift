@@ -21,6 +21,8 @@ struct GlobalOptions: Sendable, Equatable {
     var verbose = false
     /// `--passphrase-fd N`: read the store passphrase from this open file descriptor.
     var passphraseFileDescriptor: Int32?
+    /// `--recovery-key-fd N`: open the store with its recovery key, read from this descriptor.
+    var recoveryKeyFileDescriptor: Int32?
     /// `--key-provider NAME` (or `TOKENCTL_KEY_PROVIDER`): `auto` (the default), or a provider's
     /// command-line name (`secret-service`, `portal`, `tpm`: ``KeyProviderTraits/commandLineName``).
     var keyProvider = KeyProviderName.auto
@@ -62,6 +64,10 @@ struct GlobalOptions: Sendable, Equatable {
         "passphrase-fd", "fd", rule: .nonNegativeInteger,
         "Read the store passphrase from this open file descriptor (passphrase key provider).")
 
+    static let recoveryKeyFileDescriptor = OptionSpec.value(
+        "recovery-key-fd", "fd", rule: .nonNegativeInteger,
+        "Open the store with its recovery key slot, the key read from this open file descriptor (as 'slot add recovery' printed it).")
+
     static let keyProvider = OptionSpec.value(
         "key-provider", "name", environment: "TOKENCTL_KEY_PROVIDER",
         rule: .oneOf(KeyProviderName.allNames),
@@ -69,10 +75,10 @@ struct GlobalOptions: Sendable, Equatable {
             + KeyProviderKind.described.compactMap(\.commandLineSummary).joined(separator: ", ") + ".")
 
     /// The declarations of the global options, shown under GLOBAL OPTIONS in every command's help.
-    static let specs = [store, appID, json, quiet, verbose, passphraseFileDescriptor, keyProvider]
+    static let specs = [store, appID, json, quiet, verbose, passphraseFileDescriptor, recoveryKeyFileDescriptor, keyProvider]
 
     /// The global options that may not be combined.
-    static let mutuallyExclusive = [[store.name, appID.name]]
+    static let mutuallyExclusive = [[store.name, appID.name], [passphraseFileDescriptor.name, recoveryKeyFileDescriptor.name]]
 
     /// Reads the global options out of the root command's parsed values.
     init(_ root: ParsedCommand) {
@@ -85,6 +91,7 @@ struct GlobalOptions: Sendable, Equatable {
         quiet = root.isSet(Self.quiet)
         verbose = root.isSet(Self.verbose)
         passphraseFileDescriptor = root.value(Self.passphraseFileDescriptor).flatMap { Int32($0) }
+        recoveryKeyFileDescriptor = root.value(Self.recoveryKeyFileDescriptor).flatMap { Int32($0) }
         keyProvider = root.value(Self.keyProvider).flatMap(KeyProviderName.init) ?? .auto
     }
 

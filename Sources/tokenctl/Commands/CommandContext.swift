@@ -141,7 +141,7 @@ struct CommandContext {
                 hint: "'tokenctl put' or 'tokenctl login' makes it a store")
         }
         // The automatic choice is the library's own (it reads the recorded provider on its first connection).
-        let automatic = global.passphraseFileDescriptor == nil && global.keyProvider == .auto
+        let automatic = global.passphraseFileDescriptor == nil && global.recoveryKeyFileDescriptor == nil && global.keyProvider == .auto
         let provider = automatic ? nil : try keyProvider(storePath: location.path)
         let directory = PathNames.directory(of: location.path)
         let modeFiles = [(directory.isEmpty ? "." : directory, "store directory", 0o700), (location.path, "database file", 0o600)]
@@ -180,6 +180,14 @@ struct CommandContext {
     /// Secret Service, or the portal in a Flatpak sandbox that cannot reach it).
     /// Call it once per command: the passphrase is read from the descriptor to its end.
     func keyProvider(storePath: String) throws -> any KeyProvider {
+        if let fd = global.recoveryKeyFileDescriptor {
+            guard global.keyProvider == .auto else {
+                throw CommandFailure(
+                    .usage, "--recovery-key-fd opens the store with its recovery key; it cannot be combined with --key-provider",
+                    hint: "give one of them (unset TOKENCTL_KEY_PROVIDER)")
+            }
+            return RecoveryKeyProvider(recoveryKey: try SecretInput.recoveryKey(fileDescriptor: fd))
+        }
         if let fd = global.passphraseFileDescriptor {
             guard global.keyProvider == .auto else {
                 throw CommandFailure(

@@ -26,7 +26,8 @@ enum CommandTable {
         LoginCommand.self, ProfileCommand.self, AccountsCommand.self, TokenCommand.self, ProofCommand.self, LogoutCommand.self,
         ClearCommand.self, ResumeCommand.self, PendingCommand.self, DiscardCommand.self,
         // Maintenance
-        VerifyCommand.self, MigrateCommand.self, RotateKeyCommand.self, PolicyCommand.self, LockCommand.self, UnlockCommand.self, ResetCommand.self,
+        VerifyCommand.self, MigrateCommand.self, RotateKeyCommand.self, SlotCommand.self, MigrateProviderCommand.self,
+        PolicyCommand.self, LockCommand.self, UnlockCommand.self, ResetCommand.self,
         DestroyCommand.self,
     ]
 

@@ -203,7 +203,10 @@ enum ErrorMapping {
         switch error.code {
         case .keyringLocked: return unlockHint
         case .secretServiceUnavailable: return secretServiceHint
-        case .dataKeyMissing: return keyMissingHint
+        // A store with other key slots says which (and how to open with them) instead of advising reset.
+        case .dataKeyMissing:
+            if let hint = error.hint, hint.hasPrefix("This store has other key slots") { return sentenceToHint(hint) }
+            return keyMissingHint
         case .integrityCheckFailed: return "run 'tokenctl verify' to list every damaged row"
         // A damaged key record says what to do itself (restore the file; never reset: the key is intact).
         case .databaseCorrupt:

@@ -3,6 +3,8 @@ import TokenStore
 /// `tokenctl reset --yes`: destroys the sealed items after the data key was lost; keeps the history.
 struct ResetCommand: TokenctlCommand {
     static let yes = OptionSpec.flag("yes", required: true, "Confirm that the sealed items are to be destroyed.")
+    static let force = OptionSpec.flag(
+        "force", "Reset even though the store has other key slots (a recovery key, a passphrase, another provider) that may open it.")
 
     static let spec = CommandSpec(
         "reset",
@@ -11,20 +13,24 @@ struct ResetCommand: TokenctlCommand {
             Warning: every stored secret is deleted. The credential-state history is kept, \
             with each user marked revoked (reason keyLost); pending revocations that can no \
             longer be opened are recorded as lost. Refused (exit 78, wrongKeyProvider) while the \
-            store records another key provider than the one in use: its key is not lost.
+            store records another key provider than the one in use: its key is not lost; refused \
+            too while the store has other key slots that may open it (see 'slot list'), unless --force.
             """,
-        options: [yes])
+        options: [yes, force])
 
     /// `--yes` is required by the parser already; checked again because the command destroys data.
+    let force: Bool
+
     init(parsed: ParsedCommand) throws {
         try parsed.requireFlag(Self.yes)
+        force = parsed.isSet(Self.force)
     }
 
     func run(_ context: CommandContext) throws -> ExitCode {
         let location = try context.requireExistingStore()
         let report = try TokenStore.resetStore(
             path: location.path, appID: location.appID, keyProvider: context.keyProvider(storePath: location.path),
-            confirm: .yesDiscardSealedData)
+            confirm: .yesDiscardSealedData, despiteOtherKeySlots: force)
         let document: JSONValue = [
             "itemsDestroyed": .int(report.itemsDestroyed),
             "credentialStatesRevoked": .int(report.credentialStatesRevoked),

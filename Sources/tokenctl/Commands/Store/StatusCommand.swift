@@ -37,7 +37,10 @@ struct StatusCommand: TokenctlCommand {
         var keyState: KeyState
         var keyError: String?
         var tpmFailure: TokenStoreError?
-        if let reference = inspection.activeKeyReference(appID: location.appID) {
+        // The key where this provider keeps it: under one of its kind's slots (the first present).
+        let references = inspection.keyReferences(for: provider.kind, appID: location.appID)
+        let found = references.first { (try? provider.availability(of: $0)) == .present } ?? references.first
+        if let reference = found ?? inspection.activeKeyReference(appID: location.appID) {
             do {
                 switch try provider.availability(of: reference) {
                 case .present: keyState = .present
@@ -118,6 +121,8 @@ struct StatusCommand: TokenctlCommand {
             "accessPolicy": Format.optional(inspection.accessPolicy?.name),
             "locked": .bool(inspection.lockedEverywhere),
             "lockSource": .string(Self.lockSource(inspection.accessPolicy)),
+            // The ways to the data key (as recorded; never a secret).
+            "keySlots": SlotKinds.document(inspection.keySlots),
             "discovery": discovery.json,
             // Which program serves the keys (the owner of org.freedesktop.secrets), when known.
             "provider": [
@@ -172,6 +177,8 @@ struct StatusCommand: TokenctlCommand {
                     + ", lock source: " + Self.lockSource(inspection.accessPolicy),
             ])
             table.append(["key id", inspection.activeKeyIdentifier ?? "-"])
+            let slots = inspection.keySlots.map { "\($0.id) \(SlotKinds.name($0.kind))" }
+            table.append(["key slots", slots.isEmpty ? "-" : slots.joined(separator: ", ")])
             table.append(["key state", keyState.rawValue])
             table.append(["protection", protection.tier.rawValue + (protection.reason.isEmpty ? "" : " (\(protection.reason))")])
             table.append([
