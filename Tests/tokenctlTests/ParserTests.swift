@@ -50,6 +50,16 @@ import TestSupport
         try expectParsed(["get", "--account", "alice", "--kind=refresh-token", "--service=s"], command: "get")
     }
 
+    /// A server's DPoP-Nonce is base64url: one in 64 begins with `-` (the test server's random
+    /// nonce did, and `proof --nonce` was refused as a missing value).
+    @Test func aNonceBeginningWithADashIsItsValue() throws {
+        let proof = ["proof", "--domain", "http://127.0.0.1:9", "--client-id", "c", "--account", "a", "--method", "GET",
+                     "--url", "http://127.0.0.1:9/api"]
+        try expectParsed(proof + ["--nonce", "-Ab_c9"], command: "proof")
+        try expectParsed(proof + ["--nonce", "--x"], command: "proof")
+        try expectParsed(proof + ["--nonce=-Ab_c9"], command: "proof")
+    }
+
     @Test func everyKindIsAccepted() throws {
         for kind in ["refresh-token", "apple-user-id", "access-token", "generic"] {
             try expectParsed(["delete", "--account", "a", "--kind", kind], command: "delete")

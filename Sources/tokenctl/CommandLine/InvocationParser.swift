@@ -237,9 +237,11 @@ private struct ArgumentScan {
             return
         }
         // `--min-ttl -5`: a negative number after a numeric option is its value (refused by the
-        // rule with the bound it breaks), not a missing value followed by an option.
+        // rule with the bound it breaks), not a missing value followed by an option; and an
+        // opaque value (`--nonce -x1…`, a server's base64url) is taken whatever it begins with.
         if inlineValue == nil, index < arguments.count,
             !looksLikeOption(arguments[index]) || (spec.rule.isNumeric && isNegativeNumber(arguments[index]))
+                || spec.rule == .opaque
         {
             inlineValue = arguments[index]
             index += 1

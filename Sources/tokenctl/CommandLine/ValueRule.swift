@@ -14,11 +14,14 @@ enum ValueRule: Sendable, Equatable {
     case port
     /// An absolute `http` or `https` URL with a host.
     case httpURL
+    /// A value a server made (a base64url nonce): any non-empty string, taken even when it
+    /// begins with `-`, as getopt takes a required argument (one nonce in 64 does).
+    case opaque
 
     /// Whether `value` satisfies the rule.
     func accepts(_ value: String) -> Bool {
         switch self {
-        case .any:
+        case .any, .opaque:
             return !value.isEmpty
         case .oneOf(let words):
             return words.contains(value)
@@ -60,7 +63,7 @@ enum ValueRule: Sendable, Equatable {
     /// The expectation stated in an error, e.g. `expected one of refresh-token, generic`.
     var expectation: String {
         switch self {
-        case .any: return "expected a non-empty value"
+        case .any, .opaque: return "expected a non-empty value"
         case .oneOf(let words): return "expected one of \(words.joined(separator: ", "))"
         case .nonNegativeInteger: return "expected a non-negative integer"
         case .positiveInteger: return "expected a positive integer"

@@ -11,7 +11,7 @@ struct ProofCommand: TokenctlCommand {
     static let url = OptionSpec.value(
         "url", "url", required: true, rule: .httpURL, "The request's URL (htu: without its query and fragment).")
     static let nonce = OptionSpec.value(
-        "nonce", "nonce",
+        "nonce", "nonce", rule: .opaque,
         "The API's DPoP-Nonce (from its 401 use_dpop_nonce answer): kept for the URL's origin, so this proof and later ones carry it.")
 
     static let spec = CommandSpec(
