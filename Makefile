@@ -29,7 +29,7 @@ test: deps
 	$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/tokenstore-fuzz
 	# The C ABI through an installed prefix: gcc + pkg-config, env -i, ASan, nm -D, browser sign-in, Python, Vala, man, completions.
 	SWIFT=$(SWIFT) scripts/with-keyring scripts/test-cabi $(SWIFT_FLAGS)
-	# The README's Swift blocks built against the package (a throwaway SwiftPM package in .build/readme-swift).
+	# The README's Swift blocks compiled against the package's public API (swiftc on the build's modules).
 	SWIFT=$(SWIFT) scripts/test-readme-swift $(SWIFT_FLAGS)
 	TOKENSTORE_REQUIRE_KEYRING=1 SWIFT=$(SWIFT) scripts/with-keyring scripts/run-tests $(SWIFT_FLAGS)
 # Suites that lock the shared private keyring (or stop its daemon) have "ExclusiveKeyring" in
