@@ -30,6 +30,25 @@ enum CInput {
         return try string(pointer, what)
     }
 
+    /// A caller's options struct that begins with `size_t struct_size`: the size is read first,
+    /// since only that many bytes of the caller's struct may be read (an older header's struct
+    /// is shorter, a newer one's longer than understood here); it must be one of `knownSizes`
+    /// (the sizes of the headers released). The fields after the caller's size keep `empty`'s.
+    static func versionedOptions<Options>(
+        _ pointer: UnsafePointer<Options>, empty: Options, knownSizes: [Int], typeName: String
+    ) throws -> Options {
+        let size = UnsafeRawPointer(pointer).load(as: Int.self)
+        guard knownSizes.contains(size) else {
+            throw invalid(
+                size > MemoryLayout<Options>.size
+                    ? "The options' struct_size is that of a newer tokenstore.h than this library's: build against the library's header."
+                    : "The options' struct_size is not sizeof(\(typeName)): use \(typeName)_init().")
+        }
+        var options = empty
+        withUnsafeMutableBytes(of: &options) { $0.copyMemory(from: UnsafeRawBufferPointer(start: pointer, count: size)) }
+        return options
+    }
+
     /// An out-parameter that must not be NULL.
     static func out<T>(_ pointer: UnsafeMutablePointer<T>?, _ what: String) throws -> UnsafeMutablePointer<T> {
         guard let pointer else { throw invalid("The \(what) out-parameter is NULL.") }

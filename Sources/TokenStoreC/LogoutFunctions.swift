@@ -71,26 +71,9 @@ struct LogoutOptions {
             redirectURIs = try SignInOptions.redirectURIs(ports: SignInOptions.defaultPorts, path: "/callback")
             return
         }
-        // struct_size first: only that many bytes of the caller's struct may be read.
-        let size = UnsafeRawPointer(pointer).load(as: Int.self)
-        guard Self.knownSizes.contains(size) else {
-            throw CInput.invalid(
-                size > MemoryLayout<ts_logout_options>.size
-                    ? "The options' struct_size is that of a newer tokenstore.h than this library's: build against the library's header."
-                    : "The options' struct_size is not sizeof(ts_logout_options): use ts_logout_options_init().")
-        }
-        var options = ts_logout_options()
-        withUnsafeMutableBytes(of: &options) { $0.copyMemory(from: UnsafeRawBufferPointer(start: pointer, count: size)) }
-        guard options.port_count >= 0, options.port_count <= SignInOptions.maxPorts else {
-            throw CInput.invalid("The port count is over \(SignInOptions.maxPorts).")
-        }
-        guard options.port_count == 0 || options.ports != nil else {
-            throw CInput.invalid("The ports are NULL with a non-zero count.")
-        }
-        let ports = options.port_count == 0
-            ? SignInOptions.defaultPorts : Array(UnsafeBufferPointer(start: options.ports, count: options.port_count))
-        let path = try CInput.optionalString(options.redirect_path, "redirect path") ?? "/callback"
-        redirectURIs = try SignInOptions.redirectURIs(ports: ports, path: path)
+        let options = try CInput.versionedOptions(
+            pointer, empty: ts_logout_options(), knownSizes: Self.knownSizes, typeName: "ts_logout_options")
+        redirectURIs = try SignInOptions.redirectURIs(ports: options.ports, count: options.port_count, path: options.redirect_path)
         guard options.timeout_seconds >= 0, options.timeout_seconds <= SignInOptions.maxTimeoutSeconds else {
             throw CInput.invalid("The time-out is not 0 to \(SignInOptions.maxTimeoutSeconds) seconds.")
         }

@@ -98,28 +98,9 @@ struct SignInOptions {
             redirectURIs = try Self.redirectURIs(ports: Self.defaultPorts, path: "/callback")
             return
         }
-        // struct_size is the first field: read it before the rest, of which an older caller
-        // has less (only `size` bytes may be read) and a newer one more than is understood here.
-        let size = UnsafeRawPointer(pointer).load(as: Int.self)
-        guard Self.knownSizes.contains(size) else {
-            throw CInput.invalid(
-                size > MemoryLayout<ts_sign_in_options>.size
-                    ? "The options' struct_size is that of a newer tokenstore.h than this library's: build against the library's header."
-                    : "The options' struct_size is not sizeof(ts_sign_in_options): use ts_sign_in_options_init().")
-        }
-        var options = ts_sign_in_options()
-        withUnsafeMutableBytes(of: &options) { $0.copyMemory(from: UnsafeRawBufferPointer(start: pointer, count: size)) }
-        // size_t arrives as Int: a count with the top bit set reads as negative.
-        guard options.port_count >= 0, options.port_count <= Self.maxPorts else {
-            throw CInput.invalid("The port count is over \(Self.maxPorts).")
-        }
-        guard options.port_count == 0 || options.ports != nil else {
-            throw CInput.invalid("The ports are NULL with a non-zero count.")
-        }
-        let ports = options.port_count == 0
-            ? Self.defaultPorts : Array(UnsafeBufferPointer(start: options.ports, count: options.port_count))
-        let path = try CInput.optionalString(options.redirect_path, "redirect path") ?? "/callback"
-        redirectURIs = try Self.redirectURIs(ports: ports, path: path)
+        let options = try CInput.versionedOptions(
+            pointer, empty: ts_sign_in_options(), knownSizes: Self.knownSizes, typeName: "ts_sign_in_options")
+        redirectURIs = try Self.redirectURIs(ports: options.ports, count: options.port_count, path: options.redirect_path)
         if let connection = try CInput.optionalString(options.connection, "connection") {
             self.connection = connection.isEmpty ? nil : connection
         }
@@ -150,6 +131,16 @@ struct SignInOptions {
             guard options.max_age_seconds >= 0 else { throw CInput.invalid("The max_age is negative.") }
             maxAge = .seconds(Int(options.max_age_seconds))
         }
+    }
+
+    /// The loopback redirect URIs of an options struct's `ports`/`port_count`/`redirect_path`,
+    /// checked; no ports: ``defaultPorts``; no path: `/callback`.
+    static func redirectURIs(ports: UnsafePointer<UInt16>?, count: Int, path: UnsafePointer<CChar>?) throws -> [URL] {
+        // size_t arrives as Int: a count with the top bit set reads as negative.
+        guard count >= 0, count <= maxPorts else { throw CInput.invalid("The port count is over \(maxPorts).") }
+        guard count == 0 || ports != nil else { throw CInput.invalid("The ports are NULL with a non-zero count.") }
+        let list = count == 0 ? defaultPorts : Array(UnsafeBufferPointer(start: ports, count: count))
+        return try redirectURIs(ports: list, path: CInput.optionalString(path, "redirect path") ?? "/callback")
     }
 
     /// `http://127.0.0.1:PORT<path>` for each port. The sign-in checks each one is a loopback

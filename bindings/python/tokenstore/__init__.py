@@ -182,6 +182,39 @@ def _call(function, *arguments):
     return status
 
 
+def _browser_options(options, ports, redirect_path, timeout, open_url):
+    """Fills what the options of every browser flow share (ts_sign_in_options, ts_logout_options):
+    the loopback ports, the redirect path, the time-out and the app's URL opener. Returns the list
+    that gets the opener's exceptions (re-raised by the caller) and the objects the struct points
+    to, which must outlive the call."""
+    keep = []
+    if ports is not None:
+        ports = list(ports)
+        if not ports or not all(isinstance(port, int) and not isinstance(port, bool) and 0 <= port <= 65535
+                                for port in ports):
+            raise TokenStoreError("invalidInput", "The ports must be a non-empty list of 0 to 65535.")
+        port_array = (ctypes.c_uint16 * len(ports))(*ports)
+        keep.append(port_array)
+        options.ports = ctypes.cast(port_array, ctypes.POINTER(ctypes.c_uint16))
+        options.port_count = len(ports)
+    options.redirect_path = _text(redirect_path, "redirect path", optional=True)
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= 2**31 - 1:
+        raise TokenStoreError("invalidInput", "The time-out must be a positive number of seconds.")
+    options.timeout_seconds = timeout
+    raised = []
+    if open_url is not None:
+        def trampoline(url, _user_data):
+            try:
+                return 1 if open_url(url.decode()) is False else 0
+            except BaseException as error:  # noqa: BLE001  (must not unwind through C)
+                raised.append(error)
+                return 1
+        opener = _native.OPEN_URL(trampoline)
+        keep.append(opener)
+        options.open_url = opener
+    return raised, keep
+
+
 def _take_bytes(pointer, length):
     """Copies a library buffer into bytes, then wipes and frees it."""
     lib = _native.library()
@@ -478,23 +511,13 @@ class Session:
         lib = _native.library()
         options = _native.SignInOptions()
         lib.ts_sign_in_options_init(ctypes.byref(options))
-        if ports is not None:
-            ports = list(ports)
-            if not ports or not all(isinstance(port, int) and 0 <= port <= 65535 for port in ports):
-                raise TokenStoreError("invalidInput", "The ports must be a non-empty list of 0 to 65535.")
-            port_array = (ctypes.c_uint16 * len(ports))(*ports)
-            options.ports = ctypes.cast(port_array, ctypes.POINTER(ctypes.c_uint16))
-            options.port_count = len(ports)
-        options.redirect_path = _text(redirect_path, "redirect path", optional=True)
+        raised, keep = _browser_options(options, ports, redirect_path, timeout, open_url)
         options.connection = _text(connection if connection is not None else "", "connection")
         if scopes is not None:
             if isinstance(scopes, str) or any(" " in scope for scope in scopes):
                 raise TokenStoreError("invalidInput", "The scopes must be a list of strings without spaces.")
             options.scopes = _text(" ".join(scopes), "scopes")
         options.audience = _text(audience, "audience", optional=True)
-        if not isinstance(timeout, int) or not 1 <= timeout <= 2**31 - 1:
-            raise TokenStoreError("invalidInput", "The time-out must be a positive number of seconds.")
-        options.timeout_seconds = timeout
         options.dpop = 1 if dpop else 0
         if prompt is not None and prompt not in ("login", "select_account", "consent", "none"):
             raise TokenStoreError("invalidInput", "The prompt must be login, select_account, consent or none.")
@@ -509,15 +532,6 @@ class Session:
                 raise TokenStoreError("invalidInput", "The max_age must be a non-negative number of seconds.")
             options.max_age_set = 1
             options.max_age_seconds = max_age
-        raised = []
-        if open_url is not None:
-            def trampoline(url, _user_data):
-                try:
-                    return 1 if open_url(url.decode()) is False else 0
-                except BaseException as error:  # noqa: BLE001  (must not unwind through C)
-                    raised.append(error)
-                    return 1
-            options.open_url = _native.OPEN_URL(trampoline)
         user_id = ctypes.c_void_p()
         try:
             _call(lib.ts_session_sign_in_browser_cancellable, self._live(), _text(account, "account"),
@@ -601,26 +615,7 @@ class Session:
             return LogoutOutcome(outcome.value)
         options = _native.LogoutOptions()
         lib.ts_logout_options_init(ctypes.byref(options))
-        if ports is not None:
-            ports = list(ports)
-            if not ports or not all(isinstance(port, int) and 0 <= port <= 65535 for port in ports):
-                raise TokenStoreError("invalidInput", "The ports must be a non-empty list of 0 to 65535.")
-            port_array = (ctypes.c_uint16 * len(ports))(*ports)
-            options.ports = ctypes.cast(port_array, ctypes.POINTER(ctypes.c_uint16))
-            options.port_count = len(ports)
-        options.redirect_path = _text(redirect_path, "redirect path", optional=True)
-        if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= 2**31 - 1:
-            raise TokenStoreError("invalidInput", "The time-out must be a positive number of seconds.")
-        options.timeout_seconds = timeout
-        raised = []
-        if open_url is not None:
-            def trampoline(url, _user_data):
-                try:
-                    return 1 if open_url(url.decode()) is False else 0
-                except BaseException as error:  # noqa: BLE001  (must not unwind through C)
-                    raised.append(error)
-                    return 1
-            options.open_url = _native.OPEN_URL(trampoline)
+        raised, keep = _browser_options(options, ports, redirect_path, timeout, open_url)
         browser = ctypes.c_int()
         browser_error = ctypes.c_void_p()
         _call(lib.ts_session_logout_browser, self._live(), _text(account, "account"), ctypes.byref(options),
