@@ -11,6 +11,8 @@ import TokenStore
 @Suite("Crashes and races in logout and renewal", sessionKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct CrashAndRaceTests {
     static let repeats = Int(ProcessInfo.processInfo.environment["TOKENSTORE_CRASH_REPEATS"] ?? "") ?? 20
+    /// How many lanes the races run in (TOKENSTORE_RACE_LANES, default 8).
+    static let raceLanes = max(1, Int(ProcessInfo.processInfo.environment["TOKENSTORE_RACE_LANES"] ?? "") ?? 8)
 
     @Test("kill -9 at each logout step: after restart and resume, no token is left unrevoked and unqueued")
     func logoutCrashPoints() async throws {
@@ -108,7 +110,7 @@ struct CrashAndRaceTests {
     @Test("logout racing a renewal, both orders: never authorized afterwards, nothing left unrevoked")
     func logoutVersusRenewal() async throws {
         let rounds = Int(ProcessInfo.processInfo.environment["TOKENSTORE_RACE_ROUNDS"] ?? "") ?? 1_000
-        let lanes = max(1, min(4, rounds / 10))
+        let lanes = max(1, min(Self.raceLanes, rounds / 10))
         let total = try await withThrowingTaskGroup(of: RaceTally.self) { group in
             for lane in 0..<lanes {
                 let share = rounds / lanes + (lane < rounds % lanes ? 1 : 0)
