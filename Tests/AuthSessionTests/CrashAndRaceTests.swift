@@ -7,7 +7,7 @@ import TokenStore
 
 // Not `.serialized`: each test has a fixture of its own (its own store file and its own server
 // process), so the three run side by side and the suite costs its longest test (the 1,000
-// races, in four lanes of their own), not the sum.
+// races, in lanes of their own), not the sum.
 @Suite("Crashes and races in logout and renewal", sessionKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct CrashAndRaceTests {
     static let repeats = Int(ProcessInfo.processInfo.environment["TOKENSTORE_CRASH_REPEATS"] ?? "") ?? 20
@@ -102,7 +102,7 @@ struct CrashAndRaceTests {
         }
     }
 
-    /// The races run in four lanes side by side, each with a fixture of its own (its own store
+    /// The races run in lanes side by side (``raceLanes``), each with a fixture of its own (its own store
     /// file, keyring items and server process): one lane of 1,000 sequential rounds took ~155 s
     /// alone but over the 10-minute limit in CI's make test, where every other suite competes for
     /// the two cores (the fail of stop 30's CI). The lanes get a fair share of the machine and
