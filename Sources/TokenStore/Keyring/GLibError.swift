@@ -74,9 +74,11 @@ enum GLibError {
                     .ioError, "The Secret Service call failed (\(inWords(operation))).", cause: cause)
             }
         }
-        if domain == g_spawn_error_quark() {
+        if domain == g_spawn_error_quark() || domain == g_spawn_exit_error_quark() {
             // No session bus address, but a DISPLAY (ssh -X): GLib tried to autolaunch a bus
-            // with dbus-launch, which failed to start (not installed) or to run.
+            // with dbus-launch, which failed to start (not installed: a spawn error) or ran and
+            // failed (installed, as dbus-x11 is on most desktops, but no X server answers at
+            // that DISPLAY: its exit status, in the spawn-exit domain).
             return unavailable(operation, cause)
         }
         return TokenStoreError(.ioError, "The Secret Service call failed (\(inWords(operation))).", cause: cause)
