@@ -5,7 +5,7 @@ extension TokenStore {
     /// - Throws: `invalidInput` for an empty or oversize id; storage errors.
     public func credentialState(forUserID userID: String) throws -> CredentialState {
         try Self.validate(userID: userID)
-        return try connection.read { db, envelope in try CredentialRecord.state(db, userID: userID, envelope: envelope) }
+        return try connection.readRepeatable { db, envelope in try CredentialRecord.state(db, userID: userID, envelope: envelope) }
     }
 
     /// Records a change of credential state with its reason (and an optional detail code).

@@ -27,7 +27,7 @@ extension TokenStore {
     /// - Throws: `integrityCheckFailed`, `databaseCorrupt`, `databaseBusy`, `storeClosed`, `invalidInput`.
     public func item(for key: ItemKey) throws -> StoredItem? {
         try Self.validate(key)
-        return try connection.read { db, envelope in try ItemRecord.find(db, key, envelope: envelope)?.stored(envelope) }
+        return try connection.readRepeatable { db, envelope in try ItemRecord.find(db, key, envelope: envelope)?.stored(envelope) }
     }
 
     /// The short fingerprint this store shows for `secret` (the one in ``ItemInfo/fingerprint``
@@ -44,7 +44,7 @@ extension TokenStore {
     public func secret(for key: ItemKey) throws -> SecretBytes? {
         try Self.validate(key)
         // The secret alone: no fingerprint (a keyed hash over the whole secret) is computed.
-        return try connection.read { db, envelope in try ItemRecord.find(db, key, envelope: envelope)?.secret }
+        return try connection.readRepeatable { db, envelope in try ItemRecord.find(db, key, envelope: envelope)?.secret }
     }
 
     /// Deletes the item at `key`. Succeeds when there is nothing to delete.

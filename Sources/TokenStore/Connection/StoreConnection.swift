@@ -45,6 +45,10 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// `PRAGMA data_version` when the active key was last confirmed: unchanged means no other
     /// connection committed since, so no key switch can have happened.
     var confirmedDataVersion: Int64?
+    /// The pager's data version (``Database/pagerDataVersion()``) of the last read that took the
+    /// checked path: a read that finds it unchanged after its body ran used the key in hand on a
+    /// file nothing has committed to since (see ``readRepeatable(_:)``).
+    private var confirmedPagerVersion: UInt32?
     /// Checkpoints held back by a reader since the last one that finished (see ``checkpointQuietly()``).
     private var owedCheckpoints = 0
     /// Whether the schema has the change log (schema 14; a store never loses it once it has it).
@@ -178,8 +182,42 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     func read<T>(_ body: (Database, Envelope) throws -> T) throws -> T {
         try refuseIfLockedHere()
         return try withDatabase { db in
-            try db.readTransaction { try body(db, try unlockedEnvelope(db)) }
+            try db.readTransaction { try checkedRead(db, body) }
         }
+    }
+
+    /// ``read(_:)`` for a body that has no effect but its result (a look-up): it may run twice.
+    ///
+    /// When the last read confirmed the key and the store is not locked, the body runs first
+    /// with the key in hand and without a transaction (each statement its own snapshot, no
+    /// BEGIN or COMMIT); the pager's data version, read after the body, then says whether
+    /// anything committed to the file since that confirmation. SQLite moves it when one of this
+    /// connection's reads begins on a file that changed, and at its own commits. Unchanged: every
+    /// statement of the body read the file as it was at the confirmation (one snapshot, in
+    /// effect), nothing can have switched the key, locked the store elsewhere or changed its
+    /// policy, and the result stands. Changed (another process wrote, or this one did): what
+    /// the body returned or threw is dropped, and the checked path runs it again in a read
+    /// transaction.
+    func readRepeatable<T>(_ body: (Database, Envelope) throws -> T) throws -> T {
+        try refuseIfLockedHere()
+        return try withDatabase { db in
+            if let confirmed = confirmedPagerVersion, confirmedDataVersion != nil, !db.isInTransaction,
+                lockState.load(ordering: .acquiring) == LockReason.unlocked.rawValue,
+                let envelope = currentKey.withLock({ $0 })
+            {
+                let result = Result { try body(db, envelope) }
+                if db.pagerDataVersion() == confirmed { return try result.get() }
+            }
+            return try db.readTransaction { try checkedRead(db, body) }
+        }
+    }
+
+    /// Inside a read transaction: the body under the envelope ``unlockedEnvelope(_:)`` checked,
+    /// and the pager's data version noted for ``readRepeatable(_:)``.
+    private func checkedRead<T>(_ db: Database, _ body: (Database, Envelope) throws -> T) throws -> T {
+        let result = try body(db, try unlockedEnvelope(db))
+        confirmedPagerVersion = confirmedDataVersion == nil ? nil : db.pagerDataVersion()
+        return result
     }
 
     /// A write transaction that switches the store to `key`: once it has committed, `key` is

@@ -84,7 +84,7 @@ package struct SessionLedger: Sendable {
     /// The access token cached at `key`, or `nil` (none, or the account is logging out).
     package func cachedAccessToken(_ key: AccessTokenKey) throws -> AccessTokenEntry? {
         try TokenStore.validate(key)
-        return try connection.read { db, envelope in
+        return try connection.readRepeatable { db, envelope in
             guard try !AccountMarks.isLoggingOut(db, key.account, envelope: envelope) else { return nil }
             return try AccessTokenRecord.find(db, key, envelope: envelope)?.entry
         }

@@ -316,6 +316,15 @@ final class Database {
         try scalarInt("PRAGMA data_version") ?? 0
     }
 
+    /// SQLite's pager data version (`SQLITE_FCNTL_DATA_VERSION`): it moves at every commit to the
+    /// file, this connection's own too, and inside a transaction, once a statement has read the
+    /// file, it is that snapshot's. A function call where `PRAGMA data_version` is a statement
+    /// (about 0.1k instructions against 2.8k). nil when SQLite does not answer.
+    func pagerDataVersion() -> UInt32? {
+        var version: UInt32 = 0
+        return sqlite3_file_control(handle, "main", SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK ? version : nil
+    }
+
     /// Whether a connection-level option (`SQLITE_DBCONFIG_*`) is on, read back from SQLite.
     func configFlag(_ option: Int32) throws -> Bool {
         var value: Int32 = -1
