@@ -30,13 +30,14 @@ struct tokenstore_tss2 {
     tokenstore_esys_context_save_fn *_Nonnull esys_context_save;
     tokenstore_esys_context_load_fn *_Nonnull esys_context_load;
     tokenstore_esys_tr_get_name_fn *_Nonnull esys_tr_get_name;
-    tokenstore_esys_tr_set_auth_fn *_Nonnull esys_tr_set_auth;
     tokenstore_esys_free_fn *_Nonnull esys_free;
     tokenstore_mu_public_marshal_fn *_Nonnull mu_public_marshal;
     tokenstore_mu_public_unmarshal_fn *_Nonnull mu_public_unmarshal;
     tokenstore_mu_private_marshal_fn *_Nonnull mu_private_marshal;
     tokenstore_mu_private_unmarshal_fn *_Nonnull mu_private_unmarshal;
     tokenstore_rc_decode_fn *_Nonnull rc_decode;
+    /* Added last, so that the fields before keep their offsets. */
+    tokenstore_esys_tr_set_auth_fn *_Nonnull esys_tr_set_auth;
 };
 
 /* Loads tpm2-tss and fills `api`; the libraries stay loaded for the life of the process.
@@ -67,13 +68,13 @@ static inline int tokenstore_tss2_load(struct tokenstore_tss2 *_Nonnull api, con
     TOKENSTORE_TSS2_SYMBOL(1, esys_context_save, "Esys_ContextSave")
     TOKENSTORE_TSS2_SYMBOL(1, esys_context_load, "Esys_ContextLoad")
     TOKENSTORE_TSS2_SYMBOL(1, esys_tr_get_name, "Esys_TR_GetName")
-    TOKENSTORE_TSS2_SYMBOL(1, esys_tr_set_auth, "Esys_TR_SetAuth")
     TOKENSTORE_TSS2_SYMBOL(1, esys_free, "Esys_Free")
     TOKENSTORE_TSS2_SYMBOL(2, mu_public_marshal, "Tss2_MU_TPM2B_PUBLIC_Marshal")
     TOKENSTORE_TSS2_SYMBOL(2, mu_public_unmarshal, "Tss2_MU_TPM2B_PUBLIC_Unmarshal")
     TOKENSTORE_TSS2_SYMBOL(2, mu_private_marshal, "Tss2_MU_TPM2B_PRIVATE_Marshal")
     TOKENSTORE_TSS2_SYMBOL(2, mu_private_unmarshal, "Tss2_MU_TPM2B_PRIVATE_Unmarshal")
     TOKENSTORE_TSS2_SYMBOL(3, rc_decode, "Tss2_RC_Decode")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_tr_set_auth, "Esys_TR_SetAuth")
 #undef TOKENSTORE_TSS2_SYMBOL
     return 0;
 }
