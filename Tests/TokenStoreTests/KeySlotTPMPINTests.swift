@@ -127,6 +127,34 @@ struct KeySlotTPMPINTests {
     }
 }
 
+extension KeySlotTPMPINTests {
+    @Test("through a relay in front of the TPM: neither the data key nor the PIN crosses in clear; Create and Unseal run in encrypting HMAC sessions")
+    func busCarriesNoSecret() throws {
+        let tpm = try SoftwareTPM.start()
+        let relay = try TPMRelay(to: tpm)
+        defer { relay.stop() }
+        let t = try TestStore()
+        defer { try? PrivateKeyring.clearItems(storeID: t.store.storeIdentifier) }
+        try t.store.set(secret("bus-secret"), for: key("alice", .generic))
+        let reference = DataKeyReference(storeID: t.store.storeIdentifier, keyID: t.store.keyIdentifier, appID: testAppID)
+        let dataKey = try #require(try SecretServiceKeyProvider().loadKey(reference)).copyBytes()
+        let longPIN = "pin-\(UUID().uuidString.prefix(12))"
+        try t.store.addKeySlot(TPMPINKeyProvider(pin: SecretBytes(Array(longPIN.utf8)), tcti: relay.tcti))
+        t.store.close()
+        let viaRelay = try TokenStore(
+            path: t.path, appID: testAppID, keyProvider: TPMPINKeyProvider(pin: SecretBytes(Array(longPIN.utf8)), tcti: relay.tcti))
+        #expect(try viaRelay.secret(for: key("alice", .generic)) == secret("bus-secret"))
+        let bytes = relay.recordedBytes
+        #expect(dataKey.count == 32 && !bytes.containsSubsequence(dataKey), "the data key crossed the TPM interface in clear")
+        #expect(!bytes.containsSubsequence(Array(longPIN.utf8)), "the PIN crossed the TPM interface")
+        for (code, attribute) in [(UInt32(0x153), UInt8(0x20)), (UInt32(0x15E), UInt8(0x40))] {  // Create: decrypt; Unseal: encrypt
+            let exchange = try #require(relay.exchanges.first { $0.commandCode == code }, "no command 0x\(String(code, radix: 16))")
+            let session = try #require(TPMRelay.firstSession(of: exchange.command, handles: 1))
+            #expect(session.handle >> 24 == 0x02 && session.attributes & attribute != 0, "0x\(String(code, radix: 16)): \(session)")
+        }
+    }
+}
+
 extension Array where Element == UInt8 {
     fileprivate func containsSubsequence(_ part: [UInt8]) -> Bool {
         guard part.count <= count else { return false }
