@@ -51,6 +51,9 @@ struct TPMPINCommandTests {
         #expect(listed.standardOutput.contains("\"keyring\"") && listed.standardOutput.contains("\"tpm-pin\""), "\(listed)")
 
         try PrivateKeyring.clearItems(storeID: storeID)  // only the PIN slot is left to open it
+        let lost = try run(store, "get --account user0 --kind generic", tcti: tpm.tcti)
+        #expect(lost.status == 65 && lost.standardError.contains("[dataKeyMissing]"), "\(lost)")
+        #expect(lost.standardError.contains("--pin-fd N") && lost.standardError.contains("do not reset"), "\(lost.standardError)")
         for (n, canary) in canaries.enumerated() {
             let get = try run(store, "--pin-fd 3 get --account user\(n) --kind generic --reveal", fd3: pinFile, tcti: tpm.tcti)
             #expect(get.status == 0 && get.standardOutput.contains(canary), "\(get)")
