@@ -17,10 +17,10 @@ static const char *const codes[] = {
     "storage", "authorizationFailed", "stateMismatch", "idTokenInvalid", "loopbackUnavailable",
     "browserUnavailable", "userChanged", "notRevocable", "authorizationMisconfigured", "issuerMismatch",
     "dpopKeyLost", "unsupportedByServer", "stepUpRequired", "accessTokenRejected",
-    "storeLocked", "userPresenceDenied", "lockSourceUnavailable",
+    "storeLocked", "userPresenceDenied", "lockSourceUnavailable", "wrongPIN", "tpmLockedOut",
 };
 
-G_STATIC_ASSERT (G_N_ELEMENTS (codes) == TS_ERROR_LOCK_SOURCE_UNAVAILABLE + 1);
+G_STATIC_ASSERT (G_N_ELEMENTS (codes) == TS_ERROR_TPM_LOCKED_OUT + 1);
 
 GQuark
 ts_error_quark (void)

@@ -72,6 +72,10 @@ G_BEGIN_DECLS
  * @TS_ERROR_STORE_LOCKED: the store is locked (its data key wiped); retry after the user unlocks
  * @TS_ERROR_USER_PRESENCE_DENIED: the user's presence was asked for and denied; nothing changed
  * @TS_ERROR_LOCK_SOURCE_UNAVAILABLE: whenUnlocked, but nothing says when the session locks
+ * @TS_ERROR_WRONG_PIN: the PIN does not open the TPM PIN key slot; the TPM counted the failure
+ *   (the message says how many more it allows); nothing changed
+ * @TS_ERROR_TPM_LOCKED_OUT: the TPM is in dictionary-attack lockout after too many wrong PINs and
+ *   refuses every PIN until it recovers (the message says how long); nothing changed
  *
  * The codes of #TS_STORE_ERROR. A cancelled call fails with %G_IO_ERROR_CANCELLED instead.
  */
@@ -130,6 +134,8 @@ typedef enum {
     TS_ERROR_STORE_LOCKED,
     TS_ERROR_USER_PRESENCE_DENIED,
     TS_ERROR_LOCK_SOURCE_UNAVAILABLE,
+    TS_ERROR_WRONG_PIN,
+    TS_ERROR_TPM_LOCKED_OUT,
 } TsError;
 
 GQuark ts_error_quark (void);

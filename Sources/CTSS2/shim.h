@@ -36,6 +36,8 @@ struct tokenstore_tss2 {
     tokenstore_mu_private_marshal_fn *_Nonnull mu_private_marshal;
     tokenstore_mu_private_unmarshal_fn *_Nonnull mu_private_unmarshal;
     tokenstore_rc_decode_fn *_Nonnull rc_decode;
+    /* Added last, so that the fields before keep their offsets. */
+    tokenstore_esys_tr_set_auth_fn *_Nonnull esys_tr_set_auth;
 };
 
 /* Loads tpm2-tss and fills `api`; the libraries stay loaded for the life of the process.
@@ -72,6 +74,7 @@ static inline int tokenstore_tss2_load(struct tokenstore_tss2 *_Nonnull api, con
     TOKENSTORE_TSS2_SYMBOL(2, mu_private_marshal, "Tss2_MU_TPM2B_PRIVATE_Marshal")
     TOKENSTORE_TSS2_SYMBOL(2, mu_private_unmarshal, "Tss2_MU_TPM2B_PRIVATE_Unmarshal")
     TOKENSTORE_TSS2_SYMBOL(3, rc_decode, "Tss2_RC_Decode")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_tr_set_auth, "Esys_TR_SetAuth")
 #undef TOKENSTORE_TSS2_SYMBOL
     return 0;
 }
@@ -104,6 +107,14 @@ static inline void tokenstore_tpm_sealed_template(TPM2B_PUBLIC *out) {
     out->publicArea.objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT
         | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA;
     out->publicArea.parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_NULL;
+}
+
+/// A sealed data object for a PIN key slot: as the sealed template, but its authValue (set at
+/// creation: tokenstore_tpm_sensitive_auth) is needed to unseal it, and it is subject to the TPM's
+/// dictionary-attack protection (no noDA): each wrong authValue counts towards the TPM's lockout.
+static inline void tokenstore_tpm_sealed_pin_template(TPM2B_PUBLIC *out) {
+    tokenstore_tpm_sealed_template(out);
+    out->publicArea.objectAttributes &= ~TPMA_OBJECT_NODA;
 }
 
 /// A DPoP signing key (TPMSigningKey): ECC P-256, unrestricted, sign only, scheme ECDSA with
@@ -174,6 +185,46 @@ static inline int tokenstore_tpm_sensitive(TPM2B_SENSITIVE_CREATE *out, const ui
     out->sensitive.data.size = (UINT16)count;
     memcpy(out->sensitive.data.buffer, data, count);
     return 0;
+}
+
+/// The sensitive part of a sealed object with the authValue `auth` (at most 32 bytes, the nameAlg's
+/// digest size): `data` as tokenstore_tpm_sensitive. 0 on success.
+static inline int tokenstore_tpm_sensitive_auth(TPM2B_SENSITIVE_CREATE *out, const uint8_t *data, size_t count,
+                                                const uint8_t *auth, size_t auth_count) {
+    if (tokenstore_tpm_sensitive(out, data, count) != 0 || auth_count > 32) return -1;
+    out->sensitive.userAuth.size = (UINT16)auth_count;
+    memcpy(out->sensitive.userAuth.buffer, auth, auth_count);
+    return 0;
+}
+
+/// `auth` (at most 32 bytes) as a TPM2B_AUTH for Esys_TR_SetAuth. 0 on success.
+static inline int tokenstore_tpm_auth(TPM2B_AUTH *out, const uint8_t *auth, size_t auth_count) {
+    memset(out, 0, sizeof *out);
+    if (auth_count > 32) return -1;
+    out->size = (UINT16)auth_count;
+    memcpy(out->buffer, auth, auth_count);
+    return 0;
+}
+
+/// The dictionary-attack state (TPM2_PT_LOCKOUT_COUNTER, TPM2_PT_MAX_AUTH_FAIL,
+/// TPM2_PT_LOCKOUT_INTERVAL, TPM2_PT_LOCKOUT_RECOVERY: four variable properties in a row) into
+/// `out` (0 where the TPM did not answer one), with one TPM2_GetCapability. Returns its TSS2_RC.
+static inline TSS2_RC tokenstore_tpm_read_lockout(const struct tokenstore_tss2 *_Nonnull api, ESYS_CONTEXT *_Nonnull esys, uint32_t out[4]) {
+    TPMI_YES_NO more = 0;
+    TPMS_CAPABILITY_DATA *data = NULL;
+    memset(out, 0, 4 * sizeof(uint32_t));
+    TSS2_RC rc = api->esys_get_capability(esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                          TPM2_CAP_TPM_PROPERTIES, TPM2_PT_LOCKOUT_COUNTER, 4, &more, &data);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    if (data != NULL && data->capability == TPM2_CAP_TPM_PROPERTIES) {
+        const TPML_TAGGED_TPM_PROPERTY *list = &data->data.tpmProperties;
+        for (UINT32 i = 0; i < list->count && i < TPM2_MAX_TPM_PROPERTIES; i++) {
+            UINT32 index = list->tpmProperty[i].property - TPM2_PT_LOCKOUT_COUNTER;
+            if (index < 4) out[index] = list->tpmProperty[i].value;
+        }
+    }
+    api->esys_free(data);
+    return TSS2_RC_SUCCESS;
 }
 
 /// Wipes a sensitive structure before it is freed or goes out of scope.

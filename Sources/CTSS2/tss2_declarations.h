@@ -139,6 +139,7 @@ typedef struct TPMS_CONTEXT { UINT64 sequence; TPM2_HANDLE savedHandle; TPM2_HAN
 #define TPM2_RH_NULL ((TPM2_HANDLE) 0x40000007)
 #define TPM2_CAP_TPM_PROPERTIES ((TPM2_CAP) 0x00000006)
 #define TPM2_PT_MANUFACTURER ((TPM2_PT) 0x00000105)
+#define TPM2_PT_LOCKOUT_COUNTER ((TPM2_PT) 0x0000020E)
 #define TPM2_ALG_AES ((TPM2_ALG_ID) 0x0006)
 #define TPM2_ALG_KEYEDHASH ((TPM2_ALG_ID) 0x0008)
 #define TPM2_ALG_SHA256 ((TPM2_ALG_ID) 0x000B)
@@ -199,6 +200,7 @@ typedef TSS2_RC tokenstore_esys_trsess_set_attributes_fn(ESYS_CONTEXT *esysConte
 typedef TSS2_RC tokenstore_esys_context_save_fn(ESYS_CONTEXT *esysContext, ESYS_TR saveHandle, TPMS_CONTEXT **context);
 typedef TSS2_RC tokenstore_esys_context_load_fn(ESYS_CONTEXT *esysContext, const TPMS_CONTEXT *context, ESYS_TR *loadedHandle);
 typedef TSS2_RC tokenstore_esys_tr_get_name_fn(ESYS_CONTEXT *esysContext, ESYS_TR handle, TPM2B_NAME **name);
+typedef TSS2_RC tokenstore_esys_tr_set_auth_fn(ESYS_CONTEXT *esysContext, ESYS_TR handle, TPM2B_AUTH const *authValue);
 typedef void tokenstore_esys_free_fn(void *ptr);
 typedef TSS2_RC tokenstore_mu_public_marshal_fn(TPM2B_PUBLIC const *src, uint8_t buffer[], size_t buffer_size, size_t *offset);
 typedef TSS2_RC tokenstore_mu_public_unmarshal_fn(uint8_t const buffer[], size_t buffer_size, size_t *offset, TPM2B_PUBLIC *dest);

@@ -44,8 +44,8 @@ extension TokenStore {
                 _ = try KeySlots.materialize(db, envelope: envelope, recordedKind: recordedKind(db, envelope))
                 let reference = DataKeyReference(storeID: Hex.encode(envelope.storeID), keyID: Hex.encode(keyRef), appID: appID)
                 var sealed: [UInt8]?
-                if let recovery = provider as? RecoveryKeyProvider {
-                    sealed = try recovery.wrap(envelope.key.material, reference: reference)
+                if let inStore = provider as? any InStoreKeySlotProvider {
+                    sealed = try inStore.wrap(envelope.key.material, reference: reference)
                 } else {
                     try provider.storeKey(envelope.key.material, for: reference)
                     stored = reference

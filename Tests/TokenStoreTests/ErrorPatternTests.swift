@@ -25,6 +25,7 @@ private let everyPattern: [(TokenStoreError, String)] = [
     (.storeRolledBack, "storeRolledBack"), (.notAStore, "notAStore"), (.migrationRequired, "migrationRequired"),
     (.wrongKeyProvider, "wrongKeyProvider"), (.tpmUnavailable, "tpmUnavailable"), (.tpmMismatch, "tpmMismatch"),
     (.storeLocked, "storeLocked"), (.userPresenceDenied, "userPresenceDenied"), (.lockSourceUnavailable, "lockSourceUnavailable"),
+    (.wrongPIN, "wrongPIN"), (.tpmLockedOut, "tpmLockedOut"),
 ]
 
 @Test(.offPool, .timeLimit(.minutes(TestTimeLimit.minutes))) func everyCodeHasAPatternThatMatchesOnlyItsCode() {

@@ -41,7 +41,7 @@ import TestSupport
 
     private let getUsage = "tokenctl get --account <account> [--kind <kind>] [--service <service>] [--reveal] [--raw]"
     private let rootUsage =
-        "tokenctl [--store <path> | --app-id <id>] [--json] [--quiet] [--verbose] [--passphrase-fd <fd> | --recovery-key-fd <fd>] [--key-provider <name>] <subcommand>"
+        "tokenctl [--store <path> | --app-id <id>] [--json] [--quiet] [--verbose] [--passphrase-fd <fd> | --recovery-key-fd <fd> | --pin-fd <fd>] [--key-provider <name>] <subcommand>"
 
     // MARK: Accepted forms
 

@@ -108,6 +108,15 @@ public struct TokenStoreError: CodedError {
         /// ``AccessPolicy/whenUnlocked`` was asked, but nothing on the buses says when the session
         /// locks (no logind, no screensaver). The store was not opened.
         public static let lockSourceUnavailable = Code(rawValue: "lockSourceUnavailable")
+        /// The PIN given for a TPM PIN key slot (``TPMPINKeyProvider``) is not its PIN. The TPM
+        /// counted the failure towards its dictionary-attack lockout:
+        /// ``TokenStoreError/pinTriesLeft`` says how many more it allows. Nothing was changed.
+        public static let wrongPIN = Code(rawValue: "wrongPIN")
+        /// The TPM is in dictionary-attack lockout after too many wrong PINs: it refuses every
+        /// PIN, the right one too, until it recovers (``TokenStoreError/lockoutRecovery``: the
+        /// longest wait; nil when only the TPM's lockout authorization ends it). Nothing was
+        /// changed; the store's data is intact. Temporary: retry after the wait.
+        public static let tpmLockedOut = Code(rawValue: "tpmLockedOut")
 
         /// Every code this version defines, in a stable order. A later version may add more.
         public static let allCases: [Code] = [
@@ -116,6 +125,7 @@ public struct TokenStoreError: CodedError {
             .unsafeFileLayout, .invalidInput, .ioError, .storeClosed, .timedOut, .cancelled,
             .wrongPassphrase, .schemaTampered, .diskFull, .storeRolledBack, .notAStore, .migrationRequired,
             .wrongKeyProvider, .tpmUnavailable, .tpmMismatch, .storeLocked, .userPresenceDenied, .lockSourceUnavailable,
+            .wrongPIN, .tpmLockedOut,
         ]
     }
 
@@ -153,11 +163,18 @@ public struct TokenStoreError: CodedError {
     public let schemaVersions: (found: Int, supported: Int)?
     /// For ``Code/wrongKeyProvider``: the kind of key provider the store records (the one it needs).
     public let recordedKeyProvider: KeyProviderKind?
+    /// For ``Code/wrongPIN``: the wrong PINs the TPM still allows before it locks out (nil when it
+    /// did not say).
+    public let pinTriesLeft: Int?
+    /// For ``Code/tpmLockedOut``: the longest wait until the TPM accepts a PIN again (nil when it
+    /// does not recover by itself, or did not say).
+    public let lockoutRecovery: Duration?
 
     /// Makes an error. `message` and `hint` must hold no secret, account name or user id.
     public init(
         _ code: Code, _ message: String, hint: String? = nil, cause: Cause? = nil,
-        schemaVersions: (found: Int, supported: Int)? = nil, recordedKeyProvider: KeyProviderKind? = nil
+        schemaVersions: (found: Int, supported: Int)? = nil, recordedKeyProvider: KeyProviderKind? = nil,
+        pinTriesLeft: Int? = nil, lockoutRecovery: Duration? = nil
     ) {
         self.code = code
         self.message = message
@@ -165,6 +182,8 @@ public struct TokenStoreError: CodedError {
         self.cause = cause
         self.schemaVersions = schemaVersions
         self.recordedKeyProvider = recordedKeyProvider
+        self.pinTriesLeft = pinTriesLeft
+        self.lockoutRecovery = lockoutRecovery
     }
 
     /// `TokenStoreError.<code>: message (cause) Hint: …`, never a secret or an identifier.
@@ -249,6 +268,10 @@ extension TokenStoreError {
     /// Matches ``Code/lockSourceUnavailable``.
     public static let lockSourceUnavailable = Self(
         .lockSourceUnavailable, "Nothing says when the desktop session locks.")
+    /// Matches ``Code/wrongPIN``.
+    public static let wrongPIN = Self(.wrongPIN, "The PIN does not open the TPM PIN key slot.")
+    /// Matches ``Code/tpmLockedOut``.
+    public static let tpmLockedOut = Self(.tpmLockedOut, "The TPM is in dictionary-attack lockout.")
 }
 
 extension TokenStoreError {

@@ -23,6 +23,8 @@ public struct KeyProviderKind: RawRepresentable, Sendable, Hashable, CustomStrin
     public static let tpm = KeyProviderKind(rawValue: "tpm")
     /// A recovery key slot (``RecoveryKeyProvider``): the key wrapped in the store itself.
     public static let recovery = KeyProviderKind(rawValue: "recovery")
+    /// A TPM + PIN key slot (``TPMPINKeyProvider``): the key sealed by the TPM under a PIN, in the store itself.
+    public static let tpmPIN = KeyProviderKind(rawValue: "tpm-pin")
 
     public var description: String { rawValue }
 
@@ -72,6 +74,15 @@ public struct KeyProviderKind: RawRepresentable, Sendable, Hashable, CustomStrin
             tokenctlAdvice: "this store's key is sealed by a TPM: open it with --key-provider tpm (or TOKENCTL_KEY_PROVIDER=tpm) "
                 + "on the machine whose TPM sealed it",
             make: { _ in TPMKeyProvider() }),
+        KeyProviderTraits(
+            kind: .tpmPIN, tier: .hardware, capabilities: [.sealsWithTPM, .asksForPassphrase],
+            keyHome: "the store's key slot, sealed by the TPM under a PIN",
+            openingAdvice: "This store's key is sealed by a TPM under a PIN: open it with a TPMPINKeyProvider and its PIN "
+                + "(tokenctl: --pin-fd N), on the machine whose TPM sealed it.",
+            commandLineName: nil, tokenctlOption: "--pin-fd N (the PIN on descriptor N)",
+            tokenctlAdvice: "this store's key is sealed by a TPM under a PIN: open it with --pin-fd N (the PIN on descriptor N) "
+                + "on the machine whose TPM sealed it",
+            make: nil),
     ]
 
     /// A recorded name as it may appear in a message: printable ASCII, at most 32 characters.

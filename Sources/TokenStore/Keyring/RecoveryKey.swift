@@ -89,9 +89,10 @@ public struct RecoveryKey: Sendable {
 /// let store = try TokenStore(path: path, appID: "com.example.app", keyProvider: provider)
 /// try store.addKeySlot(SecretServiceKeyProvider())  // the keyring opens it again
 /// ```
-public struct RecoveryKeyProvider: KeyProvider {
+public struct RecoveryKeyProvider: KeyProvider, InStoreKeySlotProvider {
     public var name: String { KeyProviderKind.recovery.rawValue }
     let recoveryKey: RecoveryKey
+    var slotNoun: String { "a recovery key slot" }
     /// The Argon2id cost of a key wrapped with it (an existing slot opens with the cost it records).
     public let limits: PassphraseKeyProvider.Limits
 

@@ -332,12 +332,15 @@ final class TPMSession {
         try withEncryptedSession(salt: salt) { session throws(TokenStoreError) in try unseal(object, session: session) }
     }
 
-    private func unseal(_ object: Object, session: ESYS_TR) throws(TokenStoreError) -> SecretBytes {
+    /// TPM2_Unseal in `session`; a refusal `refused` names (a PIN's) is its error, any other failure `tpmUnavailable`.
+    func unseal(
+        _ object: Object, session: ESYS_TR, refused: (TSS2_RC) -> TokenStoreError? = { _ in nil }
+    ) throws(TokenStoreError) -> SecretBytes {
         let esys = try context()
         var outData: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
         commands += 1
         let rc = api.esys_unseal(esys, object.handle, session, tokenstore_esys_tr_none, tokenstore_esys_tr_none, &outData)
-        guard rc == TSS2_RC_SUCCESS, let outData else { throw TPMDiagnosis.failed("TPM2_Unseal", tcti: tcti, rc: rc) }
+        guard rc == TSS2_RC_SUCCESS, let outData else { throw refused(rc) ?? TPMDiagnosis.failed("TPM2_Unseal", tcti: tcti, rc: rc) }
         defer {
             tokenstore_tpm_wipe(outData, MemoryLayout<TPM2B_SENSITIVE_DATA>.size)
             api.esys_free(outData)

@@ -4,7 +4,9 @@ internal import CTSS2
 /// and libtss2-sys, which a process that never asks a TPM (most apps, most tokenctl commands)
 /// then does not load. See `Sources/CTSS2/shim.h`.
 final class TSS2Library: @unchecked Sendable {  // the table is written once, before the object is shared
-    /// The function table (filled by `tokenstore_tss2_load`, kept for the life of the process).
+    /// The function table (filled by `tokenstore_tss2_load`, kept for the life of the process; a
+    /// function added to it goes last, and every file that reads it is rebuilt: SwiftPM does not
+    /// rebuild a Swift file for a change in shim.h alone).
     private let table: UnsafePointer<tokenstore_tss2>
 
     /// The functions.

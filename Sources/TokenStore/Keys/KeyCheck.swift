@@ -92,7 +92,7 @@ enum KeyCheck {
     ) throws -> TokenStoreError {
         var keyIDs: [[UInt8]] = []
         try database.forEachRow("SELECT key_id FROM data_keys") { keyIDs.append($0.blob(0)) }
-        for keyID in keyIDs where !(provider is RecoveryKeyProvider) {
+        for keyID in keyIDs where !(provider is any InStoreKeySlotProvider) {
             let reference = DataKeyReference(storeID: Hex.encode(storeID), keyID: Hex.encode(keyID), appID: appID)
             guard let material = try provider.loadKey(reference), material.count == DataKey.byteCount else { continue }
             if try keyStillOpensStore(database: database, storeID: storeID, keyID: keyID, material: material) {

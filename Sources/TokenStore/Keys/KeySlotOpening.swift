@@ -17,9 +17,9 @@ struct KeySlotOpening {
     func loadKey(storeID: [UInt8], keyID: [UInt8]) throws -> (key: SecretBytes?, epoch: UInt64?) {
         let rows = try KeySlots.unchecked(database, kind: provider.kind)
         if rows.isEmpty {
-            if let recovery = provider as? RecoveryKeyProvider {
+            if let inStore = provider as? any InStoreKeySlotProvider {
                 throw TokenStoreError(
-                    .dataKeyMissing, "This store has no recovery key slot.", hint: Self.otherSlotsHint(database, except: recovery.kind))
+                    .dataKeyMissing, "This store has no \(inStore.slotNoun.dropFirst(2)).", hint: Self.otherSlotsHint(database, except: inStore.kind))
             }
             return try provider.loadKeyAndStoreEpoch(reference(storeID: storeID, keyRef: keyID))
         }
@@ -27,12 +27,14 @@ struct KeySlotOpening {
         for row in rows {
             let reference = reference(storeID: storeID, keyRef: row.keyRef)
             do {
-                if let recovery = provider as? RecoveryKeyProvider {
+                if let inStore = provider as? any InStoreKeySlotProvider {
                     guard let sealed = row.sealed else { continue }
-                    return (try recovery.unwrap(sealed, reference: reference), 0)
+                    return (try inStore.unwrap(sealed, reference: reference), 0)
                 }
                 let loaded = try provider.loadKeyAndStoreEpoch(reference)
                 if loaded.key != nil { return loaded }
+            } catch let error as TokenStoreError where error.code == .tpmLockedOut {
+                throw error  // every PIN slot of this TPM is refused alike
             } catch {
                 firstError = firstError ?? error
             }
@@ -70,6 +72,7 @@ struct KeySlotOpening {
     /// How tokenctl opens a store with a slot of `kind`.
     static func openingOption(_ kind: KeyProviderKind) -> String {
         if kind == .recovery { return "tokenctl --recovery-key-fd N; API: RecoveryKeyProvider" }
+        if kind == .tpmPIN { return "tokenctl --pin-fd N; API: TPMPINKeyProvider" }
         if let traits = kind.traits { return traits.tokenctlOption.isEmpty ? traits.openingAdvice : "tokenctl \(traits.tokenctlOption)" }
         return "its own provider"
     }

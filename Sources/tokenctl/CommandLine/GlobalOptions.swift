@@ -23,6 +23,9 @@ struct GlobalOptions: Sendable, Equatable {
     var passphraseFileDescriptor: Int32?
     /// `--recovery-key-fd N`: open the store with its recovery key, read from this descriptor.
     var recoveryKeyFileDescriptor: Int32?
+    /// `--pin-fd N`: open the store with its TPM PIN key slot, the PIN read from this descriptor
+    /// (for `slot add tpm-pin`: the new slot's PIN).
+    var pinFileDescriptor: Int32?
     /// `--key-provider NAME` (or `TOKENCTL_KEY_PROVIDER`): `auto` (the default), or a provider's
     /// command-line name (`secret-service`, `portal`, `tpm`: ``KeyProviderTraits/commandLineName``).
     var keyProvider = KeyProviderName.auto
@@ -68,6 +71,11 @@ struct GlobalOptions: Sendable, Equatable {
         "recovery-key-fd", "fd", rule: .nonNegativeInteger,
         "Open the store with its recovery key slot, the key read from this open file descriptor (as 'slot add recovery' printed it).")
 
+    static let pinFileDescriptor = OptionSpec.value(
+        "pin-fd", "fd", rule: .nonNegativeInteger,
+        "Open the store with its TPM PIN key slot, the PIN read from this open file descriptor "
+            + "(with 'slot add tpm-pin': the new slot's PIN). The TPM limits wrong PINs.")
+
     static let keyProvider = OptionSpec.value(
         "key-provider", "name", environment: "TOKENCTL_KEY_PROVIDER",
         rule: .oneOf(KeyProviderName.allNames),
@@ -75,10 +83,12 @@ struct GlobalOptions: Sendable, Equatable {
             + KeyProviderKind.described.compactMap(\.commandLineSummary).joined(separator: ", ") + ".")
 
     /// The declarations of the global options, shown under GLOBAL OPTIONS in every command's help.
-    static let specs = [store, appID, json, quiet, verbose, passphraseFileDescriptor, recoveryKeyFileDescriptor, keyProvider]
+    static let specs = [
+        store, appID, json, quiet, verbose, passphraseFileDescriptor, recoveryKeyFileDescriptor, pinFileDescriptor, keyProvider,
+    ]
 
     /// The global options that may not be combined.
-    static let mutuallyExclusive = [[store.name, appID.name], [passphraseFileDescriptor.name, recoveryKeyFileDescriptor.name]]
+    static let mutuallyExclusive = [[store.name, appID.name], [passphraseFileDescriptor.name, recoveryKeyFileDescriptor.name, pinFileDescriptor.name]]
 
     /// Reads the global options out of the root command's parsed values.
     init(_ root: ParsedCommand) {
@@ -92,6 +102,7 @@ struct GlobalOptions: Sendable, Equatable {
         verbose = root.isSet(Self.verbose)
         passphraseFileDescriptor = root.value(Self.passphraseFileDescriptor).flatMap { Int32($0) }
         recoveryKeyFileDescriptor = root.value(Self.recoveryKeyFileDescriptor).flatMap { Int32($0) }
+        pinFileDescriptor = root.value(Self.pinFileDescriptor).flatMap { Int32($0) }
         keyProvider = root.value(Self.keyProvider).flatMap(KeyProviderName.init) ?? .auto
     }
 

@@ -34,6 +34,8 @@ struct CommandContext {
     let global: GlobalOptions
     let console: Console
     let environment: [String: String]
+    /// Set by `slot add tpm-pin`: `--pin-fd` is the new slot's PIN, not a way to open the store.
+    var leavesPINToCommand = false
 
     var json: Bool { global.json }
 
@@ -141,8 +143,11 @@ struct CommandContext {
                 hint: "'tokenctl put' or 'tokenctl login' makes it a store")
         }
         // The automatic choice is the library's own (it reads the recorded provider on its first connection).
-        let automatic = global.passphraseFileDescriptor == nil && global.recoveryKeyFileDescriptor == nil && global.keyProvider == .auto
-        let provider = automatic ? nil : try keyProvider(storePath: location.path)
+        // `slot add tpm-pin` reads --pin-fd as the new slot's PIN: the store is opened without it.
+        let pinOpens = global.pinFileDescriptor != nil && !leavesPINToCommand
+        let automatic = global.passphraseFileDescriptor == nil && global.recoveryKeyFileDescriptor == nil && !pinOpens
+            && global.keyProvider == .auto
+        let provider = automatic ? nil : try keyProvider(storePath: location.path, withPIN: pinOpens)
         let directory = PathNames.directory(of: location.path)
         let modeFiles = [(directory.isEmpty ? "." : directory, "store directory", 0o700), (location.path, "database file", 0o600)]
         let before = modeFiles.map { FileLayout.mode(of: $0.0) }
@@ -179,7 +184,15 @@ struct CommandContext {
     /// `$TOKENSTORE_TPM_TCTI`); else the library's automatic choice (the
     /// Secret Service, or the portal in a Flatpak sandbox that cannot reach it).
     /// Call it once per command: the passphrase is read from the descriptor to its end.
-    func keyProvider(storePath: String) throws -> any KeyProvider {
+    func keyProvider(storePath: String, withPIN: Bool = true) throws -> any KeyProvider {
+        if withPIN, let fd = global.pinFileDescriptor {
+            guard global.keyProvider == .auto else {
+                throw CommandFailure(
+                    .usage, "--pin-fd opens the store with its TPM PIN key slot; it cannot be combined with --key-provider",
+                    hint: "give one of them (unset TOKENCTL_KEY_PROVIDER); the TPM is $TOKENSTORE_TPM_TCTI")
+            }
+            return TPMPINKeyProvider(pin: try SecretInput.pin(fileDescriptor: fd))
+        }
         if let fd = global.recoveryKeyFileDescriptor {
             guard global.keyProvider == .auto else {
                 throw CommandFailure(

@@ -8,8 +8,8 @@ import TokenStore
 /// |---|---|
 /// | 65 data | tpmMismatch (sealed by another TPM: no reset suggested), integrityCheckFailed, databaseCorrupt, schemaTampered, migrationFailed, schemaTooNew, dataKeyMissing, dataKeyCorrupt, invalidInput, storeRolledBack, notAStore (another program's database, left unchanged), migrationRequired (a read-only command on a store that needs `tokenctl migrate`); idTokenInvalid |
 /// | 69 unavailable | tpmUnavailable, secretServiceUnavailable, key-provider timedOut; notConnectedToInternet, timedOut, serverError, tlsFailure, loopbackUnavailable |
-/// | 75 temporary | keyringLocked, databaseBusy; rateLimited; the browser sign-in's authorizationFailed (e.g. `access_denied`), stateMismatch, cancelled, browserUnavailable, and its wait for the browser timing out (see `browserSignInFailure`) |
-/// | 77 permission | unsafeFileLayout, wrongPassphrase; userChanged (a sign-in of another user, without `--allow-user-change`) |
+/// | 75 temporary | keyringLocked, databaseBusy, tpmLockedOut (the TPM refuses every PIN until it recovers); rateLimited; the browser sign-in's authorizationFailed (e.g. `access_denied`), stateMismatch, cancelled, browserUnavailable, and its wait for the browser timing out (see `browserSignInFailure`) |
+/// | 77 permission | unsafeFileLayout, wrongPassphrase, wrongPIN (the tries left in the message); userChanged (a sign-in of another user, without `--allow-user-change`) |
 /// | 78 config | wrongKeyProvider (the store records another key provider: choose it with --passphrase-fd or --key-provider); authorizationMisconfigured; minimumTTLTooLarge (the server's tokens never live as long as asked; known only after the server answered, so not a usage error) |
 /// | 1 other | ioError, diskFull, storeClosed, cancelled, and everything else |
 ///
@@ -45,9 +45,9 @@ enum ErrorMapping {
             return .dataError
         case .secretServiceUnavailable, .timedOut, .tpmUnavailable, .lockSourceUnavailable:
             return .unavailable
-        case .keyringLocked, .databaseBusy, .storeLocked, .userPresenceDenied:
+        case .keyringLocked, .databaseBusy, .storeLocked, .userPresenceDenied, .tpmLockedOut:
             return .tempFailure
-        case .unsafeFileLayout, .wrongPassphrase:
+        case .unsafeFileLayout, .wrongPassphrase, .wrongPIN:
             return .noPermission
         case .ioError, .storeClosed, .cancelled, .diskFull:
             return .failure

@@ -65,8 +65,8 @@ struct ManPage {
         (65, "Data error: a tampered row (integrityCheckFailed), a corrupt file (databaseCorrupt), a schema changed outside TokenStore (schemaTampered), a lost data key (dataKeyMissing), a file older than its epoch (storeRolledBack), another program's database (notAStore), a store a read-only command cannot use before it is migrated (migrationRequired), a store sealed by another TPM (tpmMismatch)."),
         (66, "No store at the given path."),
         (69, "Unavailable: no Secret Service (secretServiceUnavailable), no usable TPM for --key-provider tpm (tpmUnavailable), a whenUnlocked store where the session's lock cannot be followed (lockSourceUnavailable), the authorization server unreachable."),
-        (75, "Temporary failure: the keyring is locked, the store is locked (storeLocked: tokenctl unlock), the user's presence denied (userPresenceDenied), a revocation is pending, rate limited, the database busy, a browser sign-in declined or not finished in time."),
-        (77, "Permission: an unsafe file layout (a symbolic or hard link, a directory others can write, another owner, permission denied, a database its owner made read-only), a wrong passphrase, a sign-in of another user without --allow-user-change."),
+        (75, "Temporary failure: the keyring is locked, the store is locked (storeLocked: tokenctl unlock), the user's presence denied (userPresenceDenied), the TPM in dictionary-attack lockout after too many wrong PINs (tpmLockedOut: the message says how long), a revocation is pending, rate limited, the database busy, a browser sign-in declined or not finished in time."),
+        (77, "Permission: an unsafe file layout (a symbolic or hard link, a directory others can write, another owner, permission denied, a database its owner made read-only), a wrong passphrase, a wrong PIN for a TPM PIN key slot (wrongPIN: the message says how many more the TPM allows), a sign-in of another user without --allow-user-change."),
         (78, "Configuration: the store needs another key provider (wrongKeyProvider; a TPM store: --key-provider tpm), or token --min-ttl is longer than the server's tokens live."),
     ]
 

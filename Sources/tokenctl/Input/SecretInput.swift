@@ -58,6 +58,24 @@ enum SecretInput {
         }
     }
 
+    /// The TPM PIN (`--pin-fd N`) read from `fd` to its end, minus one trailing newline: 4 to 64 bytes.
+    /// - Throws: `CommandFailure` (64) for a descriptor that cannot be read or a PIN of another length.
+    static func pin(fileDescriptor fd: Int32) throws -> SecretBytes {
+        let range = TPMPINKeyProvider.pinLengths
+        return try readToEnd(fd, capacity: 1024) { code in
+            CommandFailure(
+                .usage, "cannot read the PIN from file descriptor \(fd): \(errorText(code))",
+                hint: "open it for the command, e.g. 'tokenctl --pin-fd 3 status 3<pin-file'")
+        } body: { bytes in
+            let pin = withoutTrailingNewline(bytes)
+            guard range.contains(pin.count) else {
+                throw CommandFailure(
+                    .usage, "the PIN read from file descriptor \(fd) must be \(range.lowerBound) to \(range.upperBound) bytes")
+            }
+            return SecretBytes(pin)
+        }
+    }
+
     /// The login hint (`login --login-hint-fd N`) read from `fd` to its end, minus one trailing
     /// newline. An identifier, not a secret, but kept out of the process list; never echoed.
     /// - Throws: `CommandFailure` (64) for a descriptor that cannot be read, an empty or oversize

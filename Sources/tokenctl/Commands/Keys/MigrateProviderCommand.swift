@@ -7,7 +7,7 @@ import TokenStore
 /// again finishes it (a slot of the new kind already there is verified, not added twice).
 struct MigrateProviderCommand: TokenctlCommand {
     static let to = OptionSpec.value(
-        "to", "kind", required: true, rule: .oneOf(SlotKinds.names.filter { $0 != "recovery" }),
+        "to", "kind", required: true, rule: .oneOf(SlotKinds.names.filter { $0 != "recovery" && $0 != "tpm-pin" }),
         "The key provider to move to: keyring, tpm, portal or passphrase (with --new-passphrase-fd N).")
 
     static let spec = CommandSpec(
@@ -16,7 +16,7 @@ struct MigrateProviderCommand: TokenctlCommand {
         discussion: """
             Nothing is re-sealed and every row stays readable. Resumable: a run interrupted at any \
             step leaves a store that opens with the old or the new slot, and running it again \
-            finishes it. A recovery slot is kept. The recorded key provider follows the new slot.
+            finishes it. Recovery and TPM PIN slots are kept. The recorded key provider follows the new slot.
             """,
         options: [to, SlotCommand.newPassphraseFD])
 
@@ -48,7 +48,7 @@ struct MigrateProviderCommand: TokenctlCommand {
         }
         CrashPoint.reach("migrateProvider.afterVerify")
         var removed: [Int] = []
-        for slot in slots where slot.kind != kind && slot.kind != .recovery {
+        for slot in slots where slot.kind != kind && slot.kind != .recovery && slot.kind != .tpmPIN {
             try store.removeKeySlot(slot.id)
             removed.append(slot.id)
         }

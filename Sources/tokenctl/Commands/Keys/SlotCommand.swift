@@ -15,8 +15,9 @@ struct SlotCommand: TokenctlCommand {
         "slot",
         abstract: "List, add or remove the store's key slots (the ways to its data key).",
         discussion: """
-            A slot is one way to the data key: the keyring, the TPM, the Secret portal, a passphrase \
-            (--new-passphrase-fd N) or a recovery key. Adding or removing one opens the store with a slot \
+            A slot is one way to the data key: the keyring, the TPM, the TPM with a PIN (tpm-pin, the PIN \
+            on --pin-fd N; 'add tpm --pin-fd N' too), the Secret portal, a passphrase (--new-passphrase-fd N) \
+            or a recovery key. Adding or removing one opens the store with a slot \
             it already has; the last slot cannot be removed. 'slot add recovery' prints the recovery key \
             once, only to a terminal unless --force: write it down; open with it by --recovery-key-fd N.
             """,
@@ -42,6 +43,8 @@ struct SlotCommand: TokenctlCommand {
 
     func run(_ context: CommandContext) throws -> ExitCode {
         switch action {
+        // `slot add tpm --pin-fd N` makes the TPM + PIN slot, as `slot add tpm-pin --pin-fd N`.
+        case "add" where target == "tpm" && context.global.pinFileDescriptor != nil: return try addTPMPIN(context)
         case "add": return try add(context)
         case "remove": return try remove(context)
         default: return try list(context)
@@ -62,6 +65,7 @@ struct SlotCommand: TokenctlCommand {
                 .usage, "the recovery key is printed only to a terminal, and stdout is not one; nothing was added",
                 hint: "run it in a terminal, or give --force to print it to the pipe or file")
         }
+        if kind == .tpmPIN { return try addTPMPIN(context) }
         let store = try context.openStore()
         if kind == .recovery {
             let (slot, recoveryKey) = try store.addRecoveryKeySlot(limits: WrappingCost.limits)
@@ -75,6 +79,23 @@ struct SlotCommand: TokenctlCommand {
         let provider = try SlotKinds.provider(kind, storePath: store.path, newPassphraseFD: newPassphraseFD)
         let slot = try store.addKeySlot(provider)
         context.emit(["slot": SlotKinds.document(slot)]) { "added key slot \(slot.id) (\(SlotKinds.name(slot.kind)))\n" }
+        return .ok
+    }
+
+    /// `slot add tpm-pin --pin-fd N` (or `slot add tpm --pin-fd N`): the PIN read from --pin-fd
+    /// is the new slot's; the store opens with another slot.
+    private func addTPMPIN(_ context: CommandContext) throws -> ExitCode {
+        guard let fd = context.global.pinFileDescriptor else {
+            throw CommandFailure(.usage, "a TPM PIN slot needs its PIN: give --pin-fd N (the PIN on descriptor N)")
+        }
+        let pin = try SecretInput.pin(fileDescriptor: fd)
+        var opening = context
+        opening.leavesPINToCommand = true
+        let store = try opening.openStore()
+        let slot = try store.addKeySlot(TPMPINKeyProvider(pin: pin))
+        context.emit(["slot": SlotKinds.document(slot)]) {
+            "added key slot \(slot.id) (tpm-pin). Open the store with it: tokenctl --pin-fd N … (the TPM limits wrong PINs)\n"
+        }
         return .ok
     }
 
@@ -93,12 +114,13 @@ struct SlotCommand: TokenctlCommand {
 /// The slot kinds as tokenctl names them, and their documents.
 enum SlotKinds {
     /// The names `slot add` and `migrate-provider --to` accept.
-    static let names = ["keyring", "tpm", "portal", "passphrase", "recovery"]
+    static let names = ["keyring", "tpm", "tpm-pin", "portal", "passphrase", "recovery"]
 
     static func kind(named name: String) throws -> KeyProviderKind {
         switch name {
         case "keyring", "secret-service": return .secretService
         case "tpm": return .tpm
+        case "tpm-pin": return .tpmPIN
         case "portal": return .portal
         case "passphrase": return .passphrase
         case "recovery": return .recovery
