@@ -20,7 +20,7 @@ enum GLibError {
     /// - `SECRET_ERROR_IS_LOCKED` → `keyringLocked`
     /// - `G_IO_ERROR_CANCELLED` → `cancelled`; the GIO/D-Bus time-outs → `timedOut`
     /// - no bus, no name owner, connection failures, a bus autolaunch (dbus-launch) that could
-    ///   not be started → `secretServiceUnavailable`
+    ///   not be started or failed → `secretServiceUnavailable`
     /// - anything else → `ioError`
     static func classify(
         _ error: UnsafeMutablePointer<GError>, operation: String
@@ -74,9 +74,10 @@ enum GLibError {
                     .ioError, "The Secret Service call failed (\(inWords(operation))).", cause: cause)
             }
         }
-        if domain == g_spawn_error_quark() {
+        if domain == g_spawn_error_quark() || domain == g_spawn_exit_error_quark() {
             // No session bus address, but a DISPLAY (ssh -X): GLib tried to autolaunch a bus
-            // with dbus-launch, which failed to start (not installed) or to run.
+            // with dbus-launch, which failed to start (not installed), to run, or exited
+            // non-zero (installed, as dbus-x11, but no X server to start a bus for).
             return unavailable(operation, cause)
         }
         return TokenStoreError(.ioError, "The Secret Service call failed (\(inWords(operation))).", cause: cause)
