@@ -43,6 +43,9 @@ public final class PrivateSystemBus: @unchecked Sendable {  // immutable after i
 
     deinit { _ = daemon.stop(grace: .seconds(1)) }
 
+    /// Ends the bus (every connection to it closes).
+    public func stop() { _ = daemon.stop(grace: .seconds(1)) }
+
     /// The environment that puts a child on this bus.
     public var environment: [String: String] { ["DBUS_SYSTEM_BUS_ADDRESS": address] }
 

@@ -148,6 +148,25 @@ struct SessionLockSourceTests {
         _ = try reader.wait(store: 1, "ok", from: first.line)
     }
 
+    @Test("logind (dbusmock stand-in): the system bus goes away → both stores lock, and stay locked (nothing could unlock them)")
+    func busGoneLocks() throws {
+        let bus = try PrivateSystemBus()
+        let logind = try DBusMock(template: "logind", name: "org.freedesktop.login1", bus: .system, environment: bus.environment)
+        try logind.call("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.DBus.Mock.AddSession",
+                        ["c3", "seat0", "\(getuid())", "tester", "true"])
+        let reader = try Reader(try Self.twoStores(), environment: bus.environment.merging(["XDG_SESSION_ID": "c3"]) { $1 })
+        defer { reader.quit() }
+        let (_, open) = try reader.wait(for: "OPEN") { $0.hasPrefix("OPEN ") }
+        #expect(open == "OPEN source=logind locked=false,false")
+        _ = try reader.wait(store: 0, "ok")
+        let before = try reader.wait(store: 1, "ok").line
+        bus.stop()
+        let locked = try (0..<2).map { try reader.wait(store: $0, "locked", from: before) }
+        usleep(300_000)
+        let after = reader.lines[(locked.map(\.line).max()! + 1)...]
+        #expect(!after.contains { $0.contains(" ok ") }, "a store read again after its lock source was gone: \(Array(after))")
+    }
+
     @Test("no logind: the org.freedesktop.ScreenSaver fallback (dbusmock) locks and unlocks both stores")
     func screensaverFallback() throws {
         let absent = try TemporaryDirectory()

@@ -18,7 +18,8 @@ import Glibc
 ///   `org.gnome.ScreenSaver`): `GetActive` at start, then `ActiveChanged(bool)`.
 ///
 /// GIO picks the buses' addresses (`DBUS_SYSTEM_BUS_ADDRESS`, `DBUS_SESSION_BUS_ADDRESS`).
-/// A lock sets ``isLocked`` (one atomic) and wipes the key of every store following it.
+/// A lock sets ``isLocked`` (one atomic) and wipes the key of every store following it. A bus
+/// connection that closes locks them for good (nothing could unlock them any more).
 final class SessionLockSource: @unchecked Sendable {  // `subscribers` is behind its mutex; the rest is immutable or atomic
     enum Kind: String, Sendable {
         case logind
@@ -28,6 +29,8 @@ final class SessionLockSource: @unchecked Sendable {  // `subscribers` is behind
     /// Where the events come from (`status`'s `lockSource`).
     let kind: Kind
     private let locked: Atomic<Bool>
+    /// Its bus connection closed: locked for good.
+    private let ended = Atomic<Bool>(false)
     private let subscribers = Mutex<[WeakConnection]>([])
 
     private init(kind: Kind, locked: Bool) {
@@ -93,7 +96,9 @@ final class SessionLockSource: @unchecked Sendable {  // `subscribers` is behind
 
     /// On the source's thread: the session locked or unlocked. The state is set first, then each
     /// store applies the state as it then is (so the last event wins, whatever the interleaving).
-    fileprivate func update(locked value: Bool) {
+    fileprivate func update(locked value: Bool, final: Bool = false) {
+        if final { ended.store(true, ordering: .releasing) }
+        guard !ended.load(ordering: .acquiring) || final else { return }
         guard locked.exchange(value, ordering: .acquiringAndReleasing) != value else { return }
         let connections = subscribers.withLock { list in
             list.removeAll { $0.connection == nil }
@@ -248,7 +253,20 @@ final class SessionLockSource: @unchecked Sendable {  // `subscribers` is behind
                 return nil
             }
             source.locked.store(hint, ordering: .releasing)
+            lockWhenClosed(system, data)
             return source
+        }
+
+        /// A bus connection that closes (the bus went away) says nothing more about the session:
+        /// the source then counts it locked, for good (fail closed: no event can unlock it).
+        static func lockWhenClosed(_ connection: OpaquePointer, _ data: UnsafeMutableRawPointer) {
+            let closed: @convention(c) (OpaquePointer?, gboolean, UnsafeMutablePointer<GError>?, gpointer?) -> Void = { _, _, _, data in
+                guard let data else { return }
+                Unmanaged<SessionLockSource>.fromOpaque(data).takeUnretainedValue().update(locked: true, final: true)
+            }
+            g_signal_connect_data(
+                UnsafeMutableRawPointer(connection), "closed", unsafeBitCast(closed, to: GCallback.self), data, nil,
+                GConnectFlags(rawValue: 0))
         }
 
         // MARK: screensaver
@@ -268,6 +286,7 @@ final class SessionLockSource: @unchecked Sendable {  // `subscribers` is behind
                     }, data, nil)
                 if let active = first(call(session, name, path, name, "GetActive"), boolean) {
                     source.locked.store(active, ordering: .releasing)
+                    lockWhenClosed(session, data)
                     return source
                 }
                 g_dbus_connection_signal_unsubscribe(session, id)
