@@ -118,7 +118,7 @@ struct SessionLockSourceTests {
         #expect(status.stdout.contains("\"lockSource\":\"logind\"") || status.stdout.contains("\"lockSource\": \"logind\""), "\(status.stdout)")
     }
 
-    @Test("logind (dbusmock stand-in): LockedHint true at open → locked from the start; false → reads")
+    @Test("logind (dbusmock stand-in): LockedHint true at open → locked from the start (unlock() too); false → reads")
     func lockedHintAtOpen() throws {
         let bus = try PrivateSystemBus()
         let logind = try DBusMock(template: "logind", name: "org.freedesktop.login1", bus: .system, environment: bus.environment)
@@ -143,6 +143,11 @@ struct SessionLockSourceTests {
         #expect(locked.status == 75 && locked.stderr.contains("storeLocked"), "\(locked.status) \(locked.stderr)")
         let status = try runChild(tokenctl, ["--store", stores[0].path, "--json", "status"], environment: environment)
         #expect(status.stdout.contains("\"locked\":true") || status.stdout.contains("\"locked\": true"), "\(status.stdout)")
+        // An explicit unlock() does not get around the session's lock.
+        _ = FileManager.default.createFile(atPath: reader.directory.appending("try-unlock").path, contents: Data())
+        let (_, unlock) = try reader.wait(for: "UNLOCK") { $0.hasPrefix("UNLOCK ") }
+        #expect(unlock == "UNLOCK locked")
+        #expect(!reader.lines.contains { $0.hasPrefix("STATE 0 ok") }, "a read succeeded after unlock() while the session was locked")
         try logind.call("org.freedesktop.login1", session, "org.freedesktop.login1.Session.SetLockedHint", ["false"])
         _ = try reader.wait(store: 0, "ok", from: first.line)
         _ = try reader.wait(store: 1, "ok", from: first.line)
