@@ -89,7 +89,8 @@ let package = Package(
         .systemLibrary(
             name: "CCurl", path: "Sources/CCurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
-        // GIO: opening the user's browser (g_app_info_launch_default_for_uri, portal-aware).
+        // GIO: opening the user's browser (g_app_info_launch_default_for_uri, portal-aware), and
+        // GDBus for the desktop session's lock (logind, a screensaver: SessionLockSource).
         .systemLibrary(
             name: "CGIO", path: "Sources/CGIO", pkgConfig: "glib-2.0",
             providers: [.apt(["libglib2.0-dev"])]),
@@ -113,7 +114,7 @@ let package = Package(
 
         .target(
             name: "TokenStore",
-            dependencies: ["CSQLite", "CLibSecret", "CSodium", "CTSS2", "CGlibcExtensions"],
+            dependencies: ["CSQLite", "CLibSecret", "CSodium", "CTSS2", "CGlibcExtensions", "CGIO"],
             plugins: ["EmbedMigrations", "EmbedVersion"]),
         .target(name: "AuthSession", dependencies: ["TokenStore", "CSodium", "CCrypto", "CCurl", "CGIO", "CGlibcExtensions"]),
         .executableTarget(

@@ -12,6 +12,7 @@
 //                                                (the process's first libsecret calls); print "FIRST-USE ok=<n> failed=<n>"
 //   tokenstore-testchild watch STORE IDLE_MS      print each change to the store (see WatchMode.swift)
 //   tokenstore-testchild lock-wait STORE DIR     open, read; lock when DIR/go-lock appears (LockWaitMode.swift)
+//   tokenstore-testchild session-lock DIR STORE...   open whenUnlocked, follow each store's reads (SessionLockMode.swift)
 //   tokenstore-testchild harden -                TokenStore.hardenProcess(), then print "HARDEN dumpable=<before>/<after>
 //                                                core=<soft> <hard>" (PR_GET_DUMPABLE, /proc/self/limits)
 // Crash points are armed with TOKENSTORE_CRASH_POINT=<name> (debug builds).
@@ -115,6 +116,8 @@ do {
         try runWatchMode(args)
     case "lock-wait":
         try runLockWaitMode(args)
+    case "session-lock":
+        try runSessionLockMode(args)
     default:
         fail("unknown mode")
     }

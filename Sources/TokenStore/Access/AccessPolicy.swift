@@ -13,7 +13,10 @@ public enum AccessPolicy: Sendable, Hashable, CustomStringConvertible {
     /// locked explicitly (``TokenStore/lock(allProcesses:)``).
     case afterFirstUnlock
     /// Readable only while the desktop session is unlocked: the data key is wiped when it locks,
-    /// and every read or write fails with `storeLocked` until it unlocks.
+    /// and every read or write fails with `storeLocked` until it unlocks (the key is then fetched
+    /// again from its provider at the next call). The lock comes from logind (the caller's
+    /// session's `Lock` / `Unlock` signals and `LockedHint`), else from a screensaver on the
+    /// session bus (`ActiveChanged`); with neither, the open throws `lockSourceUnavailable`.
     case whenUnlocked
     /// Reading a secret first needs the user's presence (a polkit authorization with user
     /// interaction), within the window of the given ``UserPresence``.

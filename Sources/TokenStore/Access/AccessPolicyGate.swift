@@ -4,13 +4,15 @@ import FoundationEssentials
 /// enforce is refused, typed, rather than pretended.
 enum AccessPolicyGate {
     /// - Throws: `lockSourceUnavailable` for ``AccessPolicy/whenUnlocked`` when nothing can say
-    ///   when the session locks; `invalidInput` for ``AccessPolicy/userPresence(_:)``, which this
+    ///   when the session locks (neither logind nor a screensaver: ``SessionLockSource``; found,
+    ///   the process's source is started and shared); `invalidInput` for ``AccessPolicy/userPresence(_:)``, which this
     ///   version cannot ask for yet (a store recording it stays closed to it: nothing is weakened).
     static func check(_ policy: AccessPolicy) throws {
         switch policy {
         case .afterFirstUnlock:
             return
         case .whenUnlocked:
+            guard SessionLockSource.shared() == nil else { return }
             throw TokenStoreError(
                 .lockSourceUnavailable,
                 "The store's access policy is whenUnlocked, but this process cannot follow the desktop session's lock (no lock source: logind or a screensaver). The store was not opened.",

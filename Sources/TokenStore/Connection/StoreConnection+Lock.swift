@@ -8,6 +8,10 @@ enum LockReason: UInt8, Sendable {
     case here = 1
     /// The store records a lock for every process (`tokenctl lock`): until it is cleared.
     case everywhere = 2
+    /// The desktop session is locked (``AccessPolicy/whenUnlocked``): until it unlocks.
+    case session = 3
+    /// The key was wiped by a session lock that has ended: fetched again at the next call.
+    case released = 4
 }
 
 extension StoreConnection {
@@ -16,7 +20,8 @@ extension StoreConnection {
     /// - Throws: `storeLocked`.
     func refuseIfLockedHere() throws {
         if options.lockAfterIdle != nil { lastUse.store(Self.monotonicNanos(), ordering: .relaxed) }
-        if lockState.load(ordering: .acquiring) == LockReason.here.rawValue { throw Self.lockedError(.here) }
+        let state = lockState.load(ordering: .acquiring)
+        if state == LockReason.here.rawValue || state == LockReason.session.rawValue { throw Self.lockedError(LockReason(rawValue: state)!) }
     }
 
     static func lockedError(_ reason: LockReason) -> TokenStoreError {
@@ -25,6 +30,10 @@ extension StoreConnection {
             return TokenStoreError(
                 .storeLocked, "The store is locked for every process; its data key was wiped from this process's memory.",
                 hint: "Unlock it (tokenctl unlock, or unlock(allProcesses: true)); the key is then fetched again from its provider.")
+        case .session:
+            return TokenStoreError(
+                .storeLocked, "The desktop session is locked (the store's access policy is whenUnlocked); its data key was wiped from this process's memory.",
+                hint: "Unlock the desktop session; the key is then fetched again from its provider at the next call.")
         default:
             return TokenStoreError(
                 .storeLocked, "The store is locked; its data key was wiped from this process's memory.",
@@ -42,8 +51,8 @@ extension StoreConnection {
         let version = try db.dataVersion()
         let state = LockReason(rawValue: lockState.load(ordering: .acquiring)) ?? .here
         if state == .unlocked, version == confirmedDataVersion { return current }
-        if state == .here { throw Self.lockedError(.here) }
-        if state == .everywhere {
+        if state == .here || state == .session { throw Self.lockedError(state) }
+        if state == .everywhere || state == .released {
             guard try !AccessPolicyRecord.lockedUnchecked(db) else { throw Self.lockedError(.everywhere) }
             try fetchKeyAgain(db)
         }
@@ -54,6 +63,7 @@ extension StoreConnection {
             wipeKey(.everywhere)
             throw Self.lockedError(.everywhere)
         }
+        if lockState.load(ordering: .acquiring) == LockReason.session.rawValue { throw Self.lockedError(.session) }
         lockState.store(LockReason.unlocked.rawValue, ordering: .releasing)
         return current
     }
@@ -107,6 +117,10 @@ extension StoreConnection {
             throw TokenStoreError(.invalidInput, "The store was opened read-only; it cannot be unlocked for every process.")
         }
         try withDatabase { db in
+            if sessionLock?.isLocked == true, accessPolicy == .whenUnlocked {
+                if lockState.load(ordering: .acquiring) != LockReason.here.rawValue { wipeKey(.session) }
+                throw Self.lockedError(.session)
+            }
             let body = {
                 try self.fetchKeyAgain(db)
                 var record = try AccessPolicyRecord.check(db, envelope: self.current)
@@ -118,16 +132,20 @@ extension StoreConnection {
                     record.lockedEverywhere = false
                     try AccessPolicyRecord.write(db, record, envelope: self.current)
                 }
-                self.accessPolicy = record.policy
                 self.lockState.store(LockReason.unlocked.rawValue, ordering: .releasing)
+                self.accessPolicy = record.policy  // a whenUnlocked policy taken up here follows the session from now on
                 self.confirmedDataVersion = nil
+                if self.lockState.load(ordering: .acquiring) == LockReason.session.rawValue { throw Self.lockedError(.session) }
             }
             try everywhere ? db.writeTransaction(body) : db.readTransaction(body)
         }
     }
 
     /// Whether this object is locked now (as its last call found it).
-    var isLocked: Bool { lockState.load(ordering: .acquiring) != LockReason.unlocked.rawValue }
+    var isLocked: Bool {
+        let state = lockState.load(ordering: .acquiring)
+        return state != LockReason.unlocked.rawValue && state != LockReason.released.rawValue
+    }
 }
 
 extension StoreConnection {

@@ -37,7 +37,11 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// Monotonic nanoseconds of the last read or write (kept only with ``TokenStore/Options/lockAfterIdle``).
     let lastUse = Atomic<UInt64>(0)
     /// The access policy in force (the recorded one, or a stronger one asked at open); with `lock` held.
-    var accessPolicy: AccessPolicy = .afterFirstUnlock
+    var accessPolicy: AccessPolicy = .afterFirstUnlock {
+        didSet { followAccessPolicy() }
+    }
+    /// The session lock this object follows (its policy is or was ``AccessPolicy/whenUnlocked``); with `lock` held.
+    var sessionLock: SessionLockSource?
     private var database: Database?
     /// An epoch the key provider could not be raised to after its commit, tried again after
     /// the next write (and at the next open, which heals it); with `lock` held.

@@ -20,7 +20,7 @@ enum GLibError {
     /// - `SECRET_ERROR_IS_LOCKED` → `keyringLocked`
     /// - `G_IO_ERROR_CANCELLED` → `cancelled`; the GIO/D-Bus time-outs → `timedOut`
     /// - no bus, no name owner, connection failures, a bus autolaunch (dbus-launch) that could
-    ///   not be started → `secretServiceUnavailable`
+    ///   not be started or failed → `secretServiceUnavailable`
     /// - anything else → `ioError`
     static func classify(
         _ error: UnsafeMutablePointer<GError>, operation: String

@@ -26,8 +26,9 @@ struct PolicyCommand: TokenctlCommand {
         discussion: """
             The policy is recorded in the store under its MAC; an open asking for a weaker one \
             does not lower it, this command does. A policy this tokenctl cannot enforce is \
-            refused and nothing changes: whenUnlocked without a lock source exits 69 \
-            (lockSourceUnavailable), userPresence exits 65.
+            refused and nothing changes: whenUnlocked where neither logind nor a screensaver \
+            says when the desktop session locks exits 69 (lockSourceUnavailable), userPresence \
+            exits 65. A whenUnlocked store is locked while the session is (storeLocked, 75).
             """,
         positionals: [action, name])
 

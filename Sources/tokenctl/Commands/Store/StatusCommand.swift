@@ -119,7 +119,7 @@ struct StatusCommand: TokenctlCommand {
             // The access policy the file records (schema 15; not checked without the key), whether it
             // records a lock for every process (tokenctl lock), and what can lock it.
             "accessPolicy": Format.optional(inspection.accessPolicy?.name),
-            "locked": .bool(inspection.lockedEverywhere),
+            "locked": .bool(Self.locked(inspection)),
             "lockSource": .string(Self.lockSource(inspection.accessPolicy)),
             // The ways to the data key (as recorded; never a secret).
             "keySlots": SlotKinds.document(inspection.keySlots),
@@ -173,7 +173,7 @@ struct StatusCommand: TokenctlCommand {
             table.append(["recorded provider", inspection.keyProvider?.rawValue ?? "-"])
             table.append([
                 "access policy",
-                (inspection.accessPolicy?.name ?? "-") + (inspection.lockedEverywhere ? " (locked for every process)" : " (unlocked)")
+                (inspection.accessPolicy?.name ?? "-") + (inspection.lockedEverywhere ? " (locked for every process)" : Self.locked(inspection) ? " (locked with the session)" : " (unlocked)")
                     + ", lock source: " + Self.lockSource(inspection.accessPolicy),
             ])
             table.append(["key id", inspection.activeKeyIdentifier ?? "-"])
@@ -286,9 +286,15 @@ extension String {
 
 extension StatusCommand {
     /// What can lock the store: `explicit` (store.lock(), tokenctl lock) for the policies that
-    /// follow no session; `none` for whenUnlocked, whose session lock this version cannot follow
-    /// (such a store is not opened: lockSourceUnavailable).
+    /// follow no session; for whenUnlocked, what tells this process when the desktop session
+    /// locks: `logind` or `screensaver`, `none` when neither answers (such a store is not
+    /// opened: lockSourceUnavailable).
     static func lockSource(_ policy: AccessPolicy?) -> String {
-        policy == .whenUnlocked ? "none" : "explicit"
+        policy == .whenUnlocked ? TokenStore.sessionLockSource ?? "none" : "explicit"
+    }
+
+    /// Whether the store is locked: for every process (tokenctl lock), or, whenUnlocked, with the session.
+    static func locked(_ inspection: StoreInspection) -> Bool {
+        inspection.lockedEverywhere || (inspection.accessPolicy == .whenUnlocked && TokenStore.isSessionLocked)
     }
 }

@@ -1,0 +1,104 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Stand-ins for what tells a process that the desktop session locked, on private buses.
+///
+/// logind cannot run here (it needs systemd as PID 1), so python3-dbusmock's `logind` template
+/// stands in for it on a private *system* bus: a `dbus-daemon` of this process's own with a
+/// system-like configuration, its address given only to the children of the test
+/// (`DBUS_SYSTEM_BUS_ADDRESS`). A screensaver (`org.freedesktop.ScreenSaver`,
+/// Tests/DBusMock/freedesktop_screensaver.py) runs on the private session bus of scripts/with-keyring.
+public final class PrivateSystemBus: @unchecked Sendable {  // immutable after init
+    public let address: String
+    private let directory: TemporaryDirectory
+    private let daemon: ChildProcess
+
+    public init() throws {
+        directory = try TemporaryDirectory(prefix: "tokenstore-systembus")
+        let socket = directory.appending("system_bus_socket").path
+        let config = directory.appending("system.conf")
+        try """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>system</type>
+              <listen>unix:path=\(socket)</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow user="*"/>
+                <allow own="*"/>
+                <allow send_destination="*"/>
+                <allow receive_sender="*"/>
+              </policy>
+            </busconfig>
+            """.write(to: config, atomically: true, encoding: .utf8)
+        address = "unix:path=\(socket)"
+        daemon = try ChildProcess.start("/usr/bin/dbus-daemon", ["--config-file=\(config.path)", "--nofork", "--nosyslog"])
+        try Self.waitUntil("the private system bus did not start: \(String(decoding: daemon.captured("stderr"), as: UTF8.self))") {
+            FileManager.default.fileExists(atPath: socket)
+        }
+    }
+
+    deinit { _ = daemon.stop(grace: .seconds(1)) }
+
+    /// Ends the bus (every connection to it closes).
+    public func stop() { _ = daemon.stop(grace: .seconds(1)) }
+
+    /// The environment that puts a child on this bus.
+    public var environment: [String: String] { ["DBUS_SYSTEM_BUS_ADDRESS": address] }
+
+    static func waitUntil(_ what: @autoclosure () -> String, timeout: Duration = .seconds(20), _ done: () throws -> Bool) throws {
+        let deadline = ContinuousClock.now + timeout
+        while try !done() {
+            guard ContinuousClock.now < deadline else { throw StandInFailed(what: what()) }
+            usleep(20_000)
+        }
+    }
+}
+
+public struct StandInFailed: Error, CustomStringConvertible {
+    public let what: String
+    public init(what: String) { self.what = what }
+    public var description: String { what }
+}
+
+/// A python3-dbusmock process owning `name` on a bus, and `gdbus` calls to it.
+public final class DBusMock: @unchecked Sendable {  // immutable after init
+    public enum Bus: String, Sendable { case system, session }
+
+    public let bus: Bus
+    private let environment: [String: String]
+    private let process: ChildProcess
+
+    /// Starts `python3 -m dbusmock --template TEMPLATE` (a template name or a file) and waits
+    /// until `name` is owned. `environment` names the bus (`DBUS_SYSTEM_BUS_ADDRESS` /
+    /// `DBUS_SESSION_BUS_ADDRESS`).
+    public init(template: String, name: String, bus: Bus, parameters: String? = nil, environment: [String: String]) throws {
+        self.bus = bus
+        self.environment = environment
+        var arguments = ["-m", "dbusmock", "--\(bus.rawValue)", "--template", template]
+        if let parameters { arguments += ["--parameters", parameters] }
+        // The system's python3 (python3-dbusmock is a Debian package), not a python3 earlier on PATH.
+        process = try ChildProcess.start("/usr/bin/python3", arguments, environment: childEnvironment(environment))
+        try PrivateSystemBus.waitUntil("dbusmock \(template) did not take \(name): \(String(decoding: process.captured("stderr"), as: UTF8.self))") {
+            if process.poll() != nil { throw StandInFailed(what: "dbusmock \(template) exited: \(String(decoding: process.captured("stderr"), as: UTF8.self))") }
+            let owned = try call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner", [name])
+            return owned.contains("true")
+        }
+    }
+
+    deinit { _ = process.stop(grace: .seconds(1)) }
+
+    /// `gdbus call` on the mock's bus; its output. Throws when gdbus fails.
+    @discardableResult
+    public func call(_ destination: String, _ path: String, _ method: String, _ arguments: [String] = []) throws -> String {
+        let result = try runChild(
+            URL(fileURLWithPath: "/usr/bin/gdbus"),
+            ["call", "--\(bus.rawValue)", "--dest", destination, "--object-path", path, "--method", method] + arguments,
+            environment: environment, timeout: 20)
+        guard result.status == 0 else { throw StandInFailed(what: "gdbus call \(method): \(result.stderr)") }
+        return result.stdout
+    }
+}
