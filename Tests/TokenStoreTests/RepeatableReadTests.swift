@@ -9,8 +9,7 @@ import TestSupport
 /// to the file since the key was last confirmed (`StoreConnection.readRepeatable`). Two store
 /// objects on one file (two connections, as two processes have) against the real Secret Service:
 /// whatever the other one commits, the next look-up sees it.
-@Suite("A look-up with the key in hand sees what another store object committed", keyringTrait, .offPool,
-       .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("A look-up with the key in hand sees another object's commits", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct RepeatableReadTests {
     @Test("another object rotates the key: the next look-up follows it, every time")
     func followsAnotherObjectsRotation() throws {

@@ -14,8 +14,7 @@ import TestSupport
 /// system-like configuration; its address goes only to the child, as DBUS_SYSTEM_BUS_ADDRESS).
 /// The screensaver is a dbusmock object owning `org.freedesktop.ScreenSaver`
 /// (Tests/DBusMock/freedesktop_screensaver.py) on with-keyring's private session bus.
-@Suite("Session lock sources (logind and ScreenSaver stand-ins)", keyringTrait, .offPool, .serialized,
-       .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Session lock sources (logind and ScreenSaver stand-ins)", keyringTrait, .offPool, .serialized, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct SessionLockSourceTests {
     /// The most a lock may take to reach the next read.
     static let lockBudgetNanoseconds: UInt64 = 200_000_000
