@@ -32,7 +32,7 @@ struct TSS2ShimTests {
         let result = try ChildProcess.run("/bin/bash", [script], timeout: .seconds(300))
         print(result.standardOutputText.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(result.termination.code == 0, "\(result.standardOutputText)\(result.standardErrorText)")
-        #expect(result.standardOutputText.contains("layout values equal") && result.standardOutputText.contains("23 function types equal"),
+        #expect(result.standardOutputText.contains("layout values equal") && result.standardOutputText.contains("24 function types equal"),
                 "\(result.standardOutputText)")
         if getuid() == 0 {
             #expect(result.standardOutputText.contains("shim.h builds without /usr/include/tss2"), "\(result.standardOutputText)")
