@@ -28,6 +28,7 @@ struct _TsStore {
     ts_store *handle;
     ts_watch *watch;
     TsProtection protection;
+    gboolean locked; /* as the change events said; on `context`'s thread only */
     GMainContext *context;
     GHashTable *accounts; /* name → TsAccount; used on `context`'s thread only */
 };
@@ -39,7 +40,7 @@ G_DEFINE_FINAL_TYPE_WITH_CODE (TsStore, ts_store, G_TYPE_OBJECT,
     G_IMPLEMENT_INTERFACE (G_TYPE_INITABLE, ts_store_initable_iface_init)
     G_IMPLEMENT_INTERFACE (G_TYPE_ASYNC_INITABLE, ts_store_async_initable_iface_init))
 
-enum { PROP_0, PROP_APP_ID, PROP_PATH, PROP_PROTECTION, N_PROPS };
+enum { PROP_0, PROP_APP_ID, PROP_PATH, PROP_PROTECTION, PROP_LOCKED, N_PROPS };
 static GParamSpec *properties[N_PROPS];
 
 enum { ACCOUNT_ADDED, ACCOUNT_REMOVED, CREDENTIAL_STATE_CHANGED, TOKENS_RENEWED, KEY_ROTATED, N_SIGNALS };
@@ -137,6 +138,13 @@ dispatch_change (gpointer data)
     case TS_CHANGE_KEY_ROTATED:
         g_signal_emit (self, signals[KEY_ROTATED], 0);
         break;
+    case TS_CHANGE_STORE_LOCKED:
+    case TS_CHANGE_STORE_UNLOCKED:
+        if (self->locked != (event->kind == TS_CHANGE_STORE_LOCKED)) {
+            self->locked = event->kind == TS_CHANGE_STORE_LOCKED;
+            g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_LOCKED]);
+        }
+        break;
     default:
         break; /* a kind this version does not know */
     }
@@ -225,6 +233,7 @@ ts_store_get_property (GObject *object, guint id, GValue *value, GParamSpec *psp
     case PROP_APP_ID: g_value_set_string (value, self->app_id); break;
     case PROP_PATH: g_value_set_string (value, self->path); break;
     case PROP_PROTECTION: g_value_set_enum (value, self->protection); break;
+    case PROP_LOCKED: g_value_set_boolean (value, self->locked); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, id, pspec);
     }
 }
@@ -272,6 +281,15 @@ ts_store_class_init (TsStoreClass *klass)
      */
     properties[PROP_PROTECTION] = g_param_spec_enum ("protection", NULL, NULL, TS_TYPE_PROTECTION,
         TS_PROTECTION_LEVEL_KEYRING, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+    /**
+     * TsStore:locked:
+     *
+     * Whether the store is locked here (its data key wiped: a lock of this store or for every
+     * process, the idle lock, the desktop session's lock), as the change events since its
+     * creation said; `notify::locked` follows each change. FALSE at creation.
+     */
+    properties[PROP_LOCKED] = g_param_spec_boolean ("locked", NULL, NULL, FALSE,
+        G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
     g_object_class_install_properties (object_class, N_PROPS, properties);
 
     /**

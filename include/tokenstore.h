@@ -199,7 +199,9 @@ typedef enum ts_change_kind {
     TS_CHANGE_ACCOUNT_REMOVED = 1,  /**< `account`'s refresh token left it (a logout began, ...). */
     TS_CHANGE_CREDENTIAL_STATE = 2, /**< `user_id`'s credential state went from `from` to `to`. */
     TS_CHANGE_TOKENS_RENEWED = 3,   /**< A renewal stored new tokens for `account`. */
-    TS_CHANGE_KEY_ROTATED = 4       /**< The store switched to a new data key. */
+    TS_CHANGE_KEY_ROTATED = 4,      /**< The store switched to a new data key. */
+    TS_CHANGE_STORE_LOCKED = 5,     /**< This store handle became locked (its key wiped), for any reason. */
+    TS_CHANGE_STORE_UNLOCKED = 6    /**< This store handle became unlocked again. */
 } ts_change_kind;
 
 /** One change, valid only during the callback. It names at most an account and a user id

@@ -55,8 +55,9 @@ private struct ChangeCallback: @unchecked Sendable {  // the app vouches for `us
                 event.user_id = user
                 function(&event, userData)
             }
-        case .keyRotated:
-            event.kind = TS_CHANGE_KEY_ROTATED
+        case .keyRotated, .storeLocked, .storeUnlocked:
+            event.kind = change == .keyRotated
+                ? TS_CHANGE_KEY_ROTATED : change == .storeLocked ? TS_CHANGE_STORE_LOCKED : TS_CHANGE_STORE_UNLOCKED
             function(&event, userData)
         }
     }

@@ -300,7 +300,7 @@ static int test_harden(void) {
 
 struct seen {
     pthread_mutex_t lock;
-    int added, removed, other, on_caller;
+    int added, removed, locked, unlocked, other, on_caller;
     pthread_t caller;
 };
 
@@ -308,7 +308,11 @@ static void on_change(const ts_change *change, void *user_data) {
     struct seen *seen = user_data;
     pthread_mutex_lock(&seen->lock);
     if (pthread_equal(pthread_self(), seen->caller)) seen->on_caller++;
-    if (change->struct_size >= sizeof *change && change->account && strcmp(change->account, "watched") == 0
+    if (change->kind == TS_CHANGE_STORE_LOCKED || change->kind == TS_CHANGE_STORE_UNLOCKED) {
+        if (change->account || change->user_id) seen->other++; /* nothing named */
+        else if (change->kind == TS_CHANGE_STORE_LOCKED) seen->locked++;
+        else seen->unlocked++;
+    } else if (change->struct_size >= sizeof *change && change->account && strcmp(change->account, "watched") == 0
         && change->service && strcmp(change->service, "auth0") == 0 && change->user_id == NULL) {
         if (change->kind == TS_CHANGE_ACCOUNT_ADDED) seen->added++;
         else if (change->kind == TS_CHANGE_ACCOUNT_REMOVED) seen->removed++;
@@ -358,6 +362,8 @@ static int test_watch(const char *path) {
     CHECK(ts_item_delete(other, NULL, "watched", TS_KIND_REFRESH_TOKEN, &err) == TS_OK);
     CHECK(wait_for(&seen, &seen.removed, 1));
     CHECK(ts_store_account_status(store, "watched", NULL, &signed_in, &err) == TS_OK && signed_in == 0);
+    CHECK(ts_store_lock(store, 0, &err) == TS_OK && wait_for(&seen, &seen.locked, 1));
+    CHECK(ts_store_unlock(store, 0, &err) == TS_OK && wait_for(&seen, &seen.unlocked, 1));
     ts_watch_free(watch);
     ts_watch_free(watch); /* twice: ignored */
     ts_watch_free(NULL);
@@ -365,7 +371,8 @@ static int test_watch(const char *path) {
     struct timespec pause = {0, 300000000L};
     nanosleep(&pause, NULL);
     pthread_mutex_lock(&seen.lock);
-    CHECK(seen.added == 1 && seen.removed == 1 && seen.other == 0 && seen.on_caller == 0);
+    CHECK(seen.added == 1 && seen.removed == 1 && seen.locked == 1 && seen.unlocked == 1 && seen.other == 0
+          && seen.on_caller == 0);
     pthread_mutex_unlock(&seen.lock);
     ts_store_close(other);
     ts_store_close(store);

@@ -154,6 +154,61 @@ struct ChangeEventTests {
         for (file, bytes) in f.fileBytes() { #expect(!bytes.contains("carol") && !bytes.contains("dave"), "\(file)") }
     }
 
+    @Test("an explicit lock and unlock of the object: storeLocked then storeUnlocked, once each, after the earlier writes")
+    func explicitLock() throws {
+        let f = try TestStore()
+        let collected = Collected()
+        let observation = try f.store.observeChanges { collected.add($0) }
+        defer { observation.cancel() }
+        try f.store.set(secret("rt"), for: key("erin"))
+        #expect(collected.wait(for: 1) == [.accountAdded("erin")])
+        try f.store.lock()
+        try f.store.lock()  // already locked: no second event
+        #expect(collected.wait(for: 2) == [.accountAdded("erin"), .storeLocked])
+        try f.store.unlock()
+        #expect(collected.wait(for: 3) == [.accountAdded("erin"), .storeLocked, .storeUnlocked])
+        _ = try f.store.secret(for: key("erin"))
+        usleep(300_000)
+        #expect(collected.all.count == 3, "\(collected.all)")
+        #expect(StoreChange.storeLocked.description == "storeLocked" && StoreChange.storeLocked.account == nil)
+    }
+
+    @Test("another object's lock and unlock for every process on the same file reach this object's subscribers")
+    func lockForEveryProcess() throws {
+        let f = try TestStore()
+        try f.store.set(secret("rt"), for: key("frank"))
+        let collected = Collected()
+        let observation = try f.store.observeChanges { collected.add($0) }
+        defer { observation.cancel() }
+        let other = try f.reopen()  // its record write reaches the first object only through the file
+        try other.lock(allProcesses: true)
+        #expect(collected.wait(for: 1) == [.storeLocked])
+        #expect(f.store.isLocked)
+        try other.unlock(allProcesses: true)
+        #expect(collected.wait(for: 2) == [.storeLocked, .storeUnlocked])
+        #expect(!f.store.isLocked)
+        #expect(try f.store.secret(for: key("frank")) == secret("rt"))
+        usleep(300_000)
+        #expect(collected.all == [.storeLocked, .storeUnlocked])
+    }
+
+    @Test("the idle lock reports storeLocked; the unlock after it storeUnlocked")
+    func idleLock() throws {
+        let f = try TestStore()
+        f.store.close()
+        var options = TokenStore.Options()
+        options.lockAfterIdle = .milliseconds(300)
+        let store = try TokenStore(path: f.path, appID: testAppID, options: options)
+        defer { store.close() }
+        let collected = Collected()
+        let observation = try store.observeChanges { collected.add($0) }
+        defer { observation.cancel() }
+        #expect(collected.wait(for: 1) == [.storeLocked])
+        #expect(store.isLocked)
+        try store.unlock()
+        #expect(Array(collected.wait(for: 2).prefix(2)) == [.storeLocked, .storeUnlocked])  // idle again later: locked again
+    }
+
     /// The first line of `child`'s output so far that starts with `prefix` (and ends with
     /// `suffix`), waiting up to 15 s for it.
     private func waitForLine(_ child: ChildProcess, prefix: String, suffix: String = "") throws -> String {

@@ -227,7 +227,9 @@ namespace TokenStore {
         ACCOUNT_REMOVED,
         CREDENTIAL_STATE,
         TOKENS_RENEWED,
-        KEY_ROTATED
+        KEY_ROTATED,
+        STORE_LOCKED,
+        STORE_UNLOCKED
     }
 
     /* One change, valid only during the callback (ts_change). */

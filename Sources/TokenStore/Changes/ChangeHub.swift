@@ -27,6 +27,8 @@ final class ChangeHub: Sendable {
 
     private let state = Locked(State())
     private let running = Locked<ChangeWatcher?>(nil)
+    /// This object's lock transitions not yet delivered (taken while `running` is held, alone).
+    private let lockChanges = Locked<[StoreChange]>([])
 
     /// Adds a subscriber from the store's state now on, starting the watcher if none runs.
     /// - Returns: the subscription's id, for ``unsubscribe(_:)``.
@@ -92,6 +94,34 @@ final class ChangeHub: Sendable {
         running.withLock { $0?.wake() }
     }
 
+    /// With the connection's lock held: this object became locked or unlocked. Queued for the
+    /// watcher (so that it reaches subscribers in order with the other changes, on the watcher
+    /// thread), which is woken; nothing is kept while none runs.
+    func lockChanged(locked: Bool) {
+        running.withLock { watcher in
+            guard let watcher else { return }
+            lockChanges.withLock { $0.append(locked ? .storeLocked : .storeUnlocked) }
+            watcher.wake()
+        }
+    }
+
+    /// From the watcher: the lock transitions queued since it last took them.
+    func takeLockChanges() -> [StoreChange] {
+        lockChanges.withLock { changes in
+            defer { changes.removeAll() }
+            return changes
+        }
+    }
+
+    /// From the watcher: lock transitions, to every subscriber.
+    func deliverLockChanges(_ changes: [StoreChange]) {
+        guard !changes.isEmpty else { return }
+        let subscribers = state.withLock { Array($0.subscribers.values) }
+        for change in changes {
+            for subscriber in subscribers { subscriber.delivery.send(change) }
+        }
+    }
+
     /// From the watcher: `changes` (in order, with their sequence numbers) go to every
     /// subscriber that started before each; `newest` is the sequence number reached.
     func deliver(_ changes: [(seq: Int64, change: StoreChange)], newest: Int64) {
@@ -121,6 +151,7 @@ final class ChangeHub: Sendable {
         running.withLock { watcher in
             watcher?.stop()
             watcher = nil
+            lockChanges.withLock { $0.removeAll() }
         }
     }
 }

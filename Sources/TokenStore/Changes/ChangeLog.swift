@@ -103,7 +103,7 @@ enum ChangeLog {
             fields.set(.userID, userID)
             fields.set(.fromState, from.rawValue)
             fields.set(.credentialState, to.rawValue)
-        case .keyRotated:
+        case .keyRotated, .storeLocked, .storeUnlocked:
             break
         }
         return fields
@@ -120,6 +120,7 @@ enum ChangeLog {
         case .accountRemoved: return account().map(StoreChange.accountRemoved)
         case .tokensRenewed: return account().map(StoreChange.tokensRenewed)
         case .keyRotated: return .keyRotated
+        case .storeLocked, .storeUnlocked: return nil  // never logged: a row saying so does not open
         case .credentialStateChanged:
             guard let userID = fields.string(.userID),
                 let from = fields.string(.fromState).flatMap(CredentialState.init(rawValue:)),
@@ -153,7 +154,7 @@ enum ChangeLog {
             case .accountRemoved(let account): accounts.remove(account)
             case .credentialStateChanged(let userID, _, let to): states[userID] = to
             case .keyRotated: keyID = newKeyID
-            case .tokensRenewed: break
+            case .tokensRenewed, .storeLocked, .storeUnlocked: break
             }
         }
 

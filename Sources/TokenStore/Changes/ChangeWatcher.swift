@@ -93,16 +93,20 @@ final class ChangeWatcher: @unchecked Sendable {  // the descriptors are immutab
         while !stopped.withLock({ $0 }) {
             if force || checkDue {
                 do {
-                    let found = try check(connection, &position, force: force)
+                    let (lockChanges, found) = try check(connection, &position, force: force, hub: hub)
+                    hub.deliverLockChanges(lockChanges)
                     if !found.isEmpty { hub.deliver(found, newest: position.seq) }
                 } catch let error as TokenStoreError where error.code == .storeClosed {
                     hub.watcherEnded(self, error: nil)
                     return
+                } catch let error as TokenStoreError where error.code == .storeLocked {
+                    // Locked: nothing can be read until it unlocks (the log is sealed under the key).
                 } catch {
                     logger.info(
                         "the change watcher could not read the store; it tries again at the next change",
                         metadata: ["error": TokenStoreError.code(of: error)])
                 }
+                hub.deliverLockChanges(hub.takeLockChanges())  // those that came without a read (a lock)
                 force = false
                 checkDue = false
             }
@@ -155,11 +159,16 @@ final class ChangeWatcher: @unchecked Sendable {  // the descriptors are immutab
     /// diffed when rows are missing. Coalesced: within what one check finds, a renewal of an
     /// account already reported since its last sign-in or sign-out, and a second key switch,
     /// are left out.
-    private func check(_ connection: StoreConnection, _ position: inout Position, force: Bool) throws
-        -> [(seq: Int64, change: StoreChange)]
+    ///
+    /// Also takes this object's lock transitions queued until the read began (a lock cleared by
+    /// another process is taken up by this very read): they come before what the read found.
+    private func check(_ connection: StoreConnection, _ position: inout Position, force: Bool, hub: ChangeHub) throws
+        -> (lockChanges: [StoreChange], found: [(seq: Int64, change: StoreChange)])
     {
         let current = position
+        var lockChanges: [StoreChange] = []
         let outcome: (Position, [(seq: Int64, change: StoreChange)])? = try connection.read { db, envelope in
+            lockChanges = hub.takeLockChanges()
             let version = try db.dataVersion()
             guard force || version != current.dataVersion else { return nil }
             var next = current
@@ -177,9 +186,9 @@ final class ChangeWatcher: @unchecked Sendable {  // the descriptors are immutab
             next.seq = read.newest
             return (next, found)
         }
-        guard let (next, found) = outcome else { return [] }
+        guard let (next, found) = outcome else { return (lockChanges, []) }
         position = next
-        return Self.coalesced(found)
+        return (lockChanges, Self.coalesced(found))
     }
 
     static func coalesced(_ changes: [(seq: Int64, change: StoreChange)]) -> [(seq: Int64, change: StoreChange)] {
@@ -194,7 +203,7 @@ final class ChangeWatcher: @unchecked Sendable {  // the descriptors are immutab
             case .keyRotated:
                 defer { rotated = true }
                 return !rotated
-            case .credentialStateChanged:
+            case .credentialStateChanged, .storeLocked, .storeUnlocked:
                 return true
             }
         }

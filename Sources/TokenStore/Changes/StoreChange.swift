@@ -7,7 +7,9 @@
 /// they are read from is sealed in the store file (nothing about them is written in the clear
 /// anywhere), and ``description`` shows no identifier.
 ///
-/// More kinds may come (`storeLocked` / `storeUnlocked` are planned): switch with a `default`.
+/// `storeLocked` / `storeUnlocked` are this store object's own state (its data key wiped or
+/// fetched again), whatever the reason; they are not logged in the file. More kinds may come:
+/// switch with a `default`.
 public enum StoreChange: Sendable, Hashable, CustomStringConvertible {
     /// The account got a refresh token it did not have (a sign-in, or an app's own `set`).
     case accountAdded(AccountID)
@@ -22,6 +24,13 @@ public enum StoreChange: Sendable, Hashable, CustomStringConvertible {
     case tokensRenewed(AccountID)
     /// The store switched to a new data key (a rotation, or the crypto-erase after the last logout).
     case keyRotated
+    /// This store object became locked (its data key wiped): an explicit ``TokenStore/lock(allProcesses:)``
+    /// here, a lock for every process set by any process, the idle lock, or the desktop session's
+    /// lock for a ``AccessPolicy/whenUnlocked`` store. Once per transition.
+    case storeLocked
+    /// This store object became unlocked again (an explicit unlock, a lock for every process
+    /// cleared by any process, the desktop session unlocked). Once per transition.
+    case storeUnlocked
 
     /// The kind, without what it names.
     public var kind: Kind {
@@ -31,6 +40,8 @@ public enum StoreChange: Sendable, Hashable, CustomStringConvertible {
         case .credentialStateChanged: return .credentialStateChanged
         case .tokensRenewed: return .tokensRenewed
         case .keyRotated: return .keyRotated
+        case .storeLocked: return .storeLocked
+        case .storeUnlocked: return .storeUnlocked
         }
     }
 
@@ -38,7 +49,7 @@ public enum StoreChange: Sendable, Hashable, CustomStringConvertible {
     public var account: AccountID? {
         switch self {
         case .accountAdded(let account), .accountRemoved(let account), .tokensRenewed(let account): return account
-        case .credentialStateChanged, .keyRotated: return nil
+        case .credentialStateChanged, .keyRotated, .storeLocked, .storeUnlocked: return nil
         }
     }
 
@@ -50,15 +61,15 @@ public enum StoreChange: Sendable, Hashable, CustomStringConvertible {
             return "\(kind.rawValue)(\(account))"
         case .credentialStateChanged(_, let from, let to):
             return "credentialStateChanged([redacted], \(from.rawValue) → \(to.rawValue))"
-        case .keyRotated:
-            return "keyRotated"
+        case .keyRotated, .storeLocked, .storeUnlocked:
+            return kind.rawValue
         }
     }
 
     /// The kinds of ``StoreChange``, with stable names (the C ABI's and GObject signals' names
     /// come from them).
     public enum Kind: String, Sendable, CaseIterable {
-        case accountAdded, accountRemoved, credentialStateChanged, tokensRenewed, keyRotated
+        case accountAdded, accountRemoved, credentialStateChanged, tokensRenewed, keyRotated, storeLocked, storeUnlocked
 
         /// The stored code of the kind (in the sealed change log); never reused.
         var code: UInt8 {
@@ -68,6 +79,8 @@ public enum StoreChange: Sendable, Hashable, CustomStringConvertible {
             case .credentialStateChanged: return 3
             case .tokensRenewed: return 4
             case .keyRotated: return 5
+            case .storeLocked: return 6  // never logged: a store object's own state
+            case .storeUnlocked: return 7
             }
         }
 

@@ -64,7 +64,7 @@ extension StoreConnection {
             throw Self.lockedError(.everywhere)
         }
         if lockState.load(ordering: .acquiring) == LockReason.session.rawValue { throw Self.lockedError(.session) }
-        lockState.store(LockReason.unlocked.rawValue, ordering: .releasing)
+        setLockState(.unlocked)
         return current
     }
 
@@ -84,7 +84,19 @@ extension StoreConnection {
     func wipeKey(_ reason: LockReason) {
         currentKey.withLock { $0 = nil }
         confirmedDataVersion = nil
-        lockState.store(reason.rawValue, ordering: .releasing)
+        setLockState(reason)
+    }
+
+    /// With `lock` held: why the store is locked now. A change between locked and unlocked (as
+    /// ``isLocked`` tells them) goes to this object's change subscribers, once per transition.
+    func setLockState(_ reason: LockReason) {
+        let before = lockState.exchange(reason.rawValue, ordering: .acquiringAndReleasing)
+        let wasLocked = Self.locks(before), isLocked = Self.locks(reason.rawValue)
+        if wasLocked != isLocked { changeHub.lockChanged(locked: isLocked) }
+    }
+
+    private static func locks(_ state: UInt8) -> Bool {
+        state != LockReason.unlocked.rawValue && state != LockReason.released.rawValue
     }
 
     /// Locks this object (and with `everywhere`, every process of the store: the record says so,
@@ -132,7 +144,7 @@ extension StoreConnection {
                     record.lockedEverywhere = false
                     try AccessPolicyRecord.write(db, record, envelope: self.current)
                 }
-                self.lockState.store(LockReason.unlocked.rawValue, ordering: .releasing)
+                self.setLockState(.unlocked)
                 self.accessPolicy = record.policy  // a whenUnlocked policy taken up here follows the session from now on
                 self.confirmedDataVersion = nil
                 if self.lockState.load(ordering: .acquiring) == LockReason.session.rawValue { throw Self.lockedError(.session) }
@@ -143,8 +155,7 @@ extension StoreConnection {
 
     /// Whether this object is locked now (as its last call found it).
     var isLocked: Bool {
-        let state = lockState.load(ordering: .acquiring)
-        return state != LockReason.unlocked.rawValue && state != LockReason.released.rawValue
+        Self.locks(lockState.load(ordering: .acquiring))
     }
 }
 

@@ -34,7 +34,7 @@ extension StoreConnection {
             wipeKey(.session)
             logger.info("store locked with the desktop session")
         case (false, .session):
-            lockState.store(LockReason.released.rawValue, ordering: .releasing)
+            setLockState(.released)
             logger.info("desktop session unlocked: the store's key is fetched again at the next call")
         default:
             break

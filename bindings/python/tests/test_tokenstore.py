@@ -130,18 +130,25 @@ def test_items(path):
 
         # Change events: another connection's sign-in and logout, on the watcher thread.
         seen = []
-        arrived = threading.Event()
+        arrived, unlocked = threading.Event(), threading.Event()
 
         def on_change(change):
             seen.append((change.kind, change.account, threading.get_ident()))
             if change.kind == "accountRemoved":
                 arrived.set()
+            if change.kind == "storeUnlocked":
+                unlocked.set()
         with store.watch(on_change), Store(APP, path) as other:
             other.set("watched", Kind.REFRESH_TOKEN, b"rt")
             other.delete("watched", Kind.REFRESH_TOKEN)
             check(arrived.wait(5), f"the logout arrived as accountRemoved: {seen}")
+            store.lock()
+            store.unlock()
+            check(unlocked.wait(5), f"the unlock arrived as storeUnlocked: {seen}")
         check([kind for kind, account, _ in seen if account == "watched"] == ["accountAdded", "accountRemoved"],
               f"added, then removed: {seen}")
+        check([kind for kind, account, _ in seen if account is None] == ["storeLocked", "storeUnlocked"],
+              f"locked, then unlocked: {seen}")
         check(all(thread != threading.get_ident() for _, _, thread in seen), "on the watcher thread")
         check("carol" in store.accounts() and store.account_status("carol") == (False, None), "accounts, status")
 

@@ -227,10 +227,12 @@ def _take_bytes(pointer, length):
 class Change:
     """A change to a store (``ts_change``), made by this process or another: ``kind`` is one of
     ``"accountAdded"``, ``"accountRemoved"``, ``"credentialStateChanged"``, ``"tokensRenewed"``,
-    ``"keyRotated"`` (more may come); ``account``, ``user_id``, ``old_state`` and ``new_state``
+    ``"keyRotated"``, ``"storeLocked"``, ``"storeUnlocked"`` (this store object locked or unlocked,
+    for any reason; more may come); ``account``, ``user_id``, ``old_state`` and ``new_state``
     are set where the kind has them. Identifiers only, never a token."""
 
-    KINDS = ("accountAdded", "accountRemoved", "credentialStateChanged", "tokensRenewed", "keyRotated")
+    KINDS = ("accountAdded", "accountRemoved", "credentialStateChanged", "tokensRenewed", "keyRotated", "storeLocked",
+             "storeUnlocked")
     __slots__ = ("kind", "account", "user_id", "old_state", "new_state")
 
     def __init__(self, kind, account=None, user_id=None, old_state=None, new_state=None):
