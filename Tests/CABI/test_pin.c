@@ -10,7 +10,8 @@
  *                         store is (invalidInput, no file made). Every failure leaves `*out` NULL and the row readable.
  *   test_pin pin STORE    STORE has a PIN slot for "4821" (tokenctl slot add tpm-pin) on the
  *                         swtpm of $TOKENSTORE_TPM_TCTI, whose owner allows 3 wrong PINs: the
- *                         right PIN opens it and reads the row; wrong PINs are wrongPIN with
+ *                         right PIN opens it and reads the row (also after a lock and unlock,
+ *                         which unseals with the PIN again); wrong PINs are wrongPIN with
  *                         2, 1, 0 tries left (the right PIN in between opens it: nothing
  *                         changed); then the right PIN too is tpmLockedOut; the keyring still
  *                         opens the store with every row. No message holds a PIN.
@@ -125,6 +126,21 @@ static int test_pin(const char *path) {
     CHECK(open_with(path, right_pin, sizeof right_pin, &store, &err) == TS_OK);
     if (err) fprintf(stderr, "  right PIN: %s: %s\n", ts_error_code(err), ts_error_message(err));
     if (store == NULL) return 1; /* the error is freed at exit */
+    expect_row(store);
+    /* Locked, then unlocked: the key unsealed again with the PIN the store holds. */
+    CHECK(ts_store_lock(store, 0, &err) == TS_OK);
+    uint8_t *bytes = NULL;
+    size_t length = 0;
+    CHECK(ts_item_get(store, NULL, "pin-row", TS_KIND_GENERIC, &bytes, &length, &err) == TS_ERROR);
+    CHECK(err != NULL && strcmp(ts_error_code(err), "storeLocked") == 0);
+    ts_error_free(err);
+    err = NULL;
+    CHECK(ts_store_unlock(store, 0, &err) == TS_OK);
+    if (err) {
+        fprintf(stderr, "  unlock: %s: %s\n", ts_error_code(err), ts_error_message(err));
+        ts_error_free(err);
+        err = NULL;
+    }
     expect_row(store);
     ts_store_close(store);
 

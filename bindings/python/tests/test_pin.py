@@ -6,9 +6,9 @@ system python3 under `env -i` against the installed prefix:
                                      STORE has no PIN slot (wrongKeyProvider); the row still reads
     python3 test_pin.py pin STORE    STORE has a PIN slot for b"4821" on the swtpm of
                                      $TOKENSTORE_TPM_TCTI, whose owner allows 3 wrong PINs: the right
-                                     PIN (bytes, bytearray) opens it; wrong PINs are wrongPIN with 2,
-                                     1, 0 tries left; then the right PIN is tpmLockedOut; the keyring
-                                     still opens it with the row
+                                     PIN (bytes, bytearray) opens it, also after lock() and unlock();
+                                     wrong PINs are wrongPIN with 2, 1, 0 tries left; then the right
+                                     PIN is tpmLockedOut; the keyring still opens it with the row
 """
 
 import sys
@@ -59,7 +59,15 @@ def test_args(path):
 
 
 def test_pin(path):
-    expect_row(Store(APP, path, pin=b"4821"))
+    store = Store(APP, path, pin=b"4821")
+    store.lock()
+    try:
+        store.get("pin-row", Kind.GENERIC)
+        check(False, "a locked store read")
+    except TokenStoreError as error:
+        check(error.code == "storeLocked", f"{error.code} instead of storeLocked")
+    store.unlock()  # the key unsealed again with the PIN the store holds
+    expect_row(store)
     expect_error("wrongPIN", "allows 2 more wrong PINs", path, b"9907")
     typed = bytearray(b"4821")
     expect_row(Store(APP, path, pin=typed))
