@@ -39,7 +39,8 @@
  *             ts_session_sign_in_browser_cancellable, ts_session_access_token_cancellable,
  *             ts_session_logout_cancellable, ts_session_resume_cancellable; ts_store_watch,
  *             ts_watch_free, ts_store_accounts, ts_store_account_status, ts_strings_free;
- *             ts_logout_options_init, ts_session_logout_browser, ts_store_lock, ts_store_unlock.
+ *             ts_logout_options_init, ts_session_logout_browser, ts_store_lock, ts_store_unlock,
+ *             ts_store_open_with_pin.
  */
 #ifndef TOKENSTORE_H
 #define TOKENSTORE_H
@@ -121,6 +122,26 @@ const char *ts_version(void);
  * key provider, e.g. a passphrase; the message names it).
  */
 int ts_store_open(const char *path_or_null, const char *app_id, ts_store **out, ts_error **err);
+
+/**
+ * Opens an existing store with its TPM + PIN key slot (as `tokenctl --pin-fd N`; the slot is added
+ * to an open store with `tokenctl slot add tpm-pin --pin-fd N`). `path_or_null` and `app_id` as in
+ * ts_store_open(). `pin` is `pin_len` bytes, 4 to 64 (e.g. the UTF-8 digits the user typed; no NUL
+ * needed): the library copies them into locked memory kept out of core dumps, holds that copy while
+ * the store is open (ts_store_unlock() unseals the key with it again), wipes it when the store
+ * closes and never logs it; wipe your own copy. The data key is unsealed by the TPM ($TOKENSTORE_TPM_TCTI,
+ * else /dev/tpmrm0) under an authorization derived from the PIN and the store; the TPM itself
+ * limits wrong PINs (its dictionary-attack protection). No failure changes the store.
+ * On TS_OK, `*out` holds a handle to release with ts_store_close(); otherwise it is NULL.
+ * Codes: those of ts_store_open, and wrongPIN (the message says how many more wrong PINs the TPM
+ * allows before it locks out), tpmLockedOut (the TPM refuses every PIN, the right one too, until it
+ * recovers; the message says when; do not reset the store), wrongKeyProvider or dataKeyMissing
+ * (the store has no TPM PIN key slot: the hint says how to open it), tpmMismatch (the slot was
+ * sealed by another TPM), tpmUnavailable, invalidInput (`pin` NULL, or `pin_len` outside 4-64:
+ * the TPM is not asked; no store at the path: a PIN slot is added to an existing store). Since 0.4.0.
+ */
+int ts_store_open_with_pin(const char *path_or_null, const char *app_id, const uint8_t *pin, size_t pin_len,
+                           ts_store **out, ts_error **err);
 
 /** Closes the store and releases the handle (NULL, or a handle already closed, is ignored).
  *  Sessions made from it keep their own reference: the store closes when the last of them is

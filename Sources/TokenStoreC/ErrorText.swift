@@ -11,6 +11,8 @@ enum ErrorText {
         switch error {
         case let error as TokenStoreError:
             return (error.code.rawValue, text(error))
+        case let refused as NoPINSlot:
+            return (refused.error.code.rawValue, text(refused.error, hint: NoPINSlot.hint))
         case let error as AuthSessionError:
             if case .storage(let storeError)? = error.cause {
                 return (storeError.code.rawValue, text(storeError))
@@ -25,10 +27,10 @@ enum ErrorText {
     }
 
     /// `message (cause) Hint: …`, the hint as a C caller can follow it.
-    static func text(_ error: TokenStoreError) -> String {
+    static func text(_ error: TokenStoreError, hint givenHint: String? = nil) -> String {
         var text = error.message
         if let cause = error.cause { text += " (\(cause))" }
-        if let hint = hint(for: error) { text += " Hint: \(hint)" }
+        if let hint = givenHint ?? hint(for: error) { text += " Hint: \(hint)" }
         return text
     }
 
@@ -49,7 +51,7 @@ enum ErrorText {
             let recorded = error.recordedKeyProvider.map { " ('\($0)')" } ?? ""
             return "ts_store_open opens stores whose key is in the Secret Service or under the Secret portal; this store's "
                 + "key was made by another key provider\(recorded): open it with tokenctl (--passphrase-fd N, --key-provider "
-                + "tpm) or from Swift. Do not reset it: nothing is lost."
+                + "tpm), with ts_store_open_with_pin when it has a TPM PIN key slot, or from Swift. Do not reset it: nothing is lost."
         default:
             return error.hint
         }

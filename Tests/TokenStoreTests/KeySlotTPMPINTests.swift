@@ -72,6 +72,19 @@ struct KeySlotTPMPINTests {
         #expect(throws: TokenStoreError.tpmMismatch) { try open(t, pin: "4821", other) }
     }
 
+    @Test("a store opened by PIN locks and unlocks: unlock unseals the key again with the PIN")
+    func lockThenUnlock() throws {
+        let tpm = try SoftwareTPM.start()
+        defer { tpm.stop() }
+        let t = try storeWithPINSlot(tpm)
+        defer { try? PrivateKeyring.clearItems(storeID: t.store.storeIdentifier) }
+        let byPIN = try open(t, pin: "4821", tpm)
+        try byPIN.lock()
+        #expect(throws: TokenStoreError.storeLocked) { try byPIN.secret(for: key("user0", .generic)) }
+        try byPIN.unlock()
+        try expectRows(byPIN)
+    }
+
     @Test("wrong PINs → wrongPIN with the tries the TPM still allows, 2, 1, 0; then even the right PIN is tpmLockedOut; nothing changed")
     func wrongPINsLockOut() throws {
         let tpm = try SoftwareTPM.start()

@@ -115,6 +115,10 @@ struct KeySlotTests {
         }
         let recovered = try TokenStore(path: t.path, appID: testAppID, keyProvider: RecoveryKeyProvider(recoveryKey: typed))
         try expectAllRows(recovered)
+        // Locked and unlocked: the key unwrapped again from the recovery slot.
+        try recovered.lock()
+        try recovered.unlock()
+        try expectAllRows(recovered)
         try recovered.addKeySlot(SecretServiceKeyProvider())
         recovered.close()
         try expectAllRows(try t.reopen())

@@ -96,6 +96,12 @@ namespace TokenStore {
         [CCode (cname = "ts_store_open")]
         public static int open (string? path, string app_id, out Store? store, out ErrorDetails? error);
 
+        /* An existing store opened with its TPM + PIN key slot; pin: 4-64 bytes (the library's copy
+         * is wiped when the store closes). wrongPIN, then tpmLockedOut when the TPM has had too many wrong PINs. */
+        [CCode (cname = "ts_store_open_with_pin")]
+        public static int open_with_pin (string? path, string app_id, [CCode (array_length_type = "size_t")] uint8[] pin,
+                                         out Store? store, out ErrorDetails? error);
+
         /* service null: "auth0". */
         [CCode (cname = "ts_item_set")]
         public int item_set (string? service, string account, Kind kind,

@@ -308,7 +308,11 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// The key `keyID` from the key provider, checked against its key check; nil when the
     /// provider has none.
     func loadKey(_ db: Database, keyID: [UInt8]) throws -> DataKey? {
-        guard let material = try keyProvider.loadKey(reference(keyID)) else { return nil }
+        // A recovery key or TPM PIN has no key filed by reference: it unwraps its slot row again.
+        let loaded = keyProvider is any InStoreKeySlotProvider
+            ? try KeySlotOpening(database: db, provider: keyProvider, appID: appID).loadKey(storeID: storeID, keyID: keyID).key
+            : try keyProvider.loadKey(reference(keyID))
+        guard let material = loaded else { return nil }
         return try KeyCheck.checkedKey(database: db, storeID: storeID, keyID: keyID, material: material)
     }
 

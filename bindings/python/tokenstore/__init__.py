@@ -314,12 +314,30 @@ def _cancel_handle(cancel):
 
 
 class Store:
-    """An open store: ``Store(app_id, path=None)``; ``path`` None is the default location."""
+    """An open store: ``Store(app_id, path=None, pin=None)``; ``path`` None is the default location.
 
-    def __init__(self, app_id, path=None):
+    ``pin`` (bytes-like, 4 to 64 bytes, e.g. ``b"4821"``): open the existing store with its TPM + PIN
+    key slot (``ts_store_open_with_pin``; the slot is added with ``tokenctl slot add tpm-pin``). The
+    TPM limits wrong PINs: ``wrongPIN`` (the message says how many more it allows), then
+    ``tpmLockedOut`` even for the right PIN until it recovers. The library's copy of the PIN is in
+    locked memory, kept while the store is open (``unlock()`` uses it) and wiped when it closes;
+    pass a ``bytearray`` and clear it afterwards to wipe yours (``bytes`` cannot be wiped)."""
+
+    def __init__(self, app_id, path=None, pin=None):
         lib = _native.library()
         handle = ctypes.c_void_p()
-        _call(lib.ts_store_open, _text(path, "path", optional=True), _text(app_id, "app id"), ctypes.byref(handle))
+        if pin is None:
+            _call(lib.ts_store_open, _text(path, "path", optional=True), _text(app_id, "app id"), ctypes.byref(handle))
+        else:
+            if isinstance(pin, str) or not isinstance(pin, (bytes, bytearray, memoryview)):
+                raise TypeError("pin must be bytes-like (encode text first)")
+            view = memoryview(pin).cast("B")
+            copy = (ctypes.c_uint8 * len(view)).from_buffer_copy(view)  # no Python bytes copy made
+            try:
+                _call(lib.ts_store_open_with_pin, _text(path, "path", optional=True), _text(app_id, "app id"),
+                      copy, len(view), ctypes.byref(handle))
+            finally:
+                ctypes.memset(copy, 0, ctypes.sizeof(copy))
         self._handle = handle
 
     def _live(self):

@@ -109,6 +109,7 @@ def _declare(lib):
     signatures = {
         "ts_version": (c_char_p, []),
         "ts_store_open": (c_int, [c_char_p, c_char_p, handle_out, err]),
+        "ts_store_open_with_pin": (c_int, [c_char_p, c_char_p, ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t, handle_out, err]),
         "ts_store_close": (None, [c_void_p]),
         "ts_item_set": (c_int, [c_void_p, c_char_p, c_char_p, c_int, ctypes.c_char_p, ctypes.c_size_t, err]),
         "ts_item_get": (c_int, [c_void_p, c_char_p, c_char_p, c_int, bytes_out, size_out, err]),

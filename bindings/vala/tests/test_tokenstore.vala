@@ -5,8 +5,8 @@
  *   test_tokenstore_vala VERSION STORE URL
  *
  * Every call of the API once: version, items (binary round trip, not found, delete), errors
- * and their codes, credential state, a session (access token without a sign-in:
- * interactionRequired; logout and resume), and browser sign-in with a Vala closure as the
+ * and their codes, open_with_pin (a store without a PIN slot, a short PIN), credential state,
+ * a session (access token without a sign-in: interactionRequired; logout and resume), and browser sign-in with a Vala closure as the
  * opener (its captured state proves the delegate and its target reach the C callback): a
  * closure that fails gives browserUnavailable, one that opens nothing times out; last
  * harden_process (RLIMIT_CORE 0 afterwards).
@@ -46,6 +46,12 @@ int main (string[] args) {
     if (store == null) return 1;
     status = TokenStore.Store.open (args[2], "not an app id", null, out error);
     expect_error (status, error, "invalidInput");
+    // open_with_pin: the PIN as bytes; this keyring store has no TPM PIN key slot.
+    TokenStore.Store? by_pin;
+    uint8[] pin = { '4', '8', '2', '1' };
+    expect_error (TokenStore.Store.open_with_pin (args[2], "org.example.cabi.vala", pin, out by_pin, out error), error, "wrongKeyProvider");
+    check (by_pin == null, "no store without a PIN slot");
+    expect_error (TokenStore.Store.open_with_pin (args[2], "org.example.cabi.vala", pin[0:3], out by_pin, out error), error, "invalidInput");
 
     uint8[] secret = { 'r', 't', 0x00, 0xff };
     check (store.item_set (null, "alice", TokenStore.Kind.GENERIC, secret, out error) == TokenStore.OK, "set");
