@@ -1,3 +1,4 @@
+internal import CGIO
 internal import CLibSecret
 
 /// Turns a `GError` from libsecret/GIO into a ``TokenStoreError`` with the cause attached.

@@ -1,3 +1,4 @@
+internal import CGIO
 internal import CLibSecret
 import FoundationEssentials
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+internal import CGIO
 internal import CLibSecret
 internal import CSodium
 import FoundationEssentials

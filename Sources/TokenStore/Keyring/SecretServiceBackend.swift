@@ -1,3 +1,4 @@
+internal import CGIO
 internal import CLibSecret
 
 /// How ``SecretServiceKeyProvider`` reads the Secret Service: one read path, chosen once when the

@@ -1,3 +1,4 @@
+internal import CGIO
 internal import CLibSecret
 
 /// The libsecret calls behind the store epoch of ``SecretServiceKeyProvider``.

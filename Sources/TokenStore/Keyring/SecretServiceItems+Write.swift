@@ -1,3 +1,4 @@
+internal import CGIO
 internal import CLibSecret
 
 /// The write path of ``SecretServiceKeyProvider`` and the prompt-free unlock, written so that

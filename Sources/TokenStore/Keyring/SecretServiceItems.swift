@@ -1,3 +1,4 @@
+internal import CGIO
 internal import CLibSecret
 
 /// The libsecret calls behind ``SecretServiceKeyProvider``. Every function blocks, so each

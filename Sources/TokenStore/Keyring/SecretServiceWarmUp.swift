@@ -1,3 +1,4 @@
+internal import CGIO
 internal import CLibSecret
 #if canImport(Glibc)
 import Glibc
