@@ -165,16 +165,15 @@ public struct TokenStoreError: CodedError {
     public let recordedKeyProvider: KeyProviderKind?
     /// For ``Code/wrongPIN``: the wrong PINs the TPM still allows before it locks out (nil when it
     /// did not say).
-    public let pinTriesLeft: Int?
+    public private(set) var pinTriesLeft: Int?
     /// For ``Code/tpmLockedOut``: the longest wait until the TPM accepts a PIN again (nil when it
     /// does not recover by itself, or did not say).
-    public let lockoutRecovery: Duration?
+    public private(set) var lockoutRecovery: Duration?
 
     /// Makes an error. `message` and `hint` must hold no secret, account name or user id.
     public init(
         _ code: Code, _ message: String, hint: String? = nil, cause: Cause? = nil,
-        schemaVersions: (found: Int, supported: Int)? = nil, recordedKeyProvider: KeyProviderKind? = nil,
-        pinTriesLeft: Int? = nil, lockoutRecovery: Duration? = nil
+        schemaVersions: (found: Int, supported: Int)? = nil, recordedKeyProvider: KeyProviderKind? = nil
     ) {
         self.code = code
         self.message = message
@@ -182,6 +181,18 @@ public struct TokenStoreError: CodedError {
         self.cause = cause
         self.schemaVersions = schemaVersions
         self.recordedKeyProvider = recordedKeyProvider
+        self.pinTriesLeft = nil
+        self.lockoutRecovery = nil
+    }
+
+    /// Makes a TPM PIN error (``Code/wrongPIN``, ``Code/tpmLockedOut``) with what the TPM said:
+    /// the wrong PINs it still allows, the longest wait until it accepts one again. A separate
+    /// initializer, so that the one above keeps its 0.3.0 signature.
+    public init(
+        _ code: Code, _ message: String, hint: String? = nil, cause: Cause? = nil,
+        pinTriesLeft: Int?, lockoutRecovery: Duration?
+    ) {
+        self.init(code, message, hint: hint, cause: cause)
         self.pinTriesLeft = pinTriesLeft
         self.lockoutRecovery = lockoutRecovery
     }

@@ -144,7 +144,7 @@ extension TPMDiagnosis {
         return TokenStoreError(
             .wrongPIN, "The PIN does not open this store's TPM PIN key slot; nothing was changed. " + tries,
             hint: "Check the PIN and try again; after too many wrong PINs the TPM refuses every PIN for a while.",
-            cause: .other(decode(rc)), pinTriesLeft: left)
+            cause: .other(decode(rc)), pinTriesLeft: left, lockoutRecovery: nil)
     }
 
     /// TPM_RC_LOCKOUT: the TPM refuses every PIN until it recovers.
@@ -160,7 +160,7 @@ extension TPMDiagnosis {
                 ? "Have the TPM's owner end the lockout (tpm2_dictionarylockout -c with its lockout authorization), or open the "
                     + "store with another key slot."
                 : "Wait, then try the PIN again, or open the store with another key slot; the store's data is intact.",
-            cause: .other(decode(rc)), lockoutRecovery: wait)
+            cause: .other(decode(rc)), pinTriesLeft: 0, lockoutRecovery: wait)
     }
 }
 
