@@ -59,9 +59,15 @@ import TokenStore
         }
         let waiters = ProcessInfo.processInfo.activeProcessorCount * 4 + 4
         let done = Locked(0)
+        let entered = Locked(0)
         let blockers = (0..<executor.threadCount).map { _ in
-            Task { await executor.run { () throws(Never) in gate.wait() } }
+            Task { await executor.run { () throws(Never) in entered.mutate { $0 += 1 }; gate.wait() } }
         }
+        // Every executor thread blocked before a waiter queues: a Task starts when the pool runs
+        // it, so a waiter made right after could otherwise reach a thread first (12 did, once).
+        let blockedBy = ContinuousClock.now + .seconds(20)
+        while entered.value < executor.threadCount, ContinuousClock.now < blockedBy { try await Task.sleep(for: .milliseconds(5)) }
+        try #require(entered.value == executor.threadCount, "the blockers did not all start")
         let waiting = (0..<waiters).map { index in
             Task {
                 let value = await executor.run { () throws(Never) in index }
