@@ -136,9 +136,19 @@ struct CrashAndRaceTests {
         for round in 0..<rounds {
             let user = "user-race-\(lane)-\(round)"
             try await f.signIn("alice", appleUserID: user)
-            let session = f.session
+            let session = f.session, store = f.store
+            let issued = try store.refreshToken(account: "alice")
+            // Rounds 0 and 3 of every four pin an order, so both orders occur on any machine (under
+            // TSan on a busy CI machine one order never came in 100 free rounds): in round 0 the
+            // renewal starts once the logout has deleted the tokens; in round 3 the logout starts
+            // once the renewal has committed the rotated refresh token, and races the renewal's
+            // tail. Rounds 1 and 2 race freely.
             async let renewal: Bool? = {
-                if round % 2 == 1 { await Task.yield() }
+                switch round % 4 {
+                case 0: await Self.until { (try? store.refreshToken(account: "alice")) == nil }
+                case 1, 3: await Task.yield()
+                default: break
+                }
                 do {
                     _ = try await session.accessToken(for: "alice", forceRefresh: true)
                     return true
@@ -150,10 +160,14 @@ struct CrashAndRaceTests {
                 }
             }()
             async let logout: Void = {
-                // Even rounds: the logout goes first. Odd rounds: it starts 0–24 ms after the
-                // renewal, so it lands before the renewal reads the token, while its refresh is
-                // on the wire, or after it committed the rotated token.
-                if round % 2 == 0 { await Task.yield() } else { try await Task.sleep(for: .milliseconds(round / 2 % 7 * 4)) }
+                // Round 2: the logout goes first. Round 1: it starts 0–24 ms after the renewal, so it
+                // lands before the renewal reads the token, while its refresh is on the wire, or
+                // after it committed the rotated token.
+                switch round % 4 {
+                case 1: try await Task.sleep(for: .milliseconds(round / 4 % 7 * 4))
+                case 3: await Self.until { (try? store.refreshToken(account: "alice")).map { $0 != issued } ?? true }
+                default: await Task.yield()
+                }
                 _ = try await session.logout(account: "alice")
             }()
             switch await renewal {
@@ -170,5 +184,12 @@ struct CrashAndRaceTests {
             tally.rounds += 1
         }
         return tally
+    }
+
+    /// Waits, polling every millisecond, until `condition` holds (at most 30 s: a round that never
+    /// sees it goes on and its tally shows the order that occurred).
+    private static func until(_ condition: () -> Bool) async {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !condition(), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(1)) }
     }
 }
