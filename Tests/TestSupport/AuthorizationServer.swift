@@ -93,7 +93,24 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
     // MARK: State
 
     private let lock = NSLock()
-    private var process: ChildProcess?
+    /// The server: our child (`python server.py`), or forked by the process's ``ServerZygote``.
+    private enum Running {
+        case child(ChildProcess)
+        case forked(ForkedServer)
+        var isRunning: Bool {
+            switch self {
+            case .child(let child): child.isRunning
+            case .forked(let server): server.isRunning
+            }
+        }
+        func stop(grace: Duration) {
+            switch self {
+            case .child(let child): child.stop(grace: grace)
+            case .forked(let server): server.stop(grace: grace)
+            }
+        }
+    }
+    private var process: Running?
     private var currentPort: Int = 0
     private let workDirectory: TemporaryDirectory
     private let python: String
@@ -144,6 +161,15 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
     /// The ID tokens' `iss`: "http://127.0.0.1:PORT/", trailing slash included (as Auth0's).
     public var issuer: String { baseURL.absoluteString + "/" }
     public var isRunning: Bool { lock.withLock { process?.isRunning ?? false } }
+    /// Whether this server was forked by the process's ``ServerZygote`` (else it is `python server.py`).
+    public var forkedByZygote: Bool {
+        lock.withLock { if case .forked? = process { true } else { false } }
+    }
+    /// Whether servers start from the zygote in this process (`TOKENSTORE_AUTHSERVER_ZYGOTE=0` turns it off).
+    public static var zygoteWanted: Bool {
+        let env = ProcessInfo.processInfo.environment
+        return env["TOKENSTORE_AUTHSERVER_ZYGOTE"] != "0" && env["TOKENSTORE_AUTHSERVER_SCRIPT"] == nil
+    }
 
     // MARK: Life cycle
 
@@ -175,16 +201,20 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
             "--port-file", portFileURL.path, "--state-file", stateURL.path, "--exit-with-parent",
         ]
         if !logRequests { arguments.append("--quiet") }
-        let child: ChildProcess
-        do {
-            // The server outlives this call (and this thread): it watches its parent itself
-            // (--exit-with-parent) instead of PR_SET_PDEATHSIG, which fires when the spawning
-            // thread ends.
-            child = try ChildProcess.start(
-                python, arguments, standardOutput: .discard, standardError: .append(logURL.path),
-                ownProcessGroup: false)
-        } catch {
-            throw Failure.startFailed("cannot run \(python): \(error)")
+        let child: Running
+        if let zygote = ServerZygote.shared {
+            child = .forked(try zygote.start(Array(arguments.dropFirst()), standardError: logURL.path, timeout: timeout))
+        } else {
+            do {
+                // The server outlives this call (and this thread): it watches its parent itself
+                // (--exit-with-parent) instead of PR_SET_PDEATHSIG, which fires when the spawning
+                // thread ends.
+                child = .child(try ChildProcess.start(
+                    python, arguments, standardOutput: .discard, standardError: .append(logURL.path),
+                    ownProcessGroup: false))
+            } catch {
+                throw Failure.startFailed("cannot run \(python): \(error)")
+            }
         }
         process = child
 
@@ -193,7 +223,7 @@ public final class AuthorizationServer: @unchecked Sendable {  // mutable state 
         while chosen == 0 {
             if !child.isRunning {
                 process = nil
-                throw Failure.startFailed("the server exited (\(child.poll().map { "\($0)" } ?? "?")); log:\n\(logTail())")
+                throw Failure.startFailed("the server exited; log:\n\(logTail())")
             }
             if let text = try? String(contentsOf: portFileURL, encoding: .utf8),
                 let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), value > 0
