@@ -28,7 +28,7 @@ struct _TsStore {
     ts_store *handle;
     ts_watch *watch;
     TsProtection protection;
-    gboolean locked; /* as the change events said; on `context`'s thread only */
+    gboolean locked; /* as found at open, then as the change events said; on `context`'s thread only */
     GMainContext *context;
     GHashTable *accounts; /* name → TsAccount; used on `context`'s thread only */
 };
@@ -285,8 +285,10 @@ ts_store_class_init (TsStoreClass *klass)
      * TsStore:locked:
      *
      * Whether the store is locked here (its data key wiped: a lock of this store or for every
-     * process, the idle lock, the desktop session's lock), as the change events since its
-     * creation said; `notify::locked` follows each change. FALSE at creation.
+     * process, the idle lock, the desktop session's lock): as found when the store was opened
+     * (%TRUE for a store opened while `tokenctl lock` or another process's lock for every
+     * process is in force), then as the change events said; `notify::locked` follows each
+     * change.
      */
     properties[PROP_LOCKED] = g_param_spec_boolean ("locked", NULL, NULL, FALSE,
         G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
@@ -366,6 +368,14 @@ ts_store_initable_init (GInitable *initable, GCancellable *cancellable, GError *
         return FALSE;
     }
     self->protection = (TsProtection) tier;
+    /* Before the watch: its events are the transitions from here on (the watch's own first read
+     * included), and nothing else touches `locked` until it runs. */
+    int locked = 0;
+    if (ts_store_is_locked (self->handle, &locked, &err) != TS_OK) {
+        ts_propagate_cabi_error (error, err);
+        return FALSE;
+    }
+    self->locked = locked != 0;
     WatchTarget *target = g_new0 (WatchTarget, 1);
     target->refs = 1;
     g_weak_ref_init (&target->store, self);

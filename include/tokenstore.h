@@ -40,7 +40,7 @@
  *             ts_session_logout_cancellable, ts_session_resume_cancellable; ts_store_watch,
  *             ts_watch_free, ts_store_accounts, ts_store_account_status, ts_strings_free;
  *             ts_logout_options_init, ts_session_logout_browser, ts_store_lock, ts_store_unlock,
- *             ts_store_open_with_pin.
+ *             ts_store_is_locked, ts_store_open_with_pin.
  */
 #ifndef TOKENSTORE_H
 #define TOKENSTORE_H
@@ -194,6 +194,14 @@ int ts_store_lock(ts_store *store, int all_processes, ts_error **err);
  *  process (as `tokenctl unlock`). Codes: storeLocked, storeClosed, keyringLocked, dataKeyMissing,
  *  secretServiceUnavailable. Since 0.4.0. */
 int ts_store_unlock(ts_store *store, int all_processes, ts_error **err);
+
+/** Whether the store handle is locked now (`*locked` 1: its data key wiped, every read and write
+ *  fails with storeLocked), 0 otherwise. A handle opened while a lock for every process is
+ *  recorded (`tokenctl lock`) is locked from the start; a lock set or cleared by another process
+ *  later is taken up at this handle's next call (or by its watch, which then reports
+ *  TS_CHANGE_STORE_LOCKED / TS_CHANGE_STORE_UNLOCKED). One atomic load: it never blocks.
+ *  Codes: storeClosed, invalidInput. Since 0.4.0. */
+int ts_store_is_locked(ts_store *store, int *locked, ts_error **err);
 
 /** The credential state of `user_id` (the Apple user id of a sign-in). */
 int ts_credential_state(ts_store *store, const char *user_id, ts_state *out, ts_error **err);

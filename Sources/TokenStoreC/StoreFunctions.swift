@@ -62,6 +62,19 @@ public func ts_store_unlock(_ store: OpaquePointer!, _ allProcesses: CInt, _ err
 }
 
 @c @implementation
+public func ts_store_is_locked(
+    _ store: OpaquePointer!, _ locked: UnsafeMutablePointer<CInt>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    CCall.run(err) {
+        let lockedOut = try CInput.out(locked, "locked")
+        let handle = try storeHandles.lookUp(store)
+        defer { withExtendedLifetime(handle) {} }
+        lockedOut.pointee = handle.store.isLocked ? 1 : 0
+        return CCall.ok
+    }
+}
+
+@c @implementation
 public func ts_store_close(_ store: OpaquePointer!) {
     storeHandles.remove(store)
 }

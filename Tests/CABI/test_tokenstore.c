@@ -83,6 +83,12 @@ static ts_store *open_store(const char *path) {
     return store;
 }
 
+/* A watch callback for a watch that only has to start. */
+static void on_any_change(const ts_change *change, void *user_data) {
+    (void)change;
+    (void)user_data;
+}
+
 static void expect_item(ts_store *store, const char *account, ts_kind kind, const char *value) {
     uint8_t *bytes = NULL;
     size_t length = 0;
@@ -194,17 +200,35 @@ static int test_items(const char *path) {
     CHECK(TS_PROTECTION_HARDWARE == 0 && TS_PROTECTION_PASSPHRASE == 3 && TS_PROTECTION_SOFTWARE_TPM == 4);
 
     /* the lock: every call is storeLocked until unlock; all_processes reaches another handle */
+    int locked = -1;
+    CHECK(ts_store_is_locked(store, &locked, &err) == TS_OK && locked == 0);
     CHECK(ts_store_lock(store, 0, &err) == TS_OK);
+    CHECK(ts_store_is_locked(store, &locked, &err) == TS_OK && locked == 1);
     uint8_t *locked_bytes = NULL;
     size_t locked_length = 0;
     status = ts_item_get(store, NULL, "nobody", TS_KIND_GENERIC, &locked_bytes, &locked_length, &err);
     CHECK_ERROR(status, err, "storeLocked");
     CHECK(ts_store_unlock(store, 0, &err) == TS_OK);
+    CHECK(ts_store_is_locked(store, &locked, &err) == TS_OK && locked == 0);
     CHECK(ts_item_set(store, NULL, "locker", TS_KIND_GENERIC, (const uint8_t *)"kept", 4, &err) == TS_OK);
     ts_store *watcher = open_store(path);
     CHECK(ts_store_lock(store, 1, &err) == TS_OK);
+    CHECK(ts_store_is_locked(watcher, &locked, &err) == TS_OK && locked == 0); /* not noticed before its next call */
     status = ts_item_get(watcher, NULL, "locker", TS_KIND_GENERIC, &locked_bytes, &locked_length, &err);
     CHECK_ERROR(status, err, "storeLocked");
+    CHECK(ts_store_is_locked(watcher, &locked, &err) == TS_OK && locked == 1);
+    /* a handle opened while the lock for every process is recorded is locked from the start, and
+     * a watch on it starts (its starting point needs nothing sealed) */
+    ts_store *opened_locked = open_store(path);
+    CHECK(ts_store_is_locked(opened_locked, &locked, &err) == TS_OK && locked == 1);
+    ts_watch *locked_watch = NULL;
+    CHECK(ts_store_watch(opened_locked, on_any_change, NULL, &locked_watch, &err) == TS_OK && locked_watch != NULL);
+    ts_watch_free(locked_watch);
+    ts_store_close(opened_locked);
+    status = ts_store_is_locked(opened_locked, &locked, &err);
+    CHECK_ERROR(status, err, "storeClosed");
+    status = ts_store_is_locked(store, NULL, &err);
+    CHECK_ERROR(status, err, "invalidInput");
     status = ts_store_unlock(watcher, 0, &err);
     CHECK_ERROR(status, err, "storeLocked");
     CHECK(ts_store_unlock(watcher, 1, &err) == TS_OK);

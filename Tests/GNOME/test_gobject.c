@@ -9,6 +9,9 @@
  *                                              sign-in (prompt, login-hint, max-age, acr-values)
  *                                              signs in the hinted user; a logout by another
  *                                              process arrives as account-removed
+ *   test_gobject_c locked STORE TOKENCTL       a store opened while `tokenctl lock` is in force
+ *                                              opens with TsStore:locked TRUE; `tokenctl unlock`
+ *                                              and `tokenctl lock` arrive as notify::locked
  *
  * Both fail when a main-loop iteration was held up over 20 ms (a 5 ms tick, gap over 25 ms).
  */
@@ -256,6 +259,68 @@ test_flow (const char *path, const char *url, const char *user, const char *toke
     g_hash_table_unref (seen.removed);
 }
 
+/* Runs `tokenctl --quiet --store STORE COMMAND` to its end; TRUE when it exited 0. */
+static gboolean
+run_tokenctl (const char *tokenctl, const char *path, const char *command)
+{
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GSubprocess) process
+        = g_subprocess_new (G_SUBPROCESS_FLAGS_NONE, &error, tokenctl, "--quiet", "--store", path, command, NULL);
+    if (process == NULL) return FALSE;
+    Waiter waiter = {NULL};
+    g_subprocess_wait_check_async (process, NULL, done, &waiter);
+    g_autoptr (GAsyncResult) result = await_result (&waiter);
+    gboolean ok = g_subprocess_wait_check_finish (process, result, &error);
+    if (!ok) fprintf (stderr, "tokenctl %s: %s\n", command, error->message);
+    return ok;
+}
+
+static void
+on_locked (GObject *store, GParamSpec *pspec, gpointer data)
+{
+    (void) store;
+    (void) pspec;
+    (*(int *) data)++;
+}
+
+/* Waits up to 5 s for the store's `locked` to be `wanted`; returns it. */
+static gboolean
+wait_locked (TsStore *store, gboolean wanted)
+{
+    gboolean locked = !wanted;
+    gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+    while (g_get_monotonic_time () < deadline) {
+        g_object_get (store, "locked", &locked, NULL);
+        if (locked == wanted) break;
+        wait_ms (10);
+    }
+    return locked;
+}
+
+static void
+test_locked (const char *path, const char *tokenctl)
+{
+    g_object_unref (open_store (path)); /* the store and its key made */
+    CHECK (run_tokenctl (tokenctl, path, "lock"));
+    g_autoptr (TsStore) store = open_store (path);
+    gboolean locked = FALSE;
+    g_object_get (store, "locked", &locked, NULL);
+    CHECK (locked); /* opened while the lock for every process is recorded */
+    int notified = 0;
+    g_signal_connect (store, "notify::locked", G_CALLBACK (on_locked), &notified);
+    wait_ms (300);
+    CHECK (notified == 0); /* no event while nothing changes */
+    CHECK (run_tokenctl (tokenctl, path, "unlock"));
+    CHECK (!wait_locked (store, FALSE));
+    CHECK (notified == 1);
+    CHECK (run_tokenctl (tokenctl, path, "lock"));
+    CHECK (wait_locked (store, TRUE));
+    CHECK (notified == 2);
+    CHECK (run_tokenctl (tokenctl, path, "unlock"));
+    CHECK (!wait_locked (store, FALSE));
+    printf ("METRIC gnome_locked lang=c notifications=%d max_tick_gap_ms=%.1f\n", notified, (double) max_gap / 1000.0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -263,8 +328,9 @@ main (int argc, char **argv)
     g_timeout_add (5, tick, NULL);
     if (argc == 4 && strcmp (argv[1], "cancel") == 0) test_cancel (argv[2], argv[3]);
     else if (argc == 6 && strcmp (argv[1], "flow") == 0) test_flow (argv[2], argv[3], argv[4], argv[5]);
+    else if (argc == 4 && strcmp (argv[1], "locked") == 0) test_locked (argv[2], argv[3]);
     else {
-        fprintf (stderr, "usage: test_gobject_c cancel STORE URL | flow STORE URL USER TOKENCTL\n");
+        fprintf (stderr, "usage: test_gobject_c cancel STORE URL | flow STORE URL USER TOKENCTL | locked STORE TOKENCTL\n");
         return 64;
     }
     if (max_gap >= 25000) {

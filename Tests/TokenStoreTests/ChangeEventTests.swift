@@ -17,8 +17,13 @@ struct ChangeEventTests {
 
         /// Waits until at least `count` changes arrived (or 10 s passed); returns them.
         func wait(for count: Int) -> [StoreChange] {
+            wait { $0.count >= count }
+        }
+
+        /// Waits until the changes so far satisfy `done` (or 10 s passed); returns them.
+        func wait(until done: ([StoreChange]) -> Bool) -> [StoreChange] {
             let deadline = Date().addingTimeInterval(10)
-            while all.count < count, Date() < deadline { usleep(2_000) }
+            while !done(all), Date() < deadline { usleep(2_000) }
             return all
         }
     }
@@ -190,6 +195,78 @@ struct ChangeEventTests {
         #expect(try f.store.secret(for: key("frank")) == secret("rt"))
         usleep(300_000)
         #expect(collected.all == [.storeLocked, .storeUnlocked])
+    }
+
+    @Test("a write right before a lock of the same object: its change arrives before storeLocked, every round")
+    func writeThenLock() throws {
+        let f = try TestStore()
+        let collected = Collected()
+        let observation = try f.store.observeChanges { collected.add($0) }
+        defer { observation.cancel() }
+        var expected: [StoreChange] = []
+        for round in 0..<20 {  // the lock comes before the watcher thread is scheduled after the commit
+            let account = AccountID("write-lock-\(round)")
+            try f.store.set(secret("rt"), for: ItemKey(account: account, kind: .refreshToken))
+            try f.store.lock()
+            try f.store.unlock()
+            expected += [.accountAdded(account), .storeLocked, .storeUnlocked]
+        }
+        #expect(collected.wait(for: expected.count) == expected)
+        usleep(300_000)
+        #expect(collected.all.count == expected.count, "\(collected.all)")
+    }
+
+    @Test("another object's write and its lock for every process, both before the watcher reads: the change arrives before storeLocked")
+    func otherWriteThenLockEverywhere() throws {
+        let f = try TestStore()
+        try f.store.set(secret("seed"), for: key("seed", .generic))  // no event; forEachItem's body runs for it
+        let collected = Collected()
+        let observation = try f.store.observeChanges { collected.add($0) }
+        defer { observation.cancel() }
+        let other = try f.reopen()  // its commits reach the first object only through the file
+        var expected: [StoreChange] = []
+        for round in 0..<5 {
+            let account = AccountID("other-lock-\(round)")
+            var written = false
+            // Inside this object's read (its connection held), so that its watcher reads only once both have committed.
+            try f.store.forEachItem { _ in
+                guard !written else { return }
+                written = true
+                try other.set(secret("rt"), for: ItemKey(account: account, kind: .refreshToken))
+                try other.lock(allProcesses: true)
+            }
+            expected += [.accountAdded(account), .storeLocked]
+            // Unlocked only once this object took the lock up (else it may never see it locked).
+            _ = collected.wait { $0.filter { $0 == .storeLocked }.count > round }
+            try other.unlock(allProcesses: true)
+            expected.append(.storeUnlocked)
+            _ = collected.wait { $0.filter { $0 == .storeUnlocked }.count > round }
+        }
+        #expect(collected.all == expected)
+    }
+
+    @Test("a subscription made while the store is locked for every process starts; the unlock and later writes arrive")
+    func subscribeWhileLocked() throws {
+        let f = try TestStore()
+        try f.store.set(secret("rt"), for: key("gina"))
+        try f.store.lock(allProcesses: true)
+        let opened = try f.reopen()  // opened while the lock is recorded: locked from the start
+        #expect(opened.isLocked)
+        let collected = Collected(), second = Collected()
+        let observation = try opened.observeChanges { collected.add($0) }
+        defer { observation.cancel() }
+        let secondObservation = try opened.observeChanges { second.add($0) }  // the watcher runs already
+        defer { secondObservation.cancel() }
+        usleep(300_000)
+        #expect(collected.all.isEmpty)
+        try f.store.unlock(allProcesses: true)
+        #expect(collected.wait(for: 1) == [.storeUnlocked])
+        #expect(!opened.isLocked)
+        try f.store.set(secret("rt"), for: key("hank"))
+        try f.store.delete(key("gina"))
+        let expected: [StoreChange] = [.storeUnlocked, .accountAdded("hank"), .accountRemoved("gina")]
+        #expect(collected.wait(for: 3) == expected)
+        #expect(second.wait(for: 3) == expected)
     }
 
     @Test("the idle lock reports storeLocked; the unlock after it storeUnlocked")

@@ -127,6 +127,11 @@ namespace TokenStore {
         [CCode (cname = "ts_store_unlock")]
         public int unlock (bool all_processes, out ErrorDetails? error);
 
+        /* Whether this handle is locked now (its data key wiped); locked from the start when opened
+         * while a lock for every process is recorded. */
+        [CCode (cname = "ts_store_is_locked")]
+        public int is_locked (out int locked, out ErrorDetails? error);
+
         [CCode (cname = "ts_store_protection")]
         public int protection (out Protection tier, out string? reason, out ErrorDetails? error);
 

@@ -11,6 +11,10 @@ import Glibc
 /// its starting point); `running` is held alone, briefly, because a commit of the connection
 /// (``committed(databasePath:)``, with the connection's lock held) wakes the watcher through it.
 final class ChangeHub: Sendable {
+    /// A change waiting for the watcher to deliver it: a logged one with its sequence number, or
+    /// this object's lock transition (nil: it goes to every subscriber).
+    typealias Queued = (seq: Int64?, change: StoreChange)
+
     private struct Subscriber {
         /// The sequence number the subscription starts after.
         let after: Int64
@@ -27,8 +31,9 @@ final class ChangeHub: Sendable {
 
     private let state = Locked(State())
     private let running = Locked<ChangeWatcher?>(nil)
-    /// This object's lock transitions not yet delivered (taken while `running` is held, alone).
-    private let lockChanges = Locked<[StoreChange]>([])
+    /// What the watcher has not delivered yet, in order: this object's lock transitions, and the
+    /// changes read just before a lock (taken while `running` is held, alone).
+    private let queued = Locked<[Queued]>([])
 
     /// Adds a subscriber from the store's state now on, starting the watcher if none runs.
     /// - Returns: the subscription's id, for ``unsubscribe(_:)``.
@@ -39,27 +44,49 @@ final class ChangeHub: Sendable {
             guard !state.closed else { throw TokenStoreError(.storeClosed, "The store was closed.") }
             let after: Int64
             if running.withLock({ $0 != nil }) {
-                after = max(try connection.read { db, _ in try ChangeLog.exists(db) ? try ChangeLog.newest(db) : 0 }, state.delivered)
+                after = max(try connection.withDatabase { db in try Self.newestLogged(db) }, state.delivered)
             } else {
-                // Watching starts before the starting point is read: nothing between them is missed.
+                // Watching starts before the starting point is read: nothing between them is missed
+                // (a lock transition the read itself makes is queued for the new watcher).
                 let watcher = try ChangeWatcher(databasePath: connection.path, logger: connection.logger)
-                let start = try connection.read { db, envelope in
-                    try ChangeWatcher.Position(
-                        seq: ChangeLog.exists(db) ? ChangeLog.newest(db) : 0, dataVersion: db.dataVersion(),
-                        snapshot: ChangeLog.Snapshot.take(db, envelope: envelope))
-                }
-                guard watcher.start(hub: self, connection: connection, from: start) else {
-                    throw TokenStoreError(.ioError, "No thread could be started to watch the store for changes.")
-                }
                 running.withLock { $0 = watcher }
-                state.delivered = start.seq
-                after = start.seq
+                do {
+                    let start = try Self.startingPoint(connection)
+                    guard watcher.start(hub: self, connection: connection, from: start) else {
+                        throw TokenStoreError(.ioError, "No thread could be started to watch the store for changes.")
+                    }
+                    state.delivered = start.seq
+                    after = start.seq
+                } catch {
+                    stopWatcher()
+                    throw error
+                }
             }
             let id = state.nextID
             state.nextID += 1
             state.subscribers[id] = Subscriber(after: after, delivery: delivery)
             return id
         }
+    }
+
+    /// Where a new watcher starts. A locked store's log cannot be opened, but its newest sequence
+    /// number and `PRAGMA data_version` are not sealed: the snapshot waits for the unlock.
+    private static func startingPoint(_ connection: StoreConnection) throws -> ChangeWatcher.Position {
+        do {
+            return try connection.read { db, envelope in
+                try ChangeWatcher.Position(
+                    seq: newestLogged(db), dataVersion: db.dataVersion(), snapshot: ChangeLog.Snapshot.take(db, envelope: envelope))
+            }
+        } catch let error as TokenStoreError where error.code == .storeLocked {
+            return try connection.withDatabase { db in
+                try db.readTransaction { try ChangeWatcher.Position(seq: newestLogged(db), dataVersion: db.dataVersion(), snapshot: nil) }
+            }
+        }
+    }
+
+    /// The log's newest sequence number (0 without a log); nothing sealed is read.
+    private static func newestLogged(_ db: Database) throws -> Int64 {
+        try ChangeLog.exists(db) ? ChangeLog.newest(db) : 0
     }
 
     /// Ends subscription `id` (nothing is delivered to it once this returns, unless it is
@@ -94,43 +121,52 @@ final class ChangeHub: Sendable {
         running.withLock { $0?.wake() }
     }
 
+    /// With the connection's lock held and its key in hand (`envelope`), just before the key is
+    /// wiped: the running watcher reads the changes committed until now, so that they reach
+    /// subscribers before the `storeLocked` that follows (``ChangeWatcher/readBeforeLock(_:envelope:hub:)``).
+    func willLock(_ db: Database, envelope: Envelope) {
+        running.withLock { $0 }?.readBeforeLock(db, envelope: envelope, hub: self)
+    }
+
     /// With the connection's lock held: this object became locked or unlocked. Queued for the
     /// watcher (so that it reaches subscribers in order with the other changes, on the watcher
     /// thread), which is woken; nothing is kept while none runs.
     func lockChanged(locked: Bool) {
         running.withLock { watcher in
             guard let watcher else { return }
-            lockChanges.withLock { $0.append(locked ? .storeLocked : .storeUnlocked) }
+            queued.withLock { $0.append((nil, locked ? .storeLocked : .storeUnlocked)) }
             watcher.wake()
         }
     }
 
-    /// From the watcher: the lock transitions queued since it last took them.
-    func takeLockChanges() -> [StoreChange] {
-        lockChanges.withLock { changes in
+    /// With the connection's lock held, from ``willLock(_:envelope:)``: changes read for the watcher.
+    func queue(_ changes: [Queued]) {
+        guard !changes.isEmpty else { return }
+        running.withLock { watcher in
+            guard watcher != nil else { return }
+            queued.withLock { $0 += changes }
+        }
+    }
+
+    /// From the watcher: what was queued since it last took it.
+    func takeQueued() -> [Queued] {
+        queued.withLock { changes in
             defer { changes.removeAll() }
             return changes
         }
     }
 
-    /// From the watcher: lock transitions, to every subscriber.
-    func deliverLockChanges(_ changes: [StoreChange]) {
+    /// From the watcher: `changes`, in order. A lock transition goes to every subscriber, a
+    /// logged change to every subscriber that started before its sequence number; `newest` is
+    /// the sequence number the watcher's reads reached.
+    func deliver(_ changes: [Queued], newest: Int64) {
         guard !changes.isEmpty else { return }
-        let subscribers = state.withLock { Array($0.subscribers.values) }
-        for change in changes {
-            for subscriber in subscribers { subscriber.delivery.send(change) }
-        }
-    }
-
-    /// From the watcher: `changes` (in order, with their sequence numbers) go to every
-    /// subscriber that started before each; `newest` is the sequence number reached.
-    func deliver(_ changes: [(seq: Int64, change: StoreChange)], newest: Int64) {
         let subscribers = state.withLock { state in
             state.delivered = max(state.delivered, newest)
             return Array(state.subscribers.values)
         }
         for (seq, change) in changes {
-            for subscriber in subscribers where seq > subscriber.after { subscriber.delivery.send(change) }
+            for subscriber in subscribers where seq.map({ $0 > subscriber.after }) ?? true { subscriber.delivery.send(change) }
         }
     }
 
@@ -151,7 +187,7 @@ final class ChangeHub: Sendable {
         running.withLock { watcher in
             watcher?.stop()
             watcher = nil
-            lockChanges.withLock { $0.removeAll() }
+            queued.withLock { $0.removeAll() }
         }
     }
 }

@@ -20,12 +20,18 @@ import Glibc
 /// file's writes it checks once more, ``followUp`` later: a reader may see a commit's frames
 /// before the commit itself, and the touch that follows the commit may never come (a writer
 /// killed in between).
-final class ChangeWatcher: @unchecked Sendable {  // the descriptors are immutable; `stopped` is behind its lock
-    /// Where a watcher starts: the newest sequence number, `PRAGMA data_version`, and the snapshot.
+///
+/// The log is sealed under the data key, so a locked store cannot be read: the thread that is
+/// about to wipe the key reads what was committed until then first (``readBeforeLock(_:envelope:hub:)``),
+/// and those changes reach subscribers before `storeLocked`.
+final class ChangeWatcher: @unchecked Sendable {  // the descriptors are immutable; `stopped` and `position` are behind their locks
+    /// Where a watcher is: the newest sequence number it read, `PRAGMA data_version`, and the snapshot.
     struct Position {
         var seq: Int64
         var dataVersion: Int64
-        var snapshot: ChangeLog.Snapshot
+        /// nil when watching began on a locked store (nothing sealed could be read): taken at the
+        /// first read after the unlock.
+        var snapshot: ChangeLog.Snapshot?
     }
 
     static let followUp: Int32 = 250  // milliseconds
@@ -35,6 +41,9 @@ final class ChangeWatcher: @unchecked Sendable {  // the descriptors are immutab
     private let names: Set<String>
     private let logger: TokenStoreLogger
     private let stopped = Locked(false)
+    /// Where the reads got to (set by ``start(hub:connection:from:)``); read and advanced with the
+    /// store's connection lock held, by this thread or by one about to wipe the key.
+    private let position = Locked<Position?>(nil)
 
     /// Watches the folder of `databasePath`.
     /// - Throws: `ioError` when inotify or the eventfd cannot be set up.
@@ -69,8 +78,9 @@ final class ChangeWatcher: @unchecked Sendable {  // the descriptors are immutab
 
     /// Starts the thread from `position`, reading through `connection` and delivering to `hub`.
     /// - Returns: false when no thread could be made.
-    func start(hub: ChangeHub, connection: StoreConnection, from position: Position) -> Bool {
-        DetachedThread.start(name: "ts-changes") { [self] in run(hub: hub, connection: connection, from: position) }
+    func start(hub: ChangeHub, connection: StoreConnection, from start: Position) -> Bool {
+        position.withLock { $0 = start }
+        return DetachedThread.start(name: "ts-changes") { [self] in run(hub: hub, connection: connection) }
     }
 
     /// Wakes the thread for a check (a commit of this process).
@@ -85,17 +95,14 @@ final class ChangeWatcher: @unchecked Sendable {  // the descriptors are immutab
         wake()
     }
 
-    private func run(hub: ChangeHub, connection: StoreConnection, from start: Position) {
-        var position = start
+    private func run(hub: ChangeHub, connection: StoreConnection) {
         var force = true  // once at the start: anything between the starting point and the watch
         var checkDue = false
         var followUpArmed = false
         while !stopped.withLock({ $0 }) {
             if force || checkDue {
                 do {
-                    let (lockChanges, found) = try check(connection, &position, force: force, hub: hub)
-                    hub.deliverLockChanges(lockChanges)
-                    if !found.isEmpty { hub.deliver(found, newest: position.seq) }
+                    hub.deliver(try check(connection, force: force, hub: hub), newest: newestRead)
                 } catch let error as TokenStoreError where error.code == .storeClosed {
                     hub.watcherEnded(self, error: nil)
                     return
@@ -106,7 +113,8 @@ final class ChangeWatcher: @unchecked Sendable {  // the descriptors are immutab
                         "the change watcher could not read the store; it tries again at the next change",
                         metadata: ["error": TokenStoreError.code(of: error)])
                 }
-                hub.deliverLockChanges(hub.takeLockChanges())  // those that came without a read (a lock)
+                // What came without this thread's read: a lock, and what was read just before it.
+                hub.deliver(hub.takeQueued(), newest: newestRead)
                 force = false
                 checkDue = false
             }
@@ -155,40 +163,65 @@ final class ChangeWatcher: @unchecked Sendable {  // the descriptors are immutab
         }
     }
 
-    /// One check: the log after `position` when the file changed (or `force`), the snapshot
-    /// diffed when rows are missing. Coalesced: within what one check finds, a renewal of an
-    /// account already reported since its last sign-in or sign-out, and a second key switch,
-    /// are left out.
-    ///
-    /// Also takes this object's lock transitions queued until the read began (a lock cleared by
-    /// another process is taken up by this very read): they come before what the read found.
-    private func check(_ connection: StoreConnection, _ position: inout Position, force: Bool, hub: ChangeHub) throws
-        -> (lockChanges: [StoreChange], found: [(seq: Int64, change: StoreChange)])
-    {
-        let current = position
-        var lockChanges: [StoreChange] = []
-        let outcome: (Position, [(seq: Int64, change: StoreChange)])? = try connection.read { db, envelope in
-            lockChanges = hub.takeLockChanges()
-            let version = try db.dataVersion()
-            guard force || version != current.dataVersion else { return nil }
-            var next = current
-            next.dataVersion = version
-            guard try ChangeLog.exists(db) else { return (next, []) }
+    /// The newest sequence number read so far.
+    private var newestRead: Int64 { position.withLock { $0?.seq ?? 0 } }
+
+    /// One check: the changes queued for the watcher until the read began (lock transitions, and
+    /// what was read before a lock: they come first), then what the read finds (``advance(_:envelope:force:)``).
+    private func check(_ connection: StoreConnection, force: Bool, hub: ChangeHub) throws -> [ChangeHub.Queued] {
+        try connection.read { db, envelope in
+            let queued = hub.takeQueued()
+            return try queued + advance(db, envelope: envelope, force: force)
+        }
+    }
+
+    /// With the store's connection lock held, its key still in hand (`envelope`), about to wipe
+    /// it: the changes committed until now that this watcher has not read are read and queued
+    /// (``ChangeHub/queue(_:)``), ahead of the `storeLocked` that follows. A failure leaves them
+    /// for the first read after the unlock (logged, never thrown: the lock goes ahead).
+    func readBeforeLock(_ db: Database, envelope: Envelope, hub: ChangeHub) {
+        do {
+            hub.queue(try db.readTransaction { try advance(db, envelope: envelope, force: true) })
+        } catch {
+            logger.info(
+                "the change watcher could not read the changes made before a lock; they are reported after the unlock",
+                metadata: ["error": TokenStoreError.code(of: error)])
+        }
+    }
+
+    /// Inside a transaction, with the connection lock held: the log after the position when the
+    /// file changed (or `force`), the snapshot diffed when rows are missing; the position moves
+    /// on. Coalesced: within what one read finds, a renewal of an account already reported since
+    /// its last sign-in or sign-out, and a second key switch, are left out.
+    private func advance(_ db: Database, envelope: Envelope, force: Bool) throws -> [ChangeHub.Queued] {
+        guard let current = position.withLock({ $0 }) else { return [] }  // not started: its starting point is read after this
+        let version = try db.dataVersion()
+        guard force || version != current.dataVersion else { return [] }
+        var next = current
+        next.dataVersion = version
+        var found: [(seq: Int64, change: StoreChange)] = []
+        if try ChangeLog.exists(db) {
             let read = try ChangeLog.read(db, after: current.seq, envelope: envelope)
-            var found = read.changes
-            for (_, change) in found { next.snapshot.apply(change, keyID: envelope.keyID) }
-            if read.gap {
-                let fresh = try ChangeLog.Snapshot.take(db, envelope: envelope)
-                found += next.snapshot.changes(to: fresh).map { (read.newest, $0) }
-                next.snapshot = fresh
-                logger.info("the change watcher missed logged changes; it reported the difference of the store instead")
+            found = read.changes
+            if var snapshot = next.snapshot {
+                for (_, change) in found { snapshot.apply(change, keyID: envelope.keyID) }
+                if read.gap {
+                    let fresh = try ChangeLog.Snapshot.take(db, envelope: envelope)
+                    found += snapshot.changes(to: fresh).map { (read.newest, $0) }
+                    snapshot = fresh
+                    logger.info("the change watcher missed logged changes; it reported the difference of the store instead")
+                }
+                next.snapshot = snapshot
+            } else {
+                next.snapshot = try ChangeLog.Snapshot.take(db, envelope: envelope)
+                if read.gap {
+                    logger.info("the change watcher missed logged changes made while the store was locked; nothing to diff them against")
+                }
             }
             next.seq = read.newest
-            return (next, found)
         }
-        guard let (next, found) = outcome else { return (lockChanges, []) }
-        position = next
-        return (lockChanges, Self.coalesced(found))
+        position.withLock { $0 = next }
+        return Self.coalesced(found).map { ($0.seq, $0.change) }
     }
 
     static func coalesced(_ changes: [(seq: Int64, change: StoreChange)]) -> [(seq: Int64, change: StoreChange)] {

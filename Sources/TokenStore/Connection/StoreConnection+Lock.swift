@@ -80,8 +80,11 @@ extension StoreConnection {
     }
 
     /// With `lock` held: drops this object's data key (its guarded memory is wiped and freed with
-    /// the last reference: `sodium_free`) and marks the store locked for `reason`.
+    /// the last reference: `sodium_free`) and marks the store locked for `reason`. An unlocked
+    /// object's change watcher first reads what was committed until now with the key
+    /// (``ChangeHub/willLock(_:envelope:)``): its subscribers see those changes before `storeLocked`.
     func wipeKey(_ reason: LockReason) {
+        if !isLocked, let database, let envelope = activeEnvelope { changeHub.willLock(database, envelope: envelope) }
         currentKey.withLock { $0 = nil }
         confirmedDataVersion = nil
         setLockState(reason)

@@ -42,7 +42,8 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     }
     /// The session lock this object follows (its policy is or was ``AccessPolicy/whenUnlocked``); with `lock` held.
     var sessionLock: SessionLockSource?
-    private var database: Database?
+    /// The connection; nil once closed. With `lock` held.
+    private(set) var database: Database?
     /// An epoch the key provider could not be raised to after its commit, tried again after
     /// the next write (and at the next open, which heals it); with `lock` held.
     private var epochOwed: UInt64?

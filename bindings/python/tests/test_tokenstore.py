@@ -111,10 +111,17 @@ def test_items(path):
         check(tokenstore.Protection.SOFTWARE_TPM == 4 and tokenstore.Protection.PASSPHRASE == 3,
               "ts_protection: a software TPM is its own tier, appended")
         store.set("locker", Kind.GENERIC, b"kept")
+        check(not store.is_locked(), "an open store is not locked")
         store.lock()
+        check(store.is_locked(), "locked after lock()")
         expect_error("storeLocked", store.get, "locker", Kind.GENERIC)
         store.unlock()
+        check(not store.is_locked(), "unlocked after unlock()")
         check(store.get("locker", Kind.GENERIC) == b"kept", "unlock fetches the key again")
+        store.lock(all_processes=True)
+        with Store(APP, path) as opened_locked:
+            check(opened_locked.is_locked(), "a store opened while locked for every process is locked from the start")
+        store.unlock(all_processes=True)
         with Store(APP, path) as other:
             store.lock(all_processes=True)
             expect_error("storeLocked", other.get, "locker", Kind.GENERIC)

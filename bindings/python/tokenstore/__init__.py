@@ -403,6 +403,15 @@ class Store:
         for every process stays locked (``storeLocked``) unless ``all_processes``."""
         _call(_native.library().ts_store_unlock, self._live(), 1 if all_processes else 0)
 
+    def is_locked(self):
+        """Whether the store is locked here (its data key wiped: every call raises ``storeLocked``).
+        True from the start for a store opened while a lock for every process is recorded
+        (``tokenctl lock``); a lock set or cleared by another process later is taken up at this
+        store's next call (or by its :meth:`watch`)."""
+        locked = ctypes.c_int()
+        _call(_native.library().ts_store_is_locked, self._live(), ctypes.byref(locked))
+        return locked.value != 0
+
     def accounts(self):
         """The accounts (service "auth0") the store holds entries for, sorted."""
         lib = _native.library()

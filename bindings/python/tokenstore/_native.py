@@ -119,6 +119,7 @@ def _declare(lib):
         "ts_store_protection": (c_int, [c_void_p, ctypes.POINTER(c_int), ctypes.POINTER(c_void_p), err]),
         "ts_store_lock": (c_int, [c_void_p, c_int, err]),
         "ts_store_unlock": (c_int, [c_void_p, c_int, err]),
+        "ts_store_is_locked": (c_int, [c_void_p, ctypes.POINTER(c_int), err]),
         "ts_harden_process": (c_int, [err]),
         "ts_session_new": (c_int, [c_void_p, c_char_p, c_char_p, handle_out, err]),
         "ts_session_new_issuer": (c_int, [c_void_p, c_char_p, c_char_p, handle_out, err]),

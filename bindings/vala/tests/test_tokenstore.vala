@@ -59,9 +59,13 @@ int main (string[] args) {
     check (store.item_get ("auth0", "alice", TokenStore.Kind.GENERIC, out bytes, out error) == TokenStore.OK, "get");
     check (bytes != null && bytes.length == 4 && bytes[2] == 0x00 && bytes[3] == 0xff, "binary round trip");
     TokenStore.bytes_free (bytes);
+    int locked = -1;
+    check (store.is_locked (out locked, out error) == TokenStore.OK && locked == 0, "not locked");
     check (store.lock (false, out error) == TokenStore.OK, "lock");
+    check (store.is_locked (out locked, out error) == TokenStore.OK && locked == 1, "locked");
     expect_error (store.item_get (null, "alice", TokenStore.Kind.GENERIC, out bytes, out error), error, "storeLocked");
     check (store.unlock (false, out error) == TokenStore.OK, "unlock");
+    check (store.is_locked (out locked, out error) == TokenStore.OK && locked == 0, "unlocked");
     check (store.item_get (null, "alice", TokenStore.Kind.GENERIC, out bytes, out error) == TokenStore.OK, "get after unlock");
     TokenStore.bytes_free (bytes);
     check (store.item_delete (null, "alice", TokenStore.Kind.GENERIC, out error) == TokenStore.OK, "delete");
