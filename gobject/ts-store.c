@@ -204,11 +204,46 @@ ts_store_constructed (GObject *object)
     G_OBJECT_CLASS (ts_store_parent_class)->constructed (object);
 }
 
+/* What closing a store costs (the watcher thread joined, SQLite closed: its last connection
+ * checkpoints the WAL and syncs), on a thread of its own: a TsStore dropped on the main thread
+ * does not hold up its loop. A change event still under way finds the object gone (its weak
+ * reference) and is dropped; the target it reads lives until the watch is freed. */
+typedef struct {
+    ts_watch *watch;
+    ts_store *handle;
+    WatchTarget *target;
+} Closing;
+
+static gpointer
+close_thread (gpointer data)
+{
+    Closing *closing = data;
+    g_clear_pointer (&closing->watch, ts_watch_free); /* no callback after this */
+    g_clear_pointer (&closing->handle, ts_store_close);
+    g_clear_pointer (&closing->target, watch_target_unref);
+    g_free (closing);
+    return NULL;
+}
+
 static void
 ts_store_dispose (GObject *object)
 {
     TsStore *self = TS_STORE (object);
-    g_clear_pointer (&self->watch, ts_watch_free); /* no callback after this */
+    if (self->watch != NULL || self->handle != NULL) {
+        Closing *closing = g_new0 (Closing, 1);
+        closing->watch = g_steal_pointer (&self->watch);
+        closing->handle = g_steal_pointer (&self->handle);
+        WatchTarget *target = g_object_get_data (object, "ts-watch-target");
+        closing->target = target ? watch_target_ref (target) : NULL;
+        GError *error = NULL;
+        GThread *thread = g_thread_try_new ("ts-store-close", close_thread, closing, &error);
+        if (thread != NULL) {
+            g_thread_unref (thread); /* detached */
+        } else {
+            g_clear_error (&error);
+            close_thread (closing); /* no thread to be had: here, as before */
+        }
+    }
     g_hash_table_remove_all (self->accounts);
     G_OBJECT_CLASS (ts_store_parent_class)->dispose (object);
 }
@@ -217,7 +252,6 @@ static void
 ts_store_finalize (GObject *object)
 {
     TsStore *self = TS_STORE (object);
-    g_clear_pointer (&self->handle, ts_store_close);
     g_clear_pointer (&self->context, g_main_context_unref);
     g_hash_table_unref (self->accounts);
     g_free (self->app_id);
@@ -501,4 +535,198 @@ ts_store_get_protection (TsStore *self)
 {
     g_return_val_if_fail (TS_IS_STORE (self), TS_PROTECTION_LEVEL_KEYRING);
     return self->protection;
+}
+
+/**
+ * ts_store_get_locked:
+ * @self: a store
+ *
+ * Returns: whether the store is locked here (the [property@Store:locked] property)
+ */
+gboolean
+ts_store_get_locked (TsStore *self)
+{
+    g_return_val_if_fail (TS_IS_STORE (self), FALSE);
+    return self->locked;
+}
+
+/* ---- lock, unlock ----------------------------------------------------------------------- */
+
+/* `locked` set and notified on the store's main context (the change event that follows finds it
+ * set and notifies nothing more). */
+static void
+set_locked (TsStore *self, gboolean locked)
+{
+    if (self->locked == locked) return;
+    self->locked = locked;
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_LOCKED]);
+}
+
+static gboolean
+lock_call (TsStore *self, gboolean lock, gboolean all_processes, GError **error)
+{
+    ts_error *err = NULL;
+    int status = lock ? ts_store_lock (self->handle, all_processes ? 1 : 0, &err)
+                      : ts_store_unlock (self->handle, all_processes ? 1 : 0, &err);
+    if (status != TS_OK) {
+        ts_propagate_cabi_error (error, err);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void
+lock_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+    (void) cancellable;
+    guint flags = GPOINTER_TO_UINT (data); /* 1: lock, 2: all processes */
+    GError *error = NULL;
+    if (lock_call (TS_STORE (source), (flags & 1) != 0, (flags & 2) != 0, &error))
+        g_task_return_boolean (task, TRUE);
+    else
+        g_task_return_error (task, error);
+}
+
+/* On the caller's main context: the worker's result; `locked` updated before the caller's
+ * callback runs, so its _finish sees the new state in the property. */
+static void
+lock_done (GObject *source, GAsyncResult *result, gpointer data)
+{
+    GTask *outer = data;
+    TsStore *self = TS_STORE (source);
+    GError *error = NULL;
+    gboolean lock = GPOINTER_TO_UINT (g_task_get_task_data (outer)) & 1;
+    if (g_task_propagate_boolean (G_TASK (result), &error)) {
+        GMainContext *here = g_main_context_ref_thread_default ();
+        if (here == self->context) set_locked (self, lock); /* else the change event sets it there */
+        g_main_context_unref (here);
+        g_task_return_boolean (outer, TRUE);
+    } else {
+        g_task_return_error (outer, error);
+    }
+    g_object_unref (outer);
+}
+
+static void
+lock_async (TsStore *self, guint flags, GCancellable *cancellable, GAsyncReadyCallback callback,
+            gpointer user_data, gpointer tag)
+{
+    GTask *outer = g_task_new (self, cancellable, callback, user_data);
+    g_task_set_source_tag (outer, tag);
+    g_task_set_task_data (outer, GUINT_TO_POINTER (flags), NULL);
+    g_autoptr (GTask) inner = g_task_new (self, NULL, lock_done, outer);
+    g_task_set_task_data (inner, GUINT_TO_POINTER (flags), NULL);
+    g_task_run_in_thread (inner, lock_thread);
+}
+
+/**
+ * ts_store_lock_sync:
+ * @self: a store
+ * @all_processes: also lock it for every other process that has it open, until an unlock for
+ *   every process (as `tokenctl lock`)
+ * @cancellable: (nullable): a #GCancellable
+ * @error: return location for a #GError
+ *
+ * Locks the store, blocking: its data key is wiped from memory and every later read or write
+ * fails with %TS_ERROR_STORE_LOCKED until [method@Store.unlock_sync]. [property@Store:locked]
+ * follows on the store's main context.
+ *
+ * Returns: %TRUE, or %FALSE with @error set
+ */
+gboolean
+ts_store_lock_sync (TsStore *self, gboolean all_processes, GCancellable *cancellable, GError **error)
+{
+    g_return_val_if_fail (TS_IS_STORE (self), FALSE);
+    if (g_cancellable_set_error_if_cancelled (cancellable, error)) return FALSE;
+    return lock_call (self, TRUE, all_processes, error);
+}
+
+/**
+ * ts_store_lock_async:
+ * @self: a store
+ * @all_processes: also lock it for every other process that has it open (as `tokenctl lock`)
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: (scope async): called when it is locked
+ * @user_data: (closure): data for @callback
+ *
+ * Locks the store on a worker thread (see [method@Store.lock_sync]); [property@Store:locked] is
+ * %TRUE when @callback runs. Finish with [method@Store.lock_finish].
+ */
+void
+ts_store_lock_async (TsStore *self, gboolean all_processes, GCancellable *cancellable, GAsyncReadyCallback callback,
+                     gpointer user_data)
+{
+    g_return_if_fail (TS_IS_STORE (self));
+    lock_async (self, 1 | (all_processes ? 2 : 0), cancellable, callback, user_data, ts_store_lock_async);
+}
+
+/**
+ * ts_store_lock_finish:
+ * @self: a store
+ * @result: the result passed to the callback
+ * @error: return location for a #GError
+ *
+ * Returns: %TRUE, or %FALSE with @error set
+ */
+gboolean
+ts_store_lock_finish (TsStore *self, GAsyncResult *result, GError **error)
+{
+    g_return_val_if_fail (g_task_is_valid (result, self), FALSE);
+    return g_task_propagate_boolean (G_TASK (result), error);
+}
+
+/**
+ * ts_store_unlock_sync:
+ * @self: a store
+ * @all_processes: also end a lock for every process (as `tokenctl unlock`)
+ * @cancellable: (nullable): a #GCancellable
+ * @error: return location for a #GError
+ *
+ * Unlocks the store, blocking: its data key is fetched again from its key provider (the
+ * keyring: a D-Bus round trip). A store locked for every process stays locked
+ * (%TS_ERROR_STORE_LOCKED) unless @all_processes is %TRUE.
+ *
+ * Returns: %TRUE, or %FALSE with @error set
+ */
+gboolean
+ts_store_unlock_sync (TsStore *self, gboolean all_processes, GCancellable *cancellable, GError **error)
+{
+    g_return_val_if_fail (TS_IS_STORE (self), FALSE);
+    if (g_cancellable_set_error_if_cancelled (cancellable, error)) return FALSE;
+    return lock_call (self, FALSE, all_processes, error);
+}
+
+/**
+ * ts_store_unlock_async:
+ * @self: a store
+ * @all_processes: also end a lock for every process (as `tokenctl unlock`)
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: (scope async): called when it is unlocked
+ * @user_data: (closure): data for @callback
+ *
+ * Unlocks the store on a worker thread (see [method@Store.unlock_sync]);
+ * [property@Store:locked] is %FALSE when @callback runs. Finish with
+ * [method@Store.unlock_finish].
+ */
+void
+ts_store_unlock_async (TsStore *self, gboolean all_processes, GCancellable *cancellable, GAsyncReadyCallback callback,
+                       gpointer user_data)
+{
+    g_return_if_fail (TS_IS_STORE (self));
+    lock_async (self, all_processes ? 2 : 0, cancellable, callback, user_data, ts_store_unlock_async);
+}
+
+/**
+ * ts_store_unlock_finish:
+ * @self: a store
+ * @result: the result passed to the callback
+ * @error: return location for a #GError
+ *
+ * Returns: %TRUE, or %FALSE with @error set
+ */
+gboolean
+ts_store_unlock_finish (TsStore *self, GAsyncResult *result, GError **error)
+{
+    g_return_val_if_fail (g_task_is_valid (result, self), FALSE);
+    return g_task_propagate_boolean (G_TASK (result), error);
 }

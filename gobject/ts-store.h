@@ -19,6 +19,16 @@ TsStore *ts_store_new_finish (GAsyncResult *result, GError **error);
 const char *ts_store_get_app_id (TsStore *self);
 const char *ts_store_get_path (TsStore *self);
 TsProtection ts_store_get_protection (TsStore *self);
+gboolean ts_store_get_locked (TsStore *self);
+
+gboolean ts_store_lock_sync (TsStore *self, gboolean all_processes, GCancellable *cancellable, GError **error);
+void ts_store_lock_async (TsStore *self, gboolean all_processes, GCancellable *cancellable, GAsyncReadyCallback callback,
+                          gpointer user_data);
+gboolean ts_store_lock_finish (TsStore *self, GAsyncResult *result, GError **error);
+gboolean ts_store_unlock_sync (TsStore *self, gboolean all_processes, GCancellable *cancellable, GError **error);
+void ts_store_unlock_async (TsStore *self, gboolean all_processes, GCancellable *cancellable, GAsyncReadyCallback callback,
+                            gpointer user_data);
+gboolean ts_store_unlock_finish (TsStore *self, GAsyncResult *result, GError **error);
 
 GBytes *ts_store_get_sync (TsStore *self, const char *account, TsItemKind kind, GCancellable *cancellable, GError **error);
 void ts_store_get_async (TsStore *self, const char *account, TsItemKind kind, GCancellable *cancellable,

@@ -123,6 +123,14 @@ async fn flow(checks: Rc<Checks>, path: String, url: String, user: String, token
     let bob_removed = removed.borrow().iter().find(|(name, _)| name == "bob").map(|(_, at)| *at);
     checks.check(bob_removed.is_some(), "another process's logout arrived as account-removed");
     checks.check(*notified.borrow() == vec![false], &format!("bob's signed-in went false with notify: {:?}", notified.borrow()));
+
+    // This store object locked and unlocked: reads refused in between with TS_ERROR_STORE_LOCKED.
+    checks.check(store.lock(false, None).await.is_ok() && store.is_locked(), "the store locks");
+    let refused = store.get("alice", tokenstore::ItemKind::Generic, None).await;
+    checks.check(refused.as_ref().err().and_then(|e| e.code()) == Some(tokenstore::ffi::TS_ERROR_STORE_LOCKED),
+                 &format!("a read of a locked store is storeLocked: {:?}", refused));
+    checks.check(store.unlock(false, None).await.is_ok() && !store.is_locked(), "the store unlocks");
+    checks.check(store.get("alice", tokenstore::ItemKind::Generic, None).await.is_ok(), "it reads again");
     let after = bob_removed.map_or(0.0, |at| at.duration_since(started).as_secs_f64() * 1000.0);
     format!("METRIC gnome_flow lang=rust removed_after_ms={:.0}", after)
 }

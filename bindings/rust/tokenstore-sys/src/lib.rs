@@ -298,6 +298,7 @@ extern "C" {
     pub fn ts_store_get_credential_state_finish(self_: *mut TsStore, result: *mut GAsyncResult, error: *mut *mut GError) -> TsCredentialState;
     pub fn ts_store_get_credential_state_sync(self_: *mut TsStore, user_id: *const c_char, cancellable: *mut GCancellable, error: *mut *mut GError) -> TsCredentialState;
     pub fn ts_store_get_finish(self_: *mut TsStore, result: *mut GAsyncResult, error: *mut *mut GError) -> *mut GBytes;
+    pub fn ts_store_get_locked(self_: *mut TsStore) -> gboolean;
     pub fn ts_store_get_path(self_: *mut TsStore) -> *const c_char;
     pub fn ts_store_get_protection(self_: *mut TsStore) -> TsProtection;
     pub fn ts_store_get_sync(self_: *mut TsStore, account: *const c_char, kind: TsItemKind, cancellable: *mut GCancellable, error: *mut *mut GError) -> *mut GBytes;
@@ -305,12 +306,18 @@ extern "C" {
     pub fn ts_store_list_accounts_async(self_: *mut TsStore, cancellable: *mut GCancellable, callback: GAsyncReadyCallback, user_data: *mut c_void);
     pub fn ts_store_list_accounts_finish(self_: *mut TsStore, result: *mut GAsyncResult, error: *mut *mut GError) -> *mut GPtrArray;
     pub fn ts_store_list_accounts_sync(self_: *mut TsStore, cancellable: *mut GCancellable, error: *mut *mut GError) -> *mut GPtrArray;
+    pub fn ts_store_lock_async(self_: *mut TsStore, all_processes: gboolean, cancellable: *mut GCancellable, callback: GAsyncReadyCallback, user_data: *mut c_void);
+    pub fn ts_store_lock_finish(self_: *mut TsStore, result: *mut GAsyncResult, error: *mut *mut GError) -> gboolean;
+    pub fn ts_store_lock_sync(self_: *mut TsStore, all_processes: gboolean, cancellable: *mut GCancellable, error: *mut *mut GError) -> gboolean;
     pub fn ts_store_new_async(app_id: *const c_char, path: *const c_char, cancellable: *mut GCancellable, callback: GAsyncReadyCallback, user_data: *mut c_void);
     pub fn ts_store_new_finish(result: *mut GAsyncResult, error: *mut *mut GError) -> *mut TsStore;
     pub fn ts_store_new_sync(app_id: *const c_char, path: *const c_char, cancellable: *mut GCancellable, error: *mut *mut GError) -> *mut TsStore;
     pub fn ts_store_set_async(self_: *mut TsStore, account: *const c_char, kind: TsItemKind, secret: *mut GBytes, cancellable: *mut GCancellable, callback: GAsyncReadyCallback, user_data: *mut c_void);
     pub fn ts_store_set_finish(self_: *mut TsStore, result: *mut GAsyncResult, error: *mut *mut GError) -> gboolean;
     pub fn ts_store_set_sync(self_: *mut TsStore, account: *const c_char, kind: TsItemKind, secret: *mut GBytes, cancellable: *mut GCancellable, error: *mut *mut GError) -> gboolean;
+    pub fn ts_store_unlock_async(self_: *mut TsStore, all_processes: gboolean, cancellable: *mut GCancellable, callback: GAsyncReadyCallback, user_data: *mut c_void);
+    pub fn ts_store_unlock_finish(self_: *mut TsStore, result: *mut GAsyncResult, error: *mut *mut GError) -> gboolean;
+    pub fn ts_store_unlock_sync(self_: *mut TsStore, all_processes: gboolean, cancellable: *mut GCancellable, error: *mut *mut GError) -> gboolean;
 }
 
 #[link(name = "glib-2.0")]

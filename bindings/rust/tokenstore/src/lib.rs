@@ -540,6 +540,41 @@ impl Store {
         Protection::from_glib(unsafe { ffi::ts_store_get_protection(self.as_ptr()) })
     }
 
+    /// Whether the store is locked here (the `locked` property).
+    pub fn is_locked(&self) -> bool {
+        unsafe { ffi::ts_store_get_locked(self.as_ptr()) != ffi::GFALSE }
+    }
+
+    /// Locks the store (its data key wiped; reads fail with `TS_ERROR_STORE_LOCKED`), for every
+    /// process that has it open when `all_processes` (as `tokenctl lock`).
+    pub async fn lock(&self, all_processes: bool, cancellable: Option<&Cancellable>) -> Result<(), Error> {
+        let this = self.as_ptr();
+        gio_future(
+            |callback, data| unsafe { ffi::ts_store_lock_async(this, all_processes as ffi::gboolean, cancellable_ptr(cancellable), callback, data) },
+            move |_, result| unsafe {
+                let mut error = ptr::null_mut();
+                let done = ffi::ts_store_lock_finish(this, result, &mut error);
+                checked(done, error).map(|_| ())
+            },
+        )
+        .await
+    }
+
+    /// Unlocks the store (the key fetched again from its provider); `all_processes` also ends a
+    /// lock for every process (as `tokenctl unlock`).
+    pub async fn unlock(&self, all_processes: bool, cancellable: Option<&Cancellable>) -> Result<(), Error> {
+        let this = self.as_ptr();
+        gio_future(
+            |callback, data| unsafe { ffi::ts_store_unlock_async(this, all_processes as ffi::gboolean, cancellable_ptr(cancellable), callback, data) },
+            move |_, result| unsafe {
+                let mut error = ptr::null_mut();
+                let done = ffi::ts_store_unlock_finish(this, result, &mut error);
+                checked(done, error).map(|_| ())
+            },
+        )
+        .await
+    }
+
     /// Stores `secret` as the `kind` item of `account`.
     pub async fn set(&self, account: &str, kind: ItemKind, secret: &[u8], cancellable: Option<&Cancellable>) -> Result<(), Error> {
         let account = cstring(account);
