@@ -25,6 +25,7 @@ struct _TsStore {
     GObject parent_instance;
     char *app_id;
     char *path;
+    GBytes *pin; /* the TPM + PIN slot's PIN, from construction to the open; then dropped */
     ts_store *handle;
     ts_watch *watch;
     TsProtection protection;
@@ -40,7 +41,7 @@ G_DEFINE_FINAL_TYPE_WITH_CODE (TsStore, ts_store, G_TYPE_OBJECT,
     G_IMPLEMENT_INTERFACE (G_TYPE_INITABLE, ts_store_initable_iface_init)
     G_IMPLEMENT_INTERFACE (G_TYPE_ASYNC_INITABLE, ts_store_async_initable_iface_init))
 
-enum { PROP_0, PROP_APP_ID, PROP_PATH, PROP_PROTECTION, PROP_LOCKED, N_PROPS };
+enum { PROP_0, PROP_APP_ID, PROP_PATH, PROP_PIN, PROP_PROTECTION, PROP_LOCKED, N_PROPS };
 static GParamSpec *properties[N_PROPS];
 
 enum { ACCOUNT_ADDED, ACCOUNT_REMOVED, CREDENTIAL_STATE_CHANGED, TOKENS_RENEWED, KEY_ROTATED, N_SIGNALS };
@@ -256,6 +257,7 @@ ts_store_finalize (GObject *object)
     g_hash_table_unref (self->accounts);
     g_free (self->app_id);
     g_free (self->path);
+    g_clear_pointer (&self->pin, g_bytes_unref);
     G_OBJECT_CLASS (ts_store_parent_class)->finalize (object);
 }
 
@@ -279,6 +281,7 @@ ts_store_set_property (GObject *object, guint id, const GValue *value, GParamSpe
     switch (id) {
     case PROP_APP_ID: self->app_id = g_value_dup_string (value); break;
     case PROP_PATH: self->path = g_value_dup_string (value); break;
+    case PROP_PIN: self->pin = g_value_dup_boxed (value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, id, pspec);
     }
 }
@@ -308,6 +311,15 @@ ts_store_class_init (TsStoreClass *klass)
      */
     properties[PROP_PATH] = g_param_spec_string ("path", NULL, NULL, NULL,
         G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
+    /**
+     * TsStore:pin:
+     *
+     * The PIN of the store's TPM + PIN key slot (4 to 64 bytes), for a store opened with it
+     * ([ctor@Store.new_with_pin_sync]); dropped once the store is open, never readable. The
+     * library keeps its own copy in locked memory while the store is open.
+     */
+    properties[PROP_PIN] = g_param_spec_boxed ("pin", NULL, NULL, G_TYPE_BYTES,
+        G_PARAM_WRITABLE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
     /**
      * TsStore:protection:
      *
@@ -392,7 +404,16 @@ ts_store_initable_init (GInitable *initable, GCancellable *cancellable, GError *
     ts_error *err = NULL;
     if (g_cancellable_set_error_if_cancelled (cancellable, error)) return FALSE;
     if (self->handle != NULL) return TRUE;
-    if (ts_store_open (self->path, self->app_id, &self->handle, &err) != TS_OK) {
+    int opened;
+    if (self->pin != NULL) {
+        gsize length = 0;
+        const guint8 *pin = g_bytes_get_data (self->pin, &length);
+        opened = ts_store_open_with_pin (self->path, self->app_id, pin, length, &self->handle, &err);
+        g_clear_pointer (&self->pin, g_bytes_unref); /* one try: a wrong PIN is not tried again */
+    } else {
+        opened = ts_store_open (self->path, self->app_id, &self->handle, &err);
+    }
+    if (opened != TS_OK) {
         ts_propagate_cabi_error (error, err);
         return FALSE;
     }
@@ -481,6 +502,57 @@ ts_store_new_async (const char *app_id, const char *path, GCancellable *cancella
     g_return_if_fail (app_id != NULL);
     g_async_initable_new_async (TS_TYPE_STORE, G_PRIORITY_DEFAULT, cancellable, callback, user_data, "app-id", app_id,
                                 "path", path, NULL);
+}
+
+/**
+ * ts_store_new_with_pin_sync:
+ * @app_id: the app's id
+ * @path: (nullable): the database file, or %NULL for the default location
+ * @pin: the PIN of the store's TPM + PIN key slot: 4 to 64 bytes (e.g. the UTF-8 digits the
+ *   user typed)
+ * @cancellable: (nullable): a #GCancellable
+ * @error: return location for a #GError in #TS_STORE_ERROR
+ *
+ * Opens an existing store with its TPM + PIN key slot, blocking (the slot is added with
+ * `tokenctl slot add tpm-pin --pin-fd N`). The TPM unseals the data key under an
+ * authorization derived from the PIN and the store, and itself limits wrong PINs: a wrong one
+ * is %TS_ERROR_WRONG_PIN (the message says how many more the TPM allows), a TPM in
+ * dictionary-attack lockout %TS_ERROR_TPM_LOCKED_OUT (the right PIN too, until it recovers; do
+ * not reset the store). No failure changes the store. The library keeps a copy of the PIN in
+ * locked memory while the store is open (an unlock unseals the key with it again) and wipes
+ * it at close; @pin itself is dropped once the store is open.
+ *
+ * Returns: (transfer full): the store, or %NULL with @error set
+ */
+TsStore *
+ts_store_new_with_pin_sync (const char *app_id, const char *path, GBytes *pin, GCancellable *cancellable,
+                            GError **error)
+{
+    g_return_val_if_fail (app_id != NULL, NULL);
+    g_return_val_if_fail (pin != NULL, NULL);
+    return g_initable_new (TS_TYPE_STORE, cancellable, error, "app-id", app_id, "path", path, "pin", pin, NULL);
+}
+
+/**
+ * ts_store_new_with_pin_async:
+ * @app_id: the app's id
+ * @path: (nullable): the database file, or %NULL for the default location
+ * @pin: the PIN of the store's TPM + PIN key slot (see [ctor@Store.new_with_pin_sync])
+ * @cancellable: (nullable): a #GCancellable
+ * @callback: (scope async): called when the store is open
+ * @user_data: (closure): data for @callback
+ *
+ * Opens an existing store with its TPM + PIN key slot on a worker thread (see
+ * [ctor@Store.new_with_pin_sync]). Finish with [ctor@Store.new_finish].
+ */
+void
+ts_store_new_with_pin_async (const char *app_id, const char *path, GBytes *pin, GCancellable *cancellable,
+                             GAsyncReadyCallback callback, gpointer user_data)
+{
+    g_return_if_fail (app_id != NULL);
+    g_return_if_fail (pin != NULL);
+    g_async_initable_new_async (TS_TYPE_STORE, G_PRIORITY_DEFAULT, cancellable, callback, user_data, "app-id", app_id,
+                                "path", path, "pin", pin, NULL);
 }
 
 /**

@@ -15,6 +15,10 @@ TsStore *ts_store_new_sync (const char *app_id, const char *path, GCancellable *
 void ts_store_new_async (const char *app_id, const char *path, GCancellable *cancellable,
                          GAsyncReadyCallback callback, gpointer user_data);
 TsStore *ts_store_new_finish (GAsyncResult *result, GError **error);
+TsStore *ts_store_new_with_pin_sync (const char *app_id, const char *path, GBytes *pin, GCancellable *cancellable,
+                                     GError **error);
+void ts_store_new_with_pin_async (const char *app_id, const char *path, GBytes *pin, GCancellable *cancellable,
+                                  GAsyncReadyCallback callback, gpointer user_data);
 
 const char *ts_store_get_app_id (TsStore *self);
 const char *ts_store_get_path (TsStore *self);

@@ -14,6 +14,8 @@
  *                                              and `tokenctl lock` arrive as notify::locked;
  *                                              ts_store_lock/unlock_async (this object, then
  *                                              every process); a store dropped on the loop
+ *   test_gobject_c pin-setup|pin STORE         ts_store_new_with_pin_async: a wrong PIN, then
+ *                                              the right one (the TPM + PIN slot, on swtpm)
  *
  * Both fail when a main-loop iteration was held up over 20 ms (a 5 ms tick, gap over 25 ms).
  */
@@ -370,6 +372,41 @@ test_locked (const char *path, const char *tokenctl)
             (double) max_gap / 1000.0);
 }
 
+/* `pin-setup STORE`: the store made (keyring) with the row "pin-row". `pin STORE` (after
+ * `tokenctl slot add tpm-pin` gave it a slot for 4821 on a swtpm): a wrong PIN is
+ * TS_ERROR_WRONG_PIN with the tries left, the right one opens it through the TPM slot, async. */
+static void
+test_pin (const char *path, gboolean setup)
+{
+    if (setup) {
+        g_autoptr (TsStore) store = open_store (path);
+        g_autoptr (GBytes) row = g_bytes_new_static ("kept!", 5);
+        CHECK (ts_store_set_sync (store, "pin-row", TS_ITEM_KIND_GENERIC, row, NULL, NULL));
+        return;
+    }
+    Waiter waiter = {NULL};
+    g_autoptr (GBytes) wrong = g_bytes_new_static ("9907", 4);
+    ts_store_new_with_pin_async ("org.example.gnome", path, wrong, NULL, done, &waiter);
+    g_autoptr (GAsyncResult) refused_result = await_result (&waiter);
+    g_autoptr (GError) refused = NULL;
+    g_autoptr (TsStore) none = ts_store_new_finish (refused_result, &refused);
+    CHECK (none == NULL && g_error_matches (refused, TS_STORE_ERROR, TS_ERROR_WRONG_PIN));
+    CHECK (refused != NULL && strstr (refused->message, "allows 2 more wrong PINs") != NULL);
+    g_autoptr (GBytes) right = g_bytes_new_static ("4821", 4);
+    ts_store_new_with_pin_async ("org.example.gnome", path, right, NULL, done, &waiter);
+    g_autoptr (GAsyncResult) opened_result = await_result (&waiter);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (TsStore) store = ts_store_new_finish (opened_result, &error);
+    CHECK (store != NULL);
+    if (store == NULL) {
+        fprintf (stderr, "test_gobject.c: the PIN open: %s\n", error->message);
+        return;
+    }
+    g_autoptr (GBytes) row = ts_store_get_sync (store, "pin-row", TS_ITEM_KIND_GENERIC, NULL, NULL);
+    CHECK (row != NULL && g_bytes_get_size (row) == 5 && memcmp (g_bytes_get_data (row, NULL), "kept!", 5) == 0);
+    printf ("METRIC gnome_pin lang=c max_tick_gap_ms=%.1f\n", (double) max_gap / 1000.0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -378,8 +415,10 @@ main (int argc, char **argv)
     if (argc == 4 && strcmp (argv[1], "cancel") == 0) test_cancel (argv[2], argv[3]);
     else if (argc == 6 && strcmp (argv[1], "flow") == 0) test_flow (argv[2], argv[3], argv[4], argv[5]);
     else if (argc == 4 && strcmp (argv[1], "locked") == 0) test_locked (argv[2], argv[3]);
+    else if (argc == 3 && strcmp (argv[1], "pin-setup") == 0) test_pin (argv[2], TRUE);
+    else if (argc == 3 && strcmp (argv[1], "pin") == 0) test_pin (argv[2], FALSE);
     else {
-        fprintf (stderr, "usage: test_gobject_c cancel STORE URL | flow STORE URL USER TOKENCTL | locked STORE TOKENCTL\n");
+        fprintf (stderr, "usage: test_gobject_c cancel STORE URL | flow STORE URL USER TOKENCTL | locked STORE TOKENCTL | pin-setup|pin STORE\n");
         return 64;
     }
     if (max_gap >= 25000) {

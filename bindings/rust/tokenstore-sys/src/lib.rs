@@ -312,6 +312,8 @@ extern "C" {
     pub fn ts_store_new_async(app_id: *const c_char, path: *const c_char, cancellable: *mut GCancellable, callback: GAsyncReadyCallback, user_data: *mut c_void);
     pub fn ts_store_new_finish(result: *mut GAsyncResult, error: *mut *mut GError) -> *mut TsStore;
     pub fn ts_store_new_sync(app_id: *const c_char, path: *const c_char, cancellable: *mut GCancellable, error: *mut *mut GError) -> *mut TsStore;
+    pub fn ts_store_new_with_pin_async(app_id: *const c_char, path: *const c_char, pin: *mut GBytes, cancellable: *mut GCancellable, callback: GAsyncReadyCallback, user_data: *mut c_void);
+    pub fn ts_store_new_with_pin_sync(app_id: *const c_char, path: *const c_char, pin: *mut GBytes, cancellable: *mut GCancellable, error: *mut *mut GError) -> *mut TsStore;
     pub fn ts_store_set_async(self_: *mut TsStore, account: *const c_char, kind: TsItemKind, secret: *mut GBytes, cancellable: *mut GCancellable, callback: GAsyncReadyCallback, user_data: *mut c_void);
     pub fn ts_store_set_finish(self_: *mut TsStore, result: *mut GAsyncResult, error: *mut *mut GError) -> gboolean;
     pub fn ts_store_set_sync(self_: *mut TsStore, account: *const c_char, kind: TsItemKind, secret: *mut GBytes, cancellable: *mut GCancellable, error: *mut *mut GError) -> gboolean;

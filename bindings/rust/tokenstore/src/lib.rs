@@ -532,6 +532,28 @@ impl Store {
         .await
     }
 
+    /// Opens an existing store with its TPM + PIN key slot (`pin`: 4 to 64 bytes). A wrong PIN is
+    /// `TS_ERROR_WRONG_PIN` (the message says how many more the TPM allows), a TPM in lockout
+    /// `TS_ERROR_TPM_LOCKED_OUT`; no failure changes the store.
+    pub async fn new_with_pin(app_id: &str, path: Option<&str>, pin: &[u8], cancellable: Option<&Cancellable>) -> Result<Store, Error> {
+        let (app_id, path) = (cstring(app_id), path.map(cstring));
+        let pin = unsafe { ffi::g_bytes_new(pin.as_ptr() as *mut c_void, pin.len()) };
+        let result = gio_future(
+            |callback, data| unsafe {
+                ffi::ts_store_new_with_pin_async(app_id.as_ptr(), path.as_ref().map_or(ptr::null(), |p| p.as_ptr()), pin,
+                                                 cancellable_ptr(cancellable), callback, data)
+            },
+            |_, result| unsafe {
+                let mut error = ptr::null_mut();
+                let store = ffi::ts_store_new_finish(result, &mut error);
+                checked(store, error).map(|store| Store::from_glib_full(store))
+            },
+        )
+        .await;
+        unsafe { ffi::g_bytes_unref(pin) };
+        result
+    }
+
     pub fn app_id(&self) -> String {
         unsafe { borrowed_str(ffi::ts_store_get_app_id(self.as_ptr())).unwrap_or_default() }
     }
