@@ -1,17 +1,14 @@
 internal import CGIO
 internal import CLibSecret
 
-/// How ``SecretServiceKeyProvider`` reads the Secret Service: one read path, chosen once when the
-/// provider is made (``SecretServiceBackends/current``), never by a flag tested at each call.
+/// How ``SecretServiceKeyProvider`` reads the Secret Service: one read path
+/// (``SecretServiceBackends/current``).
 ///
 /// - ``SecretServicePathBackend``: libsecret's path-level calls (`secret-paths.h`) on its one cached
 ///   service proxy: one `SearchItems`, one `GetSecrets`, and a warm-up of the connection that a
 ///   store's open starts while it reads its database (``SecretServiceWarmUp``).
-/// - ``SecretServiceLibsecretBackend``: `secret_password_searchv_sync`, for where libsecret's own
-///   backend may not be that D-Bus service (its file backend in a Flatpak or Snap sandbox, or
-///   `SECRET_BACKEND` naming another).
 ///
-/// Writes and deletes (``SecretServiceItems``) use libsecret's item calls on every backend.
+/// Writes and deletes (``SecretServiceItems``) use libsecret's D-Bus item and service calls.
 protocol SecretServiceBackend: Sendable {
     /// The items matching `attributes` under `schema` (its name matched as `xdg:schema`) in every
     /// collection, without unlocking anything (no prompt).
@@ -54,11 +51,12 @@ struct SecretServiceSearch: Sendable {
 
 /// The backend of this process, chosen once.
 enum SecretServiceBackends {
-    /// The path-level backend where libsecret's own backend is the D-Bus Secret Service (outside a
-    /// Flatpak or Snap sandbox, `SECRET_BACKEND` unset, empty or `service`; `secret-backend.c`),
-    /// libsecret's search calls elsewhere.
-    static let current: any SecretServiceBackend =
-        SecretServicePaths.isUsable ? SecretServicePathBackend.shared : SecretServiceLibsecretBackend()
+    /// The path-level backend, everywhere. The provider writes with libsecret's D-Bus item calls
+    /// (`secret_item_create_sync`, `secret_service_store_sync`, `secret_service_clear_sync`), so it
+    /// reads the same D-Bus service too, also where libsecret's own `secret_password_*` calls
+    /// would pick its file backend (a Flatpak or Snap sandbox, `SECRET_BACKEND=file`): reading
+    /// there through them missed every key written to the service ("0 key items after storing one").
+    static let current: any SecretServiceBackend = SecretServicePathBackend.shared
 }
 
 /// The path-level backend (``SecretServicePaths``). One instance per process: libsecret's
@@ -93,53 +91,4 @@ struct SecretServicePathBackend: SecretServiceBackend {
     }
 
     func beginWarmUp(timeout: Duration) { warmUp.begin(timeout: timeout) }
-}
-
-/// libsecret's own search (`secret_password_searchv_sync`), whatever its backend.
-struct SecretServiceLibsecretBackend: SecretServiceBackend {
-    func search(
-        _ schema: UnsafeMutablePointer<SecretSchema>, _ attributes: OpaquePointer, secrets: SecretServiceSearch.Secrets,
-        _ cancellable: GLibCancellable, operation: String
-    ) throws(TokenStoreError) -> SecretServiceSearch {
-        var flags = SECRET_SEARCH_ALL.rawValue
-        if secrets != .none { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }
-        var error: UnsafeMutablePointer<GError>?
-        let list = secret_password_searchv_sync(schema, attributes, SecretSearchFlags(rawValue: flags), cancellable.pointer, &error)
-        if let error {
-            if let list { g_list_free_full(list, g_object_unref) }
-            throw GLibError.classify(error, operation: operation)
-        }
-        guard let list else { return SecretServiceSearch() }
-        defer { g_list_free_full(list, g_object_unref) }
-        var objects: [UnsafeMutableRawPointer] = []
-        var found = SecretServiceSearch()
-        var node: UnsafeMutablePointer<GList>? = list
-        while let current = node {
-            node = current.pointee.next
-            guard let object = current.pointee.data else { continue }
-            if SecretServiceItems.isLocked(object) { found.lockedCount += 1 } else { objects.append(object) }
-        }
-        let read = secrets == .all || (secrets == .ifSingle && found.lockedCount + objects.count == 1)
-        for object in objects {
-            let secret = read ? try SecretServiceItems.readableSecret(of: object, cancellable, operation: operation) : nil
-            found.unlocked.append(.init(path: SecretServiceItems.path(of: object), secret: secret))
-        }
-        return found
-    }
-
-    func lockState(unlockedItem: String?, _ cancellable: GLibCancellable, operation: String) throws(TokenStoreError) -> Bool? {
-        try SecretServiceItems.withService(cancellable, operation: operation) { service throws(TokenStoreError) -> Bool? in
-            guard let collection = try SecretServiceItems.defaultCollection(service, cancellable, operation: operation) else {
-                return nil
-            }
-            defer { g_object_unref(collection) }
-            return try SecretServiceItems.isLocked(collection, of: service, cancellable, operation: operation)
-        }
-    }
-
-    func delete(_ path: String, _ cancellable: GLibCancellable, operation: String) throws(TokenStoreError) {
-        try SecretServicePaths.delete(path, cancellable, operation: operation)
-    }
-
-    func beginWarmUp(timeout: Duration) {}
 }

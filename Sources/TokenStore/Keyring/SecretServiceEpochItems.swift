@@ -92,13 +92,15 @@ enum SecretServiceEpochItems {
                     throw TokenStoreError(.ioError, "libsecret could not hold the store epoch (\(operation)).")
                 }
                 defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-                var error: UnsafeMutablePointer<GError>?
-                let stored = secret_password_storev_binary_sync(
-                    schema, attributes, SecretServiceItems.defaultCollectionAlias, "\(label) \(writeID)", value,
-                    cancellable.pointer, &error)
-                if let error { throw GLibError.classify(error, operation: operation) }
-                if stored == 0 {
-                    throw TokenStoreError(.ioError, "The Secret Service did not store the store epoch (\(operation)).")
+                try SecretServiceItems.withService(cancellable, operation: operation) { service throws(TokenStoreError) in
+                    var error: UnsafeMutablePointer<GError>?
+                    let stored = secret_service_store_sync(
+                        service, schema, attributes, SecretServiceItems.defaultCollectionAlias, "\(label) \(writeID)", value,
+                        cancellable.pointer, &error)
+                    if let error { throw GLibError.classify(error, operation: operation) }
+                    if stored == 0 {
+                        throw TokenStoreError(.ioError, "The Secret Service did not store the store epoch (\(operation)).")
+                    }
                 }
             }
         }
@@ -112,9 +114,12 @@ enum SecretServiceEpochItems {
         if let epoch { match[epochAttribute] = String(epoch) }
         try withSchema { schema throws(TokenStoreError) in
             try withAttributes(match) { attributes throws(TokenStoreError) in
-                var error: UnsafeMutablePointer<GError>?
-                _ = secret_password_clearv_sync(schema, attributes, cancellable.pointer, &error)
-                if let error { throw GLibError.classify(error, operation: operation) }
+                try SecretServiceItems.withService(cancellable, operation: operation, needsSession: false) {
+                    service throws(TokenStoreError) in
+                    var error: UnsafeMutablePointer<GError>?
+                    _ = secret_service_clear_sync(service, schema, attributes, cancellable.pointer, &error)
+                    if let error { throw GLibError.classify(error, operation: operation) }
+                }
             }
         }
     }

@@ -211,8 +211,9 @@ extension SecretServiceItems {
         try withSchema { schema throws(TokenStoreError) in
             try withAttributes(reference) { attributes throws(TokenStoreError) in
                 var error: UnsafeMutablePointer<GError>?
-                let list = secret_password_searchv_sync(
-                    schema, attributes, SECRET_SEARCH_ALL, cancellable.pointer, &error)
+                let list = try withService(cancellable, operation: operation, needsSession: false) { service in
+                    secret_service_search_sync(service, schema, attributes, SECRET_SEARCH_ALL, cancellable.pointer, &error)
+                }
                 if let error {
                     if let list { g_list_free_full(list, g_object_unref) }
                     throw GLibError.classify(error, operation: operation)

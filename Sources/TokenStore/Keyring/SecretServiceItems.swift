@@ -129,10 +129,12 @@ enum SecretServiceItems {
     ) throws(TokenStoreError) -> Bool {
         try withSchema { schema throws(TokenStoreError) in
             try withAttributes(reference) { attributes throws(TokenStoreError) in
-                var error: UnsafeMutablePointer<GError>?
-                let cleared = secret_password_clearv_sync(schema, attributes, cancellable.pointer, &error)
-                if let error { throw GLibError.classify(error, operation: operation) }
-                return cleared != 0
+                try withService(cancellable, operation: operation, needsSession: false) { service throws(TokenStoreError) in
+                    var error: UnsafeMutablePointer<GError>?
+                    let cleared = secret_service_clear_sync(service, schema, attributes, cancellable.pointer, &error)
+                    if let error { throw GLibError.classify(error, operation: operation) }
+                    return cleared != 0
+                }
             }
         }
     }

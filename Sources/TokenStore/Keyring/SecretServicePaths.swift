@@ -15,20 +15,10 @@ import Glibc
 /// are locked, one `GetSecrets` brings the secrets of the unlocked ones, and every call goes
 /// through the one cached service proxy (`secret_service_get`), as `secret-tool lookup` does.
 ///
-/// Only where libsecret's own backend would be that same D-Bus service (``isUsable``): outside a
-/// Flatpak or Snap sandbox, with `SECRET_BACKEND` unset, empty or `service`. Elsewhere libsecret
-/// may pick its file backend, and the callers keep the `secret_password_*` calls.
+/// Used everywhere, a Flatpak or Snap sandbox included: the provider's writes go to the D-Bus
+/// service, so its reads must too (libsecret's `secret_password_*` calls would use its file
+/// backend there).
 enum SecretServicePaths {
-    /// Whether libsecret's backend is the D-Bus Secret Service (its own choice, `secret-backend.c`:
-    /// the file backend in a sandbox, else `SECRET_BACKEND`, else `service`).
-    static let isUsable: Bool = {
-        var info = stat()
-        if stat("/.flatpak-info", &info) == 0 || getenv("SNAP_NAME") != nil { return false }
-        guard let backend = getenv("SECRET_BACKEND") else { return true }
-        let name = String(cString: backend)
-        return name.isEmpty || name == "service"
-    }()
-
     /// What one search found: the object paths of the matching items, unlocked and locked.
     struct Found {
         var unlocked: [String] = []
