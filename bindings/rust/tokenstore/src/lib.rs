@@ -665,25 +665,28 @@ impl Store {
 
     /// `account-removed`: an account's tokens were deleted, by this process or another.
     pub fn connect_account_removed<F: Fn(&Store, &Account) + 'static>(&self, function: F) -> SignalHandlerId {
-        unsafe extern "C" fn trampoline<F: Fn(&Store, &Account) + 'static>(this: *mut ffi::TsStore, account: *mut ffi::TsAccount, data: *mut c_void) {
-            let function = &*(data as *const F);
-            function(&Store::from_glib_none(this), &Account::from_glib_none(account));
-        }
-        unsafe {
-            let trampoline: unsafe extern "C" fn(*mut ffi::TsStore, *mut ffi::TsAccount, *mut c_void) = trampoline::<F>;
-            connect(self.as_ptr() as *mut c_void, "account-removed", std::mem::transmute(trampoline), function)
-        }
+        self.connect_account_signal("account-removed", function)
     }
 
     /// `account-added`: an account was signed in, by this process or another.
     pub fn connect_account_added<F: Fn(&Store, &Account) + 'static>(&self, function: F) -> SignalHandlerId {
+        self.connect_account_signal("account-added", function)
+    }
+
+    /// `tokens-renewed`: a renewal stored new tokens for an account, in this process or another.
+    pub fn connect_tokens_renewed<F: Fn(&Store, &Account) + 'static>(&self, function: F) -> SignalHandlerId {
+        self.connect_account_signal("tokens-renewed", function)
+    }
+
+    /// A signal whose one argument is a `TsAccount`.
+    fn connect_account_signal<F: Fn(&Store, &Account) + 'static>(&self, signal: &str, function: F) -> SignalHandlerId {
         unsafe extern "C" fn trampoline<F: Fn(&Store, &Account) + 'static>(this: *mut ffi::TsStore, account: *mut ffi::TsAccount, data: *mut c_void) {
             let function = &*(data as *const F);
             function(&Store::from_glib_none(this), &Account::from_glib_none(account));
         }
         unsafe {
             let trampoline: unsafe extern "C" fn(*mut ffi::TsStore, *mut ffi::TsAccount, *mut c_void) = trampoline::<F>;
-            connect(self.as_ptr() as *mut c_void, "account-added", std::mem::transmute(trampoline), function)
+            connect(self.as_ptr() as *mut c_void, signal, std::mem::transmute(trampoline), function)
         }
     }
 
