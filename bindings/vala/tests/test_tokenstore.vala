@@ -54,18 +54,18 @@ int main (string[] args) {
     check (by_pin == null, "no store without a PIN slot");
     expect_error (TokenStore.Store.open_with_pin (args[2], "org.example.cabi.vala", pin[0:3], out by_pin, out error), error, "invalidInput");
     // open_with_options: an access policy and an idle lock (the bus has no lock source here).
-    var options = TokenStore.StoreOptions ();
-    check (options.struct_size > 0 && options.access_policy == null && options.lock_after_idle_ms == 0, "store options defaults");
+    var store_options = TokenStore.StoreOptions ();
+    check (store_options.struct_size > 0 && store_options.access_policy == null && store_options.lock_after_idle_ms == 0, "store options defaults");
     TokenStore.Store? with_options;
-    options.access_policy = "sometimes";
-    expect_error (TokenStore.Store.open_with_options (args[2], "org.example.cabi.vala", options, out with_options, out error), error, "invalidInput");
+    store_options.access_policy = "sometimes";
+    expect_error (TokenStore.Store.open_with_options (args[2], "org.example.cabi.vala", store_options, out with_options, out error), error, "invalidInput");
     check (with_options == null, "no store for a name that is not a policy");
-    options.access_policy = "whenUnlocked";
-    expect_error (TokenStore.Store.open_with_options (args[2], "org.example.cabi.vala", options, out with_options, out error), error,
+    store_options.access_policy = "whenUnlocked";
+    expect_error (TokenStore.Store.open_with_options (args[2], "org.example.cabi.vala", store_options, out with_options, out error), error,
                   "lockSourceUnavailable");
-    options.access_policy = "afterFirstUnlock";
-    options.lock_after_idle_ms = 200;
-    check (TokenStore.Store.open_with_options (args[2], "org.example.cabi.vala", options, out with_options, out error) == TokenStore.OK
+    store_options.access_policy = "afterFirstUnlock";
+    store_options.lock_after_idle_ms = 200;
+    check (TokenStore.Store.open_with_options (args[2], "org.example.cabi.vala", store_options, out with_options, out error) == TokenStore.OK
            && with_options != null, "open_with_options");
     if (with_options != null) {
         string? policy;
