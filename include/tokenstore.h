@@ -42,7 +42,7 @@
  *             ts_logout_options_init, ts_session_logout_browser, ts_store_lock, ts_store_unlock,
  *             ts_store_is_locked, ts_store_open_with_pin; ts_store_options.access_policy,
  *             .lock_after_idle_ms, ts_store_options_init, ts_store_open_with_options,
- *             ts_store_access_policy.
+ *             ts_store_access_policy; ts_store_key_slots, ts_key_slots_free.
  */
 #ifndef TOKENSTORE_H
 #define TOKENSTORE_H
@@ -234,6 +234,27 @@ void ts_bytes_free(uint8_t *bytes, size_t length);
  *  commands, never an error). Codes: storeClosed, invalidInput, tpmUnavailable (a TPM store whose
  *  TPM device must be asked its manufacturer and does not answer). */
 int ts_store_protection(ts_store *store, ts_protection *tier, char **reason_or_null, ts_error **err);
+
+/** One key slot of a store (ts_store_key_slots): one way to its data key, never its secret.
+ *  Since 0.4.0. */
+typedef struct ts_key_slot {
+    size_t struct_size; /**< sizeof(ts_key_slot) of the library: fields may be added at the end. */
+    int64_t id;         /**< The slot's number in the store (1 for its first), as `tokenctl slot remove ID` takes it. */
+    const char *kind;   /**< The kind of key provider that keeps the key for this slot, as the store
+                             records it: "secret-service", "portal", "passphrase", "tpm", "tpm-pin",
+                             "recovery" (a recovery key), or the name of an app's own provider. */
+    int64_t created_at; /**< When the slot was added, in seconds since the Unix epoch. */
+} ts_key_slot;
+
+/** The store's key slots, by id (as `tokenctl slot list`): a store never given a second slot has
+ *  one, its key provider's. `*slots` receives a NULL-terminated array of slots, to release with
+ *  ts_key_slots_free(). Reads the store only. Codes: integrityCheckFailed (a slot row was
+ *  altered outside the library), storeLocked, storeClosed, invalidInput, the store's read errors.
+ *  Since 0.4.0. */
+int ts_store_key_slots(ts_store *store, ts_key_slot ***slots, ts_error **err);
+
+/** Frees an array returned by ts_store_key_slots() (NULL is ignored). Since 0.4.0. */
+void ts_key_slots_free(ts_key_slot **slots);
 
 /** Locks the store: the data key is wiped from this process's memory and every call on the store
  *  fails with storeLocked until ts_store_unlock(). With `all_processes` non-zero the store records

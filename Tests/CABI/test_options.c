@@ -1,6 +1,6 @@
 /*
  * ts_store_open_with_options, ts_store_options_init and ts_store_access_policy: a store opened
- * with an access policy and an idle lock. Compiled by scripts/test-cabi through pkg-config against
+ * with an access policy and an idle lock; and ts_store_key_slots, its key slots. Compiled by scripts/test-cabi through pkg-config against
  * the installed prefix (plain and under AddressSanitizer) and run under `env -i`:
  *
  *   test_options args STORE         no lock source on the bus: names that are not policies, a
@@ -18,6 +18,11 @@
  *                                   locks the handle (storeLocked), SetActive(false) unlocks it; the
  *                                   policy is recorded: NULL options and afterFirstUnlock reopen it
  *                                   whenUnlocked.
+ *   test_options slots TWO NEW      ts_store_key_slots: TWO was given a recovery slot by `tokenctl slot
+ *                                   add recovery`: slots 1 "secret-service" and 2 "recovery", in id
+ *                                   order, made within the last 10 minutes, the array NULL-terminated;
+ *                                   NEW (made here) has one, "secret-service"; NULL out is invalidInput,
+ *                                   a closed handle storeClosed; ts_key_slots_free(NULL) is ignored.
  *
  * Exit status 0 when every check passes; each failure is printed with its line.
  */
@@ -266,9 +271,69 @@ static int test_screensaver(const char *path) {
     return failures;
 }
 
+/* `store`'s slots are `kinds` (ids 1, 2, ...), each made within the last 10 minutes. */
+static void expect_slots(int line, ts_store *store, const char *const *kinds, size_t count) {
+    ts_key_slot **slots = NULL;
+    ts_error *err = NULL;
+    int status = ts_store_key_slots(store, &slots, &err);
+    if (status != TS_OK || slots == NULL) {
+        fprintf(stderr, "test_options.c:%d: ts_store_key_slots: status %d %s\n", line, status, err ? ts_error_message(err) : "");
+        failures++;
+        ts_error_free(err);
+        return;
+    }
+    int64_t now = (int64_t)time(NULL);
+    size_t found = 0;
+    for (; slots[found] != NULL; found++) {
+        const ts_key_slot *slot = slots[found];
+        int ok = found < count && slot->struct_size == sizeof(ts_key_slot) && slot->id == (int64_t)found + 1 &&
+                 slot->kind != NULL && strcmp(slot->kind, kinds[found]) == 0 && slot->created_at <= now + 1 &&
+                 slot->created_at > now - 600;
+        if (!ok) {
+            fprintf(stderr, "test_options.c:%d: slot %zu: id %lld kind %s created %lld (now %lld), expected %s\n", line, found,
+                    (long long)slot->id, slot->kind ? slot->kind : "NULL", (long long)slot->created_at, (long long)now,
+                    found < count ? kinds[found] : "no more slots");
+            failures++;
+        }
+    }
+    if (found != count) {
+        fprintf(stderr, "test_options.c:%d: %zu slots, expected %zu\n", line, found, count);
+        failures++;
+    }
+    ts_key_slots_free(slots);
+}
+
+static int test_slots(const char *two, const char *path) {
+    ts_store *store = NULL;
+    ts_error *err = NULL;
+    CHECK(ts_store_open(two, app_id, &store, &err) == TS_OK);
+    if (store == NULL) return 1;
+    static const char *const both[] = {"secret-service", "recovery"};
+    expect_slots(__LINE__, store, both, 2);
+    CHECK(ts_store_key_slots(store, NULL, &err) == TS_ERROR);
+    CHECK(err != NULL && strcmp(ts_error_code(err), "invalidInput") == 0);
+    ts_error_free(err);
+    err = NULL;
+    ts_store_close(store);
+    ts_key_slot **slots = NULL;
+    CHECK(ts_store_key_slots(store, &slots, &err) == TS_ERROR && slots == NULL);
+    CHECK(err != NULL && strcmp(ts_error_code(err), "storeClosed") == 0);
+    ts_error_free(err);
+    err = NULL;
+    ts_key_slots_free(NULL);
+
+    CHECK(ts_store_open(path, app_id, &store, &err) == TS_OK);
+    if (store == NULL) return 1;
+    static const char *const one[] = {"secret-service"};
+    expect_slots(__LINE__, store, one, 1);
+    ts_store_close(store);
+    return failures;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "slots") == 0) return test_slots(argv[2], argv[3]) == 0 ? 0 : 1;
     if (argc == 3 && strcmp(argv[1], "args") == 0) return test_args(argv[2]) == 0 ? 0 : 1;
     if (argc == 3 && strcmp(argv[1], "screensaver") == 0) return test_screensaver(argv[2]) == 0 ? 0 : 1;
-    fprintf(stderr, "usage: test_options args|screensaver STORE\n");
+    fprintf(stderr, "usage: test_options args|screensaver STORE | slots TWO NEW\n");
     return 2;
 }

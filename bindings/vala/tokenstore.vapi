@@ -89,6 +89,24 @@ namespace TokenStore {
     [CCode (cname = "ts_bytes_free")]
     public void bytes_free ([CCode (array_length_type = "size_t")] uint8[]? bytes);
 
+    /* One key slot (ts_key_slot): one way to the store's data key, never its secret. Owned by the
+     * array Store.key_slots returns; release that with key_slots_free. */
+    [Compact, CCode (cname = "ts_key_slot", free_function = "")]
+    public class KeySlot {
+        public size_t struct_size;
+        /* The slot's number in the store (1 for its first). */
+        public int64 id;
+        /* The provider kind as recorded: "secret-service", "portal", "passphrase", "tpm", "tpm-pin",
+         * "recovery", or an app's own provider's name. */
+        public unowned string kind;
+        /* Seconds since the Unix epoch. */
+        public int64 created_at;
+    }
+
+    /* Frees the array of Store.key_slots. */
+    [CCode (cname = "ts_key_slots_free")]
+    public void key_slots_free ([CCode (array_length = false, array_null_terminated = true)] KeySlot[]? slots);
+
     /* ts_store_options: `TokenStore.StoreOptions ()` sets the defaults (every field unset). */
     [CCode (cname = "ts_store_options", has_type_id = false, destroy_function = "")]
     public struct StoreOptions {
@@ -125,6 +143,11 @@ namespace TokenStore {
         /* The name of the access policy in force (recorded, or a stronger one asked at open). */
         [CCode (cname = "ts_store_access_policy")]
         public int access_policy (out string? name, out ErrorDetails? error);
+
+        /* The store's key slots, by id; release the array with TokenStore.key_slots_free. */
+        [CCode (cname = "ts_store_key_slots")]
+        public int key_slots ([CCode (array_length = false, array_null_terminated = true)] out unowned KeySlot[]? slots,
+                              out ErrorDetails? error);
 
         /* service null: "auth0". */
         [CCode (cname = "ts_item_set")]

@@ -13,6 +13,9 @@ python3 under `env -i` against the installed prefix:
                                                on the session bus: whenUnlocked opens STORE, its
                                                SetActive(true) locks it, SetActive(false) unlocks it;
                                                a plain open then reports whenUnlocked (recorded)
+    python3 test_options.py slots TWO NEW      Store.key_slots(): TWO has slots 1 secret-service and 2
+                                               recovery (tokenctl slot add recovery), made within 10
+                                               minutes; NEW has one; a closed store is storeClosed
 """
 
 import datetime
@@ -21,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from tokenstore import Kind, Store, TokenStoreError
+from tokenstore import KeySlot, Kind, Store, TokenStoreError
 
 APP = "org.example.cabi"
 failures = 0
@@ -129,13 +132,33 @@ def test_screensaver(path):
         check(store.access_policy == "whenUnlocked", f"weakened: {store.access_policy}")
 
 
+def test_slots(two, path):
+    now = datetime.datetime.now(datetime.timezone.utc)
+    with Store(APP, two) as store:
+        slots = store.key_slots()
+        check([(slot.id, slot.kind) for slot in slots] == [(1, "secret-service"), (2, "recovery")], f"slots {slots}")
+        for slot in slots:
+            age = (now - slot.created_at).total_seconds()
+            check(slot.created_at.tzinfo is not None and -2 < age < 600, f"slot {slot.id} made {slot.created_at}, now {now}")
+            check(isinstance(slot, KeySlot), "a KeySlot")
+    try:
+        store.key_slots()
+        check(False, "a closed store listed its slots")
+    except TokenStoreError as error:
+        check(error.code == "storeClosed", f"{error.code} instead of storeClosed")
+    with Store(APP, path) as store:
+        check([(slot.id, slot.kind) for slot in store.key_slots()] == [(1, "secret-service")], "a new store's slot")
+
+
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "args":
+    if len(sys.argv) == 4 and sys.argv[1] == "slots":
+        test_slots(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 3 and sys.argv[1] == "args":
         test_args(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "screensaver":
         test_screensaver(sys.argv[2])
     else:
-        print("usage: test_options.py args|screensaver STORE", file=sys.stderr)
+        print("usage: test_options.py args|screensaver STORE | slots TWO NEW", file=sys.stderr)
         return 2
     return 1 if failures else 0
 

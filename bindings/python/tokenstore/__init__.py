@@ -25,12 +25,14 @@ finishes, later ones raise :class:`TokenStoreError` with code ``"storeClosed"``,
 twice is harmless.
 """
 
+import collections
 import ctypes
+import datetime
 import enum
 
 from . import _native
 
-__all__ = ["Store", "Session", "Cancel", "Change", "AccessToken", "TokenStoreError", "Kind", "State", "Protection",
+__all__ = ["Store", "KeySlot", "Session", "Cancel", "Change", "AccessToken", "TokenStoreError", "Kind", "State", "Protection",
            "LogoutOutcome", "BrowserSession", "BrowserLogoutOutcome", "version", "harden_process"]
 
 
@@ -326,6 +328,10 @@ def _cancel_handle(cancel):
     return cancel._handle
 
 
+KeySlot = collections.namedtuple("KeySlot", ["id", "kind", "created_at"])
+KeySlot.__doc__ = """One key slot of a store (:meth:`Store.key_slots`): one way to its data key, never its secret."""
+
+
 class Store:
     """An open store: ``Store(app_id, path=None, pin=None, access_policy=None, lock_after_idle=None)``;
     ``path`` None is the default location.
@@ -459,6 +465,25 @@ class Store:
         locked = ctypes.c_int()
         _call(_native.library().ts_store_is_locked, self._live(), ctypes.byref(locked))
         return locked.value != 0
+
+    def key_slots(self):
+        """The store's key slots, by id (as ``tokenctl slot list``): a list of :class:`KeySlot`
+        ``(id, kind, created_at)``, ``kind`` the recorded provider name (``"secret-service"``,
+        ``"portal"``, ``"passphrase"``, ``"tpm"``, ``"tpm-pin"``, ``"recovery"``, or an app's own),
+        ``created_at`` an aware UTC ``datetime``. Never a secret."""
+        lib = _native.library()
+        array = ctypes.POINTER(ctypes.POINTER(_native.KeySlot))()
+        _call(lib.ts_store_key_slots, self._live(), ctypes.byref(array))
+        try:
+            slots, index = [], 0
+            while array[index]:
+                slot = array[index].contents
+                created = datetime.datetime.fromtimestamp(slot.created_at, datetime.timezone.utc)
+                slots.append(KeySlot(slot.id, slot.kind.decode(), created))
+                index += 1
+            return slots
+        finally:
+            lib.ts_key_slots_free(array)
 
     def accounts(self):
         """The accounts (service "auth0") the store holds entries for, sorted."""

@@ -6,7 +6,8 @@
  *
  * Every call of the API once: version, items (binary round trip, not found, delete), errors
  * and their codes, open_with_pin (a store without a PIN slot, a short PIN), open_with_options (a
- * name that is not a policy's, whenUnlocked with no lock source, the idle lock) and access_policy, credential state,
+ * name that is not a policy's, whenUnlocked with no lock source, the idle lock) and access_policy,
+ * key_slots, credential state,
  * a session (access token without a sign-in: interactionRequired; logout and resume), and browser sign-in with a Vala closure as the
  * opener (its captured state proves the delegate and its target reach the C callback): a
  * closure that fails gives browserUnavailable, one that opens nothing times out; last
@@ -78,6 +79,16 @@ int main (string[] args) {
     check (TokenStore.Store.open_with_options (args[2], "org.example.cabi.vala", null, out with_options, out error) == TokenStore.OK
            && with_options != null, "open_with_options with null options");
     with_options = null;
+
+    // The key slots: a keyring store has one.
+    unowned TokenStore.KeySlot[]? slots;
+    check (store.key_slots (out slots, out error) == TokenStore.OK && slots != null, "key_slots");
+    if (slots != null) {
+        check (slots.length == 1 && slots[0].id == 1 && slots[0].kind == "secret-service", "one secret-service slot");
+        check (slots[0].created_at > get_real_time () / 1000000 - 600 && slots[0].created_at <= get_real_time () / 1000000 + 1,
+               "made within 10 minutes");
+        TokenStore.key_slots_free (slots);
+    }
 
     uint8[] secret = { 'r', 't', 0x00, 0xff };
     check (store.item_set (null, "alice", TokenStore.Kind.GENERIC, secret, out error) == TokenStore.OK, "set");
