@@ -40,7 +40,9 @@
  *             ts_session_logout_cancellable, ts_session_resume_cancellable; ts_store_watch,
  *             ts_watch_free, ts_store_accounts, ts_store_account_status, ts_strings_free;
  *             ts_logout_options_init, ts_session_logout_browser, ts_store_lock, ts_store_unlock,
- *             ts_store_is_locked, ts_store_open_with_pin.
+ *             ts_store_is_locked, ts_store_open_with_pin; ts_store_options.access_policy,
+ *             .lock_after_idle_ms, ts_store_options_init, ts_store_open_with_options,
+ *             ts_store_access_policy; ts_store_key_slots, ts_key_slots_free.
  */
 #ifndef TOKENSTORE_H
 #define TOKENSTORE_H
@@ -143,6 +145,56 @@ int ts_store_open(const char *path_or_null, const char *app_id, ts_store **out, 
 int ts_store_open_with_pin(const char *path_or_null, const char *app_id, const uint8_t *pin, size_t pin_len,
                            ts_store **out, ts_error **err);
 
+/**
+ * Options of ts_store_open_with_options(). Initialize with ts_store_options_init() (or
+ * `ts_store_options o = { sizeof o };`): every zero or NULL field means its default.
+ * `struct_size` lets a later version add fields at the end (a size the library does not know:
+ * invalidInput). Since 0.4.0.
+ */
+typedef struct ts_store_options {
+    size_t struct_size;         /**< sizeof(ts_store_options), set by ts_store_options_init(). */
+    const char *access_policy;  /**< When the store's secrets may be read, by name: "afterFirstUnlock"
+                                     (whenever the store is open), "whenUnlocked" (only while the
+                                     desktop session is unlocked: its lock, from logind or a
+                                     screensaver on the session bus, wipes the key and every call fails
+                                     with storeLocked until it unlocks), "userPresence",
+                                     "userPresence:session:SECONDS", "userPresence:appLifecycle:SECONDS"
+                                     (`tokenctl --access-policy NAME`). NULL: the one the store records
+                                     (afterFirstUnlock for a new store). The store records the policy
+                                     under its MAC: a stronger one than recorded is recorded; a weaker
+                                     one does not lower it (the recorded one applies; only `tokenctl
+                                     policy set` lowers it). */
+    int64_t lock_after_idle_ms; /**< Lock the handle by itself (as ts_store_lock(store, 0): the key
+                                     wiped, storeLocked until ts_store_unlock()) after this many
+                                     milliseconds without a read or write, 1 to 31536000000 (365 days);
+                                     0: never. */
+} ts_store_options;
+
+/** Sets `options` to the defaults: struct_size set, every other field zero (NULL is ignored).
+ *  Since 0.4.0. */
+void ts_store_options_init(ts_store_options *options);
+
+/**
+ * ts_store_open() with options (`options_or_null` NULL: ts_store_open() itself). A name that is
+ * not an access policy, or a bad `struct_size` or `lock_after_idle_ms`, fails with invalidInput
+ * before anything is opened or created. On TS_OK, `*out` holds a handle to release with
+ * ts_store_close(); otherwise it is NULL.
+ * Codes: those of ts_store_open, and lockSourceUnavailable (the policy asked or recorded is
+ * whenUnlocked, and neither logind nor a screensaver on the session bus can say when the
+ * session locks: the store is not opened and its record is left as it was), invalidInput
+ * (also a userPresence policy, asked or recorded, which this version cannot ask for yet). These
+ * two refusals come after the key is read: at a path with no store yet, the new store (recording
+ * afterFirstUnlock) is made first.
+ * Since 0.4.0.
+ */
+int ts_store_open_with_options(const char *path_or_null, const char *app_id, const ts_store_options *options_or_null,
+                               ts_store **out, ts_error **err);
+
+/** The name of the access policy in force on the store handle (the recorded one, or a stronger
+ *  one asked at open) into `*name`, in ts_store_options' `access_policy` syntax, to release with
+ *  ts_string_free(). Codes: storeClosed, invalidInput. Since 0.4.0. */
+int ts_store_access_policy(ts_store *store, char **name, ts_error **err);
+
 /** Closes the store and releases the handle (NULL, or a handle already closed, is ignored).
  *  Sessions made from it keep their own reference: the store closes when the last of them is
  *  released too, and a call still running on the handle on another thread finishes first.
@@ -182,6 +234,27 @@ void ts_bytes_free(uint8_t *bytes, size_t length);
  *  commands, never an error). Codes: storeClosed, invalidInput, tpmUnavailable (a TPM store whose
  *  TPM device must be asked its manufacturer and does not answer). */
 int ts_store_protection(ts_store *store, ts_protection *tier, char **reason_or_null, ts_error **err);
+
+/** One key slot of a store (ts_store_key_slots): one way to its data key, never its secret.
+ *  Since 0.4.0. */
+typedef struct ts_key_slot {
+    size_t struct_size; /**< sizeof(ts_key_slot) of the library: fields may be added at the end. */
+    int64_t id;         /**< The slot's number in the store (1 for its first), as `tokenctl slot remove ID` takes it. */
+    const char *kind;   /**< The kind of key provider that keeps the key for this slot, as the store
+                             records it: "secret-service", "portal", "passphrase", "tpm", "tpm-pin",
+                             "recovery" (a recovery key), or the name of an app's own provider. */
+    int64_t created_at; /**< When the slot was added, in seconds since the Unix epoch. */
+} ts_key_slot;
+
+/** The store's key slots, by id (as `tokenctl slot list`): a store never given a second slot has
+ *  one, its key provider's. `*slots` receives a NULL-terminated array of slots, to release with
+ *  ts_key_slots_free(). Reads the store only. Codes: integrityCheckFailed (a slot row was
+ *  altered outside the library), storeLocked, storeClosed, invalidInput, the store's read errors.
+ *  Since 0.4.0. */
+int ts_store_key_slots(ts_store *store, ts_key_slot ***slots, ts_error **err);
+
+/** Frees an array returned by ts_store_key_slots() (NULL is ignored). Since 0.4.0. */
+void ts_key_slots_free(ts_key_slot **slots);
 
 /** Locks the store: the data key is wiped from this process's memory and every call on the store
  *  fails with storeLocked until ts_store_unlock(). With `all_processes` non-zero the store records

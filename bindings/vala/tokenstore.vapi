@@ -89,6 +89,38 @@ namespace TokenStore {
     [CCode (cname = "ts_bytes_free")]
     public void bytes_free ([CCode (array_length_type = "size_t")] uint8[]? bytes);
 
+    /* One key slot (ts_key_slot): one way to the store's data key, never its secret. Owned by the
+     * array Store.key_slots returns; release that with key_slots_free. */
+    [Compact, CCode (cname = "ts_key_slot", free_function = "")]
+    public class KeySlot {
+        public size_t struct_size;
+        /* The slot's number in the store (1 for its first). */
+        public int64 id;
+        /* The provider kind as recorded: "secret-service", "portal", "passphrase", "tpm", "tpm-pin",
+         * "recovery", or an app's own provider's name. */
+        public unowned string kind;
+        /* Seconds since the Unix epoch. */
+        public int64 created_at;
+    }
+
+    /* Frees the array of Store.key_slots. */
+    [CCode (cname = "ts_key_slots_free")]
+    public void key_slots_free ([CCode (array_length = false, array_null_terminated = true)] KeySlot[]? slots);
+
+    /* ts_store_options: `TokenStore.StoreOptions ()` sets the defaults (every field unset). */
+    [CCode (cname = "ts_store_options", has_type_id = false, destroy_function = "")]
+    public struct StoreOptions {
+        [CCode (cname = "ts_store_options_init")]
+        public StoreOptions ();
+        public size_t struct_size;
+        /* "afterFirstUnlock", "whenUnlocked", "userPresence", "userPresence:session:SECONDS",
+         * "userPresence:appLifecycle:SECONDS"; null: the one the store records. Never weakens the
+         * recorded one; whenUnlocked needs logind or a screensaver (else lockSourceUnavailable). */
+        public unowned string? access_policy;
+        /* Lock the handle after this many milliseconds without a read or write; 0: never. */
+        public int64 lock_after_idle_ms;
+    }
+
     /* An open store (ts_store); closed when the last reference (this or a session) goes. */
     [Compact, CCode (cname = "ts_store", free_function = "ts_store_close")]
     public class Store {
@@ -101,6 +133,21 @@ namespace TokenStore {
         [CCode (cname = "ts_store_open_with_pin")]
         public static int open_with_pin (string? path, string app_id, [CCode (array_length_type = "size_t")] uint8[] pin,
                                          out Store? store, out ErrorDetails? error);
+
+        /* open() with options (an access policy, an idle lock); options null: open(). A name that is
+         * not a policy's: invalidInput, nothing opened. */
+        [CCode (cname = "ts_store_open_with_options")]
+        public static int open_with_options (string? path, string app_id, StoreOptions? options, out Store? store,
+                                             out ErrorDetails? error);
+
+        /* The name of the access policy in force (recorded, or a stronger one asked at open). */
+        [CCode (cname = "ts_store_access_policy")]
+        public int access_policy (out string? name, out ErrorDetails? error);
+
+        /* The store's key slots, by id; release the array with TokenStore.key_slots_free. */
+        [CCode (cname = "ts_store_key_slots")]
+        public int key_slots ([CCode (array_length = false, array_null_terminated = true)] out unowned KeySlot[]? slots,
+                              out ErrorDetails? error);
 
         /* service null: "auth0". */
         [CCode (cname = "ts_item_set")]

@@ -25,12 +25,14 @@ finishes, later ones raise :class:`TokenStoreError` with code ``"storeClosed"``,
 twice is harmless.
 """
 
+import collections
 import ctypes
+import datetime
 import enum
 
 from . import _native
 
-__all__ = ["Store", "Session", "Cancel", "Change", "AccessToken", "TokenStoreError", "Kind", "State", "Protection",
+__all__ = ["Store", "KeySlot", "Session", "Cancel", "Change", "AccessToken", "TokenStoreError", "Kind", "State", "Protection",
            "LogoutOutcome", "BrowserSession", "BrowserLogoutOutcome", "version", "harden_process"]
 
 
@@ -163,6 +165,19 @@ def _text(value, what, optional=False):
         return value.encode("utf-8")
     except UnicodeEncodeError:
         raise TokenStoreError("invalidInput", f"The {what} is not valid UTF-8.") from None
+
+
+def _idle_milliseconds(seconds):
+    """``lock_after_idle`` (seconds, or a timedelta; None: never) as ts_store_options' milliseconds."""
+    if seconds is None:
+        return 0
+    if hasattr(seconds, "total_seconds"):
+        seconds = seconds.total_seconds()
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError("lock_after_idle must be a number of seconds (or a timedelta)")
+    if not seconds > 0 or seconds * 1000 > 2**62:
+        raise TokenStoreError("invalidInput", "lock_after_idle is not a positive number of seconds.")
+    return max(1, round(seconds * 1000))
 
 
 def _call(function, *arguments):
@@ -313,8 +328,25 @@ def _cancel_handle(cancel):
     return cancel._handle
 
 
+KeySlot = collections.namedtuple("KeySlot", ["id", "kind", "created_at"])
+KeySlot.__doc__ = """One key slot of a store (:meth:`Store.key_slots`): one way to its data key, never its secret."""
+
+
 class Store:
-    """An open store: ``Store(app_id, path=None, pin=None)``; ``path`` None is the default location.
+    """An open store: ``Store(app_id, path=None, pin=None, access_policy=None, lock_after_idle=None)``;
+    ``path`` None is the default location.
+
+    ``access_policy`` (``ts_store_open_with_options``): when the store's secrets may be read, by
+    name: ``"afterFirstUnlock"`` (whenever it is open), ``"whenUnlocked"`` (only while the desktop
+    session is unlocked: its lock, from logind or a screensaver on the session bus, wipes the key and
+    every call raises ``storeLocked`` until it unlocks; with neither, ``lockSourceUnavailable``),
+    ``"userPresence"``, ``"userPresence:session:SECONDS"``, ``"userPresence:appLifecycle:SECONDS"``
+    (this version cannot ask for the user's presence: ``invalidInput``). None: the one the store
+    records (``"afterFirstUnlock"`` for a new store). The store records it under its MAC: a stronger
+    policy than recorded is recorded, a weaker one does not lower it (:attr:`access_policy` says
+    which is in force). A name that is not a policy's raises ``invalidInput`` before anything is
+    opened. ``lock_after_idle`` (seconds, int, float or ``datetime.timedelta``; None: never): the
+    store locks itself (as :meth:`lock`) after that long without a read or write.
 
     ``pin`` (bytes-like, 4 to 64 bytes, e.g. ``b"4821"``): open the existing store with its TPM + PIN
     key slot (``ts_store_open_with_pin``; the slot is added with ``tokenctl slot add tpm-pin``). The
@@ -323,10 +355,20 @@ class Store:
     locked memory, kept while the store is open (``unlock()`` uses it) and wiped when it closes;
     pass a ``bytearray`` and clear it afterwards to wipe yours (``bytes`` cannot be wiped)."""
 
-    def __init__(self, app_id, path=None, pin=None):
+    def __init__(self, app_id, path=None, pin=None, access_policy=None, lock_after_idle=None):
         lib = _native.library()
         handle = ctypes.c_void_p()
-        if pin is None:
+        with_options = access_policy is not None or lock_after_idle is not None
+        if with_options and pin is not None:
+            raise TokenStoreError("invalidInput", "A store opened with a PIN takes no access_policy or lock_after_idle.")
+        if with_options:
+            options = _native.StoreOptions()
+            lib.ts_store_options_init(ctypes.byref(options))
+            options.access_policy = _text(access_policy, "access policy", optional=True)
+            options.lock_after_idle_ms = _idle_milliseconds(lock_after_idle)
+            _call(lib.ts_store_open_with_options, _text(path, "path", optional=True), _text(app_id, "app id"),
+                  ctypes.byref(options), ctypes.byref(handle))
+        elif pin is None:
             _call(lib.ts_store_open, _text(path, "path", optional=True), _text(app_id, "app id"), ctypes.byref(handle))
         else:
             if isinstance(pin, str) or not isinstance(pin, (bytes, bytearray, memoryview)):
@@ -403,6 +445,18 @@ class Store:
         for every process stays locked (``storeLocked``) unless ``all_processes``."""
         _call(_native.library().ts_store_unlock, self._live(), 1 if all_processes else 0)
 
+    @property
+    def access_policy(self):
+        """The name of the access policy in force (the recorded one, or a stronger one asked at
+        open), e.g. ``"afterFirstUnlock"`` or ``"whenUnlocked"`` (``ts_store_access_policy``)."""
+        lib = _native.library()
+        name = ctypes.c_void_p()
+        _call(lib.ts_store_access_policy, self._live(), ctypes.byref(name))
+        try:
+            return ctypes.string_at(name).decode()
+        finally:
+            lib.ts_string_free(name)
+
     def is_locked(self):
         """Whether the store is locked here (its data key wiped: every call raises ``storeLocked``).
         True from the start for a store opened while a lock for every process is recorded
@@ -411,6 +465,25 @@ class Store:
         locked = ctypes.c_int()
         _call(_native.library().ts_store_is_locked, self._live(), ctypes.byref(locked))
         return locked.value != 0
+
+    def key_slots(self):
+        """The store's key slots, by id (as ``tokenctl slot list``): a list of :class:`KeySlot`
+        ``(id, kind, created_at)``, ``kind`` the recorded provider name (``"secret-service"``,
+        ``"portal"``, ``"passphrase"``, ``"tpm"``, ``"tpm-pin"``, ``"recovery"``, or an app's own),
+        ``created_at`` an aware UTC ``datetime``. Never a secret."""
+        lib = _native.library()
+        array = ctypes.POINTER(ctypes.POINTER(_native.KeySlot))()
+        _call(lib.ts_store_key_slots, self._live(), ctypes.byref(array))
+        try:
+            slots, index = [], 0
+            while array[index]:
+                slot = array[index].contents
+                created = datetime.datetime.fromtimestamp(slot.created_at, datetime.timezone.utc)
+                slots.append(KeySlot(slot.id, slot.kind.decode(), created))
+                index += 1
+            return slots
+        finally:
+            lib.ts_key_slots_free(array)
 
     def accounts(self):
         """The accounts (service "auth0") the store holds entries for, sorted."""

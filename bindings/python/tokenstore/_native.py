@@ -100,6 +100,27 @@ class LogoutOptions(ctypes.Structure):
     ]
 
 
+class StoreOptions(ctypes.Structure):
+    """ts_store_options."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("access_policy", ctypes.c_char_p),
+        ("lock_after_idle_ms", ctypes.c_int64),
+    ]
+
+
+class KeySlot(ctypes.Structure):
+    """ts_key_slot."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("id", ctypes.c_int64),
+        ("kind", ctypes.c_char_p),
+        ("created_at", ctypes.c_int64),
+    ]
+
+
 def _declare(lib):
     c_char_p, c_void_p, c_int = ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int
     handle_out = ctypes.POINTER(c_void_p)
@@ -110,6 +131,11 @@ def _declare(lib):
         "ts_version": (c_char_p, []),
         "ts_store_open": (c_int, [c_char_p, c_char_p, handle_out, err]),
         "ts_store_open_with_pin": (c_int, [c_char_p, c_char_p, ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t, handle_out, err]),
+        "ts_store_options_init": (None, [ctypes.POINTER(StoreOptions)]),
+        "ts_store_open_with_options": (c_int, [c_char_p, c_char_p, ctypes.POINTER(StoreOptions), handle_out, err]),
+        "ts_store_access_policy": (c_int, [c_void_p, ctypes.POINTER(c_void_p), err]),
+        "ts_store_key_slots": (c_int, [c_void_p, ctypes.POINTER(ctypes.POINTER(ctypes.POINTER(KeySlot))), err]),
+        "ts_key_slots_free": (None, [ctypes.POINTER(ctypes.POINTER(KeySlot))]),
         "ts_store_close": (None, [c_void_p]),
         "ts_item_set": (c_int, [c_void_p, c_char_p, c_char_p, c_int, ctypes.c_char_p, ctypes.c_size_t, err]),
         "ts_item_get": (c_int, [c_void_p, c_char_p, c_char_p, c_int, bytes_out, size_out, err]),

@@ -5,7 +5,9 @@
  *   test_tokenstore_vala VERSION STORE URL
  *
  * Every call of the API once: version, items (binary round trip, not found, delete), errors
- * and their codes, open_with_pin (a store without a PIN slot, a short PIN), credential state,
+ * and their codes, open_with_pin (a store without a PIN slot, a short PIN), open_with_options (a
+ * name that is not a policy's, whenUnlocked with no lock source, the idle lock) and access_policy,
+ * key_slots, credential state,
  * a session (access token without a sign-in: interactionRequired; logout and resume), and browser sign-in with a Vala closure as the
  * opener (its captured state proves the delegate and its target reach the C callback): a
  * closure that fails gives browserUnavailable, one that opens nothing times out; last
@@ -52,6 +54,41 @@ int main (string[] args) {
     expect_error (TokenStore.Store.open_with_pin (args[2], "org.example.cabi.vala", pin, out by_pin, out error), error, "wrongKeyProvider");
     check (by_pin == null, "no store without a PIN slot");
     expect_error (TokenStore.Store.open_with_pin (args[2], "org.example.cabi.vala", pin[0:3], out by_pin, out error), error, "invalidInput");
+    // open_with_options: an access policy and an idle lock (the bus has no lock source here).
+    var store_options = TokenStore.StoreOptions ();
+    check (store_options.struct_size > 0 && store_options.access_policy == null && store_options.lock_after_idle_ms == 0, "store options defaults");
+    TokenStore.Store? with_options;
+    store_options.access_policy = "sometimes";
+    expect_error (TokenStore.Store.open_with_options (args[2], "org.example.cabi.vala", store_options, out with_options, out error), error, "invalidInput");
+    check (with_options == null, "no store for a name that is not a policy");
+    store_options.access_policy = "whenUnlocked";
+    expect_error (TokenStore.Store.open_with_options (args[2], "org.example.cabi.vala", store_options, out with_options, out error), error,
+                  "lockSourceUnavailable");
+    store_options.access_policy = "afterFirstUnlock";
+    store_options.lock_after_idle_ms = 200;
+    check (TokenStore.Store.open_with_options (args[2], "org.example.cabi.vala", store_options, out with_options, out error) == TokenStore.OK
+           && with_options != null, "open_with_options");
+    if (with_options != null) {
+        string? policy;
+        check (with_options.access_policy (out policy, out error) == TokenStore.OK && policy == "afterFirstUnlock", "access_policy");
+        int idle_locked = -1;
+        Thread.usleep (700000);
+        check (with_options.is_locked (out idle_locked, out error) == TokenStore.OK && idle_locked == 1, "locked after 700 ms idle");
+        with_options = null;
+    }
+    check (TokenStore.Store.open_with_options (args[2], "org.example.cabi.vala", null, out with_options, out error) == TokenStore.OK
+           && with_options != null, "open_with_options with null options");
+    with_options = null;
+
+    // The key slots: a keyring store has one.
+    unowned TokenStore.KeySlot[]? slots;
+    check (store.key_slots (out slots, out error) == TokenStore.OK && slots != null, "key_slots");
+    if (slots != null) {
+        check (slots.length == 1 && slots[0].id == 1 && slots[0].kind == "secret-service", "one secret-service slot");
+        check (slots[0].created_at > get_real_time () / 1000000 - 600 && slots[0].created_at <= get_real_time () / 1000000 + 1,
+               "made within 10 minutes");
+        TokenStore.key_slots_free (slots);
+    }
 
     uint8[] secret = { 'r', 't', 0x00, 0xff };
     check (store.item_set (null, "alice", TokenStore.Kind.GENERIC, secret, out error) == TokenStore.OK, "set");
