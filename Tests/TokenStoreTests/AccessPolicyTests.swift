@@ -100,6 +100,18 @@ struct AccessPolicyTests {
         #expect(try record(f.path) == before)
     }
 
+    @Test("a new store asked for a policy this process cannot enforce: refused before its file and its key are made")
+    func refusedNewStoreLeavesNothing() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("new/tokens.sqlite").path
+        let provider = MemoryKeyProvider()  // what the open gave its key provider, and only that
+        #expect(throws: TokenStoreError.lockSourceUnavailable) {
+            _ = try TokenStore(path: path, appID: testAppID, keyProvider: provider, options: .init(accessPolicy: .whenUnlocked))
+        }
+        #expect(!FileManager.default.fileExists(atPath: path), "a store file was made")
+        #expect(provider.snapshot.isEmpty, "a key (or an epoch) was stored: \(provider.snapshot.keys.sorted())")
+    }
+
     @Test("lock() wipes the data key: reads and writes are storeLocked; unlock() fetches it again")
     func lockHere() throws {
         let f = try TestStore()

@@ -44,6 +44,9 @@ struct StoreOpening {
     /// read on the connection the file was checked on.
     func open(keyProvider: (any KeyProvider)?) throws -> StoreConnection {
         let state = try FileLayout.judge(databasePath: path)
+        // A store this open would make under a policy it cannot enforce: refused before its file and
+        // its key are made (an existing store's requested policy is weighed against its record below).
+        if state != .nonEmpty, let requested = options.accessPolicy { try AccessPolicyGate.check(requested) }
         // The one read-only connection of the looks before the open (a read-only open reads on it).
         var looked = state == .nonEmpty ? try StoreIdentity.checkedConnection(path: path, vfs: vfs).db : nil
         let automatic = keyProvider == nil
