@@ -162,6 +162,11 @@ static int test_args(const char *path) {
     err = NULL;
     status = ts_store_open_with_options(absent, NULL, &options, &store, &err);
     expect_error(__LINE__, status, &err, store, "invalidInput", NULL);
+    /* A policy this process cannot enforce, for a store that does not exist yet: nothing made. */
+    options.access_policy = "whenUnlocked";
+    status = ts_store_open_with_options(absent, app_id, &options, &store, &err);
+    expect_error(__LINE__, status, &err, store, "lockSourceUnavailable", "lock");
+    options.access_policy = NULL;
     CHECK(stat(absent, &info) != 0);
 
     /* NULL options: ts_store_open; a new store records afterFirstUnlock. */
