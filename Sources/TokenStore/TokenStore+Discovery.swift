@@ -43,8 +43,13 @@ extension TokenStore {
     package func boundRefreshToken(account: AccountID) throws -> (token: SecretBytes, endpoints: ServerEndpoints?)? {
         let key = ItemKey(account: account, kind: .refreshToken)
         try Self.validate(key)
-        return try connection.read { db, envelope in
-            try ItemRecord.find(db, key, envelope: envelope).map { ($0.secret, $0.endpoints) }
+        // A renewal reads the refresh token: under userPresence, asked first (nothing is sent or changed when denied).
+        return try connection.withPresence {
+            try connection.read { db, envelope in
+                guard let found = try ItemRecord.find(db, key, envelope: envelope) else { return nil }
+                try connection.requirePresence(for: .refreshToken, envelope: envelope)
+                return (found.secret, found.endpoints)
+            }
         }
     }
 

@@ -24,11 +24,22 @@ extension TokenStore {
     /// The item at `key` with its secret, or `nil` when there is none.
     ///
     /// Never `nil` because of a locked keyring or a damaged row: those throw.
-    /// - Throws: `integrityCheckFailed`, `databaseCorrupt`, `databaseBusy`, `storeClosed`, `invalidInput`.
+    ///
+    /// Under a ``AccessPolicy/userPresence(_:)`` policy, an existing item of a gated kind (the
+    /// refresh token, generic items, and ``Options/userPresenceAlsoFor``) is handed out only
+    /// after polkit confirmed the user's presence within the policy's window: this call may
+    /// wait for the user (on the calling thread, up to the time-out).
+    /// - Throws: `integrityCheckFailed`, `databaseCorrupt`, `databaseBusy`, `storeClosed`, `invalidInput`;
+    ///   `userPresenceDenied`, `timedOut`, `lockSourceUnavailable` (no polkit) under userPresence.
     public func item(for key: ItemKey) throws -> StoredItem? {
         try Self.validate(key)
-        return try connection.readRepeatable { db, envelope in try ItemRecord.find(db, key, envelope: envelope)?.stored(envelope) }
+        return try connection.gatedRead(key.kind) { db, envelope in
+            guard let found = try ItemRecord.find(db, key, envelope: envelope) else { return nil }
+            try connection.requirePresence(for: key.kind, envelope: envelope)
+            return found.stored(envelope)
+        }
     }
+
 
     /// The short fingerprint this store shows for `secret` (the one in ``ItemInfo/fingerprint``
     /// and ``StoredItem/fingerprint``): keyed BLAKE2b under a subkey of the store's data key, 4
@@ -44,7 +55,11 @@ extension TokenStore {
     public func secret(for key: ItemKey) throws -> SecretBytes? {
         try Self.validate(key)
         // The secret alone: no fingerprint (a keyed hash over the whole secret) is computed.
-        return try connection.readRepeatable { db, envelope in try ItemRecord.find(db, key, envelope: envelope)?.secret }
+        return try connection.gatedRead(key.kind) { db, envelope in
+            guard let found = try ItemRecord.find(db, key, envelope: envelope) else { return nil }
+            try connection.requirePresence(for: key.kind, envelope: envelope)
+            return found.secret
+        }
     }
 
     /// Deletes the item at `key`. Succeeds when there is nothing to delete.
@@ -116,14 +131,15 @@ extension TokenStore {
     public func userProfile(account: AccountID) throws -> UserProfile? {
         let key = ItemKey(account: account, kind: .profile)
         try Self.validate(key)
-        return try connection.read { db, envelope in
+        return try connection.withPresence { try connection.read { db, envelope in
             guard let item = try ItemRecord.find(db, key, envelope: envelope) else { return nil }
+            try connection.requirePresence(for: .profile, envelope: envelope)
             let userID = try ItemRecord.string(db, key.sibling(.appleUserID), envelope: envelope)
             guard let profile = UserProfile(sealedForm: item.secret, userID: userID) else {
                 throw TokenStoreError(.databaseCorrupt, "The account's sealed profile does not decode.")
             }
             return profile
-        }
+        } }
     }
 
     /// Counts of what the store holds, without opening anything.

@@ -5,8 +5,10 @@ import FoundationEssentials
 enum AccessPolicyGate {
     /// - Throws: `lockSourceUnavailable` for ``AccessPolicy/whenUnlocked`` when nothing can say
     ///   when the session locks (neither logind nor a screensaver: ``SessionLockSource``; found,
-    ///   the process's source is started and shared); `invalidInput` for ``AccessPolicy/userPresence(_:)``, which this
-    ///   version cannot ask for yet (a store recording it stays closed to it: nothing is weakened).
+    ///   the process's source is started and shared). ``AccessPolicy/userPresence(_:)`` opens:
+    ///   polkit is asked at the first read that needs it (a read then fails with
+    ///   `lockSourceUnavailable` if no polkit answers), not at open, so `status` and the
+    ///   metadata calls work without a prompt.
     static func check(_ policy: AccessPolicy) throws {
         switch policy {
         case .afterFirstUnlock:
@@ -18,10 +20,7 @@ enum AccessPolicyGate {
                 "The store's access policy is whenUnlocked, but this process cannot follow the desktop session's lock (no lock source: logind or a screensaver). The store was not opened.",
                 hint: "Open it where the desktop session's lock can be followed (logind, or a screensaver on the session bus).")
         case .userPresence:
-            throw TokenStoreError(
-                .invalidInput,
-                "The store's access policy is userPresence, which this version cannot ask for. The store was not opened.",
-                hint: "Open it with a version that supports userPresence.")
+            return
         }
     }
 }

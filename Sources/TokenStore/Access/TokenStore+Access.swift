@@ -16,11 +16,15 @@ extension TokenStore {
     /// process's guarded memory, which is wiped as it is freed, and every read or write throws
     /// `storeLocked` until ``unlock(allProcesses:)``. With `allProcesses`, the store records the
     /// lock under its MAC, and every process that has it open drops its key at its next call,
-    /// until one unlocks it for every process (`tokenctl lock` / `tokenctl unlock`).
+    /// until one unlocks it for every process (`tokenctl lock` / `tokenctl unlock`). It also ends
+    /// the window of a ``AccessPolicy/userPresence(_:)`` policy (this process's proof and the
+    /// login session's): the next gated read asks again.
     /// - Throws: `invalidInput` (allProcesses on a read-only store, or from inside a callback),
     ///   `storeClosed`; with allProcesses, what fetching the key or a write throws.
     public func lock(allProcesses: Bool = false) throws {
         try connection.lock(everywhere: allProcesses)
+        // A lock ends the user-presence window: the next read under userPresence asks again.
+        PresenceProofs.forget(storeID: connection.storeID)
         logger.info("store locked", metadata: ["scope": allProcesses ? "allProcesses" : "thisObject"])
     }
 
@@ -36,17 +40,26 @@ extension TokenStore {
 
     /// Records `policy` as the store's access policy, weaker or stronger (the deliberate way to
     /// lower it; an open never does).
-    /// - Throws: `storeLocked`, `invalidInput` (read-only), `integrityCheckFailed`, what a write throws.
+    /// Lowering a ``AccessPolicy/userPresence(_:)`` policy needs the user's presence, as a
+    /// gated read does (within the window, no new prompt).
+    /// - Throws: `storeLocked`, `invalidInput` (read-only), `integrityCheckFailed`, what a write
+    ///   throws; lowering userPresence: `userPresenceDenied`, `timedOut`, `lockSourceUnavailable`.
     public func setAccessPolicy(_ policy: AccessPolicy) throws {
         try AccessPolicyGate.check(policy)
-        try connection.write { db, envelope in
-            guard try AccessPolicyRecord.hasColumns(db) else {
-                throw TokenStoreError(.migrationRequired, "The store needs a migration before it can record an access policy.")
+        try connection.withPresence {
+            try connection.write { db, envelope in
+                guard try AccessPolicyRecord.hasColumns(db) else {
+                    throw TokenStoreError(.migrationRequired, "The store needs a migration before it can record an access policy.")
+                }
+                var record = try AccessPolicyRecord.check(db, envelope: envelope)
+                if case .userPresence = record.policy, policy.isWeaker(than: record.policy) {
+                    // Asked as for the refresh token (always gated); the transaction is rolled back meanwhile.
+                    try connection.requirePresence(for: .refreshToken, envelope: envelope)
+                }
+                record.policy = policy
+                try AccessPolicyRecord.write(db, record, envelope: envelope)
+                db.afterCommit { [connection] _ in connection.accessPolicy = policy }
             }
-            var record = try AccessPolicyRecord.check(db, envelope: envelope)
-            record.policy = policy
-            try AccessPolicyRecord.write(db, record, envelope: envelope)
-            db.afterCommit { [connection] _ in connection.accessPolicy = policy }
         }
     }
 }

@@ -38,8 +38,18 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     let lastUse = Atomic<UInt64>(0)
     /// The access policy in force (the recorded one, or a stronger one asked at open); with `lock` held.
     var accessPolicy: AccessPolicy = .afterFirstUnlock {
-        didSet { followAccessPolicy() }
+        didSet {
+            if case .userPresence = accessPolicy { underPresencePolicy.store(true, ordering: .releasing) } else {
+                underPresencePolicy.store(false, ordering: .releasing)
+            }
+            followAccessPolicy()
+        }
     }
+    /// Whether ``accessPolicy`` is ``AccessPolicy/userPresence(_:)`` (readable without `lock`).
+    let underPresencePolicy = Atomic<Bool>(false)
+    /// One authorization of the user's presence not used yet (``AccessPolicy/UserPresence/always``:
+    /// each lets one read through).
+    let presenceTicket = Atomic<Bool>(false)
     /// The session lock this object follows (its policy is or was ``AccessPolicy/whenUnlocked``); with `lock` held.
     var sessionLock: SessionLockSource?
     /// The connection; nil once closed. With `lock` held.

@@ -31,6 +31,8 @@ enum LookupDomain: UInt8 {
     case keySlotMAC = 71
     /// MAC of the set of `key_slots` rows (`key_slot_set`).
     case keySlotSetMAC = 72
+    /// MAC of a proof of the user's presence shared by a login session's processes (see ``PresenceProofs``).
+    case presenceProofMAC = 73
 }
 
 /// The store id and one data key: everything sealed, opened or hashed under that key.

@@ -26,6 +26,21 @@ extension TokenStore {
         /// a read or a write. nil (the default): never.
         public var lockAfterIdle: Duration? = nil
 
+        /// Under a ``AccessPolicy/userPresence(_:)`` policy, the item kinds whose reads need the
+        /// user's presence besides the refresh token and generic items, which always do: e.g.
+        /// `[.accessToken]` to gate cached access tokens too (by default they go through, so a
+        /// renewal within their lifetime asks nothing). Chosen by each app at open, not recorded
+        /// in the store: it only adds kinds, it never lets the refresh token or generic items through.
+        public var userPresenceAlsoFor: Set<ItemKind> = []
+
+        /// How long the user has to answer polkit's authentication dialog before the read
+        /// fails with `timedOut` (the check is then cancelled at polkit).
+        package var userPresenceTimeout: Duration = .seconds(120)
+
+        /// The system bus polkit is asked on; nil: GIO's (`DBUS_SYSTEM_BUS_ADDRESS`, else the
+        /// system's socket). For tests, which run a polkit stand-in on a private bus.
+        package var polkitBusAddress: String? = nil
+
         /// Options with the defaults.
         public init(rotatesKeyAfterLastLogout: Bool = true, readOnly: Bool = false) {
             self.rotatesKeyAfterLastLogout = rotatesKeyAfterLastLogout

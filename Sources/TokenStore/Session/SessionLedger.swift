@@ -84,9 +84,12 @@ package struct SessionLedger: Sendable {
     /// The access token cached at `key`, or `nil` (none, or the account is logging out).
     package func cachedAccessToken(_ key: AccessTokenKey) throws -> AccessTokenEntry? {
         try TokenStore.validate(key)
-        return try connection.readRepeatable { db, envelope in
-            guard try !AccountMarks.isLoggingOut(db, key.account, envelope: envelope) else { return nil }
-            return try AccessTokenRecord.find(db, key, envelope: envelope)?.entry
+        return try connection.gatedRead(.accessToken) { db, envelope in
+            guard try !AccountMarks.isLoggingOut(db, key.account, envelope: envelope),
+                let entry = try AccessTokenRecord.find(db, key, envelope: envelope)?.entry
+            else { return nil }
+            try connection.requirePresence(for: .accessToken, envelope: envelope)
+            return entry
         }
     }
 
@@ -94,9 +97,13 @@ package struct SessionLedger: Sendable {
     /// logging out).
     package func cachedAccessTokens(account: AccountID) throws -> [CachedAccessToken] {
         try TokenStore.validate(account)
-        return try connection.read { db, envelope in
-            guard try !AccountMarks.isLoggingOut(db, account, envelope: envelope) else { return [] }
-            return try AccessTokenRecord.all(db, of: account, envelope: envelope)
+        return try connection.withPresence {
+            try connection.read { db, envelope in
+                guard try !AccountMarks.isLoggingOut(db, account, envelope: envelope) else { return [] }
+                let all = try AccessTokenRecord.all(db, of: account, envelope: envelope)
+                if !all.isEmpty { try connection.requirePresence(for: .accessToken, envelope: envelope) }
+                return all
+            }
         }
     }
 

@@ -27,8 +27,12 @@ struct PolicyCommand: TokenctlCommand {
             The policy is recorded in the store under its MAC; an open asking for a weaker one \
             does not lower it, this command does. A policy this tokenctl cannot enforce is \
             refused and nothing changes: whenUnlocked where neither logind nor a screensaver \
-            says when the desktop session locks exits 69 (lockSourceUnavailable), userPresence \
-            exits 65. A whenUnlocked store is locked while the session is (storeLocked, 75).
+            says when the desktop session locks exits 69 (lockSourceUnavailable). A whenUnlocked \
+            store is locked while the session is (storeLocked, 75). Under userPresence, reading \
+            the refresh token or a generic item first asks polkit for the action \
+            APP-ID.tokenstore.read (the app id lowercased, other characters than a-z, 0-9, '.', \
+            '-' as '-'); denied or dismissed exits 75 (userPresenceDenied), no polkit on the \
+            system bus 69 (lockSourceUnavailable). Lowering a userPresence policy asks too.
             """,
         positionals: [action, name])
 
