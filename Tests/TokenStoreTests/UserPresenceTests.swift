@@ -14,7 +14,8 @@ import TestSupport
 /// rules only from the system's directories (/usr/share/polkit-1/actions, /etc/polkit-1/rules.d;
 /// it has no option to read a test's), so a test would have to install files there, and
 /// `auth_self` needs an authentication agent answering with the user's password. The mock
-/// records every call (`GetMethodCalls`), which is how the prompts are counted.
+/// records every call (`GetMethodCalls`), which is how the prompts are counted. The real
+/// polkitd runs too, in a mount namespace of its own (``RealPolkitPresenceTests``).
 @Suite("User presence through polkit (dbusmock polkitd stand-in)", keyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct UserPresenceTests {
     static let action = "dev.tokenstore.tests.tokenstore.read"
@@ -220,5 +221,61 @@ struct UserPresenceTests {
         #expect(put.status == 0, "\(put.stderr)")
         let denied = try runChild(tokenctl, ["--store", path, "get", "--account", "alice", "--kind", "generic"], environment: polkit.bus.environment)
         #expect(denied.status == 75 && denied.stderr.contains("userPresenceDenied"), "\(denied.status) \(denied.stderr)")
+    }
+}
+
+/// The real polkitd (``RealPolkit``: a mount namespace of its own where a test folder is bind-mounted
+/// over its action and rules directories, a private system bus, a rules file answering yes or
+/// no) checking tokenctl run as uid 65534 (polkit authorizes root for everything, so the
+/// reader is another user; its store is a passphrase store, the keyring being root's).
+/// Needs root and `unshare -m`; without them it is skipped, saying why.
+@Suite(
+    "User presence through the real polkitd (rules file, uid 65534)", .serialized,
+    .enabled(if: RealPolkit.unavailableReason == nil, Comment(rawValue: RealPolkit.unavailableReason ?? "")),
+    .timeLimit(.minutes(TestTimeLimit.minutes)))
+struct RealPolkitPresenceTests {
+    @Test("session:300 → 3 processes, 1 check, subject seen as uid 65534 (not root); denied → 75 and the policy cannot be lowered; userPresence (always) → a check per read")
+    func realPolkitd() throws {
+        // tokenctl --store …/store/tokens.sqlite uses the app id "store": its action is store.tokenstore.read.
+        let polkit = try RealPolkit(action: "store.tokenstore.read")
+        let tokenctl = try BuiltProducts.executable("tokenctl")
+        let passphrase = "\(polkit.directory)/home/passphrase"
+        try "correct horse battery staple\n".write(toFile: passphrase, atomically: true, encoding: .utf8)
+        chown(passphrase, 65534, 65534)
+        chmod(passphrase, 0o600)
+        func run(_ store: String, _ arguments: [String], stdin: String? = nil) throws -> ChildResult {
+            try polkit.runAsOtherUser(
+                tokenctl, ["--store", "\(polkit.directory)/home/\(store)/store/tokens.sqlite", "--passphrase-fd", "3"] + arguments,
+                passphraseFile: passphrase, stdin: stdin.map { Data($0.utf8) })
+        }
+        let get = ["get", "--account", "alice", "--kind", "generic", "--reveal"]
+        let put = try run("a", ["put", "--account", "alice", "--kind", "generic", "--access-policy", "userPresence:session:300"], stdin: "s1")
+        #expect(put.status == 0, "\(put.stderr)")
+        for _ in 0..<3 {
+            let read = try run("a", get)
+            #expect(read.status == 0 && read.stdout.contains("s1"), "\(read.status) \(read.stderr)")
+        }
+        let checks = polkit.checks()
+        print("METRIC user_presence polkit=real policy=userPresence:session:300 processes=3 checks=\(checks.count)")
+        #expect(checks.count == 1)
+        #expect(checks.allSatisfy { $0.hasSuffix(" nobody") }, "polkit saw another subject than uid 65534: \(checks)")
+
+        // Denied, and the login session's proof gone: 75, nothing read; lowering the policy is denied too.
+        try polkit.answer(false)
+        try? FileManager.default.removeItem(atPath: "\(polkit.directory)/home/run/tokenstore")
+        let denied = try run("a", get)
+        #expect(denied.status == 75 && denied.stderr.contains("userPresenceDenied") && !denied.stdout.contains("s1"), "\(denied.status) \(denied.stderr)")
+        let lower = try run("a", ["policy", "set", "afterFirstUnlock"])
+        #expect(lower.status == 75 && lower.stderr.contains("userPresenceDenied"), "\(lower.status) \(lower.stderr)")
+        let status = try run("a", ["--json", "status"])
+        #expect(status.stdout.contains("userPresence:session:300"), "\(status.stdout)")
+        #expect(polkit.checks().count == 3)
+
+        // userPresence (always): a check per read.
+        try polkit.answer(true)
+        #expect(try run("b", ["put", "--account", "alice", "--kind", "generic", "--access-policy", "userPresence"], stdin: "s2").status == 0)
+        for _ in 0..<3 { #expect(try run("b", get).status == 0) }
+        print("METRIC user_presence polkit=real policy=userPresence reads=3 checks=\(polkit.checks().count - 3)")
+        #expect(polkit.checks().count == 6)
     }
 }
