@@ -277,5 +277,15 @@ struct RealPolkitPresenceTests {
         for _ in 0..<3 { #expect(try run("b", get).status == 0) }
         print("METRIC user_presence polkit=real policy=userPresence reads=3 checks=\(polkit.checks().count - 3)")
         #expect(polkit.checks().count == 6)
+
+        // An app whose action is not installed: polkit answers "Action … is not registered": 69, nothing read.
+        let other = ["--store", "\(polkit.directory)/home/c/other/tokens.sqlite", "--passphrase-fd", "3"]
+        let otherPut = try polkit.runAsOtherUser(
+            tokenctl, other + ["put", "--account", "alice", "--kind", "generic", "--access-policy", "userPresence"],
+            passphraseFile: passphrase, stdin: Data("s3".utf8))
+        #expect(otherPut.status == 0, "\(otherPut.stderr)")
+        let unregistered = try polkit.runAsOtherUser(tokenctl, other + get, passphraseFile: passphrase)
+        #expect(unregistered.status == 69 && unregistered.stderr.contains("not registered") && unregistered.stderr.contains("other.tokenstore.read")
+                && !unregistered.stdout.contains("s3"), "\(unregistered.status) \(unregistered.stderr)")
     }
 }
