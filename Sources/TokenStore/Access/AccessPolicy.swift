@@ -19,16 +19,24 @@ public enum AccessPolicy: Sendable, Hashable, CustomStringConvertible {
     /// session bus (`ActiveChanged`); with neither, the open throws `lockSourceUnavailable`.
     case whenUnlocked
     /// Reading a secret first needs the user's presence (a polkit authorization with user
-    /// interaction), within the window of the given ``UserPresence``.
+    /// interaction for the app's action, `<app id>.tokenstore.read`), within the window of the
+    /// given ``UserPresence``: the refresh token (a renewal too) and generic items always, the
+    /// kinds in ``TokenStore/Options/userPresenceAlsoFor`` too. Denied or dismissed:
+    /// `userPresenceDenied`, nothing read or changed; no polkit on the system bus:
+    /// `lockSourceUnavailable`. Presence, not key protection: the data key is held as under
+    /// ``afterFirstUnlock``.
     case userPresence(UserPresence)
 
-    /// How long one proof of the user's presence lasts.
+    /// How long one proof of the user's presence lasts, and who shares it.
     public enum UserPresence: Sendable, Hashable {
         /// Every read asks.
         case always
-        /// One proof lasts `seconds` from the proof.
+        /// One proof lasts `seconds` from the proof, for every store object of the store in this
+        /// process and for the other processes of the user's login session (recorded, under the
+        /// store's MAC, in `$XDG_RUNTIME_DIR`, which ends with the session).
         case session(seconds: Int)
-        /// One proof lasts `seconds` from the proof, and ends with the process.
+        /// One proof lasts `seconds` from the proof, for every store object of the store in this
+        /// process, and ends with the process: another process asks again.
         case appLifecycle(seconds: Int)
     }
 

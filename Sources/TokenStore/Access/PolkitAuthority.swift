@@ -129,12 +129,16 @@ enum PolkitAuthority {
     /// Field 22 of `/proc/self/stat` (the start time in clock ticks since boot), as polkit's
     /// own `unix-process` subjects carry it (so a recycled pid is not another process's proof).
     static func processStartTime() -> UInt64 {
-        guard let text = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
-            let close = text.lastIndex(of: ")")
-        else { return 0 }
-        // Fields after the command (which may hold spaces and parentheses): field 3 onwards.
-        let rest = text[text.index(after: close)...].split(separator: " ")
-        return rest.count > 19 ? UInt64(rest[19]) ?? 0 : 0
+        let descriptor = open("/proc/self/stat", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return 0 }  // 0: polkit looks the start time up itself
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let count = read(descriptor, &buffer, buffer.count)
+        guard count > 0, let close = buffer[..<count].lastIndex(of: UInt8(ascii: ")")) else { return 0 }
+        // The fields after the command (which may hold spaces and parentheses): field 3 onwards.
+        let rest = buffer[(close + 1)..<count].split(separator: UInt8(ascii: " "))
+        guard rest.count > 19 else { return 0 }
+        return UInt64(String(decoding: rest[19], as: UTF8.self)) ?? 0
     }
 
     private static func unavailable(_ why: String) -> TokenStoreError {
