@@ -7,9 +7,11 @@
  *                                   bad struct_size, lock_after_idle_ms out of range, NULL out
  *                                   (invalidInput, nothing opened: no file made at a new path);
  *                                   NULL options and afterFirstUnlock open STORE (policy
- *                                   "afterFirstUnlock"); whenUnlocked is lockSourceUnavailable and
- *                                   userPresence:session:300 invalidInput (this version cannot ask
- *                                   for it), the record left afterFirstUnlock; lock_after_idle_ms 300:
+ *                                   "afterFirstUnlock"); whenUnlocked is lockSourceUnavailable, the
+ *                                   record left afterFirstUnlock; userPresence:session:300 opens
+ *                                   another store (polkit is asked at a read, not at open) whose
+ *                                   read is refused with no polkit to ask (lockSourceUnavailable, or
+ *                                   userPresenceDenied where a polkit answers); lock_after_idle_ms 300:
  *                                   calls keep the handle open, 800 ms idle lock it (storeLocked),
  *                                   ts_store_unlock reads again; a closed handle is storeClosed.
  *   test_options screensaver STORE  a screensaver stand-in (Tests/DBusMock/freedesktop_screensaver.py)
@@ -190,11 +192,29 @@ static int test_args(const char *path) {
 
     /* Stronger policies this process cannot enforce: refused, the record as it was. */
     expect_refused(__LINE__, path, "whenUnlocked", 0, "lockSourceUnavailable", "lock");
-    expect_refused(__LINE__, path, "userPresence:session:300", 0, "invalidInput", "userPresence");
     CHECK(open_with(path, "afterFirstUnlock", 0, &store, &err) == TS_OK);
     if (store == NULL) return 1;
     expect_policy(__LINE__, store, "afterFirstUnlock");
     expect_read(__LINE__, store, NULL);
+    ts_store_close(store);
+
+    /* userPresence opens (polkit is asked at a read, not at open), here on another store: with no
+     * polkit to ask (no system bus under env -i, or the test app's action not installed) its row is
+     * refused, never served. */
+    char other[4096];
+    snprintf(other, sizeof other, "%s.presence.sqlite", path);
+    CHECK(open_with(other, "userPresence:session:300", 0, &store, &err) == TS_OK);
+    if (store == NULL) return 1;
+    expect_policy(__LINE__, store, "userPresence:session:300");
+    CHECK(ts_item_set(store, NULL, "policy-row", TS_KIND_GENERIC, (const uint8_t *)"kept!", 5, &err) == TS_OK);
+    uint8_t *gated = NULL;
+    size_t gated_length = 0;
+    int gated_status = ts_item_get(store, NULL, "policy-row", TS_KIND_GENERIC, &gated, &gated_length, &err);
+    CHECK(gated_status == TS_ERROR && gated == NULL && err != NULL &&
+          (strcmp(ts_error_code(err), "lockSourceUnavailable") == 0 || strcmp(ts_error_code(err), "userPresenceDenied") == 0));
+    ts_error_free(err);
+    err = NULL;
+    ts_bytes_free(gated, gated_length);
     ts_store_close(store);
 
     /* The idle lock: calls every 100 ms keep it open; 800 ms without one lock it. */
