@@ -6,8 +6,9 @@ python3 under `env -i` against the installed prefix:
                                                policies, lock_after_idle 0, negative, over 365 days
                                                (invalidInput, no file made), a PIN with options; STORE
                                                opens afterFirstUnlock; whenUnlocked is
-                                               lockSourceUnavailable, userPresence:session:300
-                                               invalidInput, the record left as it was; lock_after_idle
+                                               lockSourceUnavailable, the record left as it was;
+                                               userPresence:session:300 opens another store whose
+                                               read is refused (no polkit to ask); lock_after_idle
                                                0.3 locks it after 0.8 s idle, unlock() reads again
     python3 test_options.py screensaver STORE  a screensaver stand-in owns org.freedesktop.ScreenSaver
                                                on the session bus: whenUnlocked opens STORE, its
@@ -74,7 +75,17 @@ def test_args(path):
         check(store.access_policy == "afterFirstUnlock", f"policy {store.access_policy}")
         store.set("policy-row", Kind.GENERIC, b"kept!")
     expect_error("lockSourceUnavailable", "lock", path, access_policy="whenUnlocked")
-    expect_error("invalidInput", "userPresence", path, access_policy="userPresence:session:300")
+    # userPresence opens (polkit is asked at a read, not at open), here on another store: with no
+    # polkit to ask (no system bus under env -i, or the test app's action not installed) its row
+    # is refused, never served.
+    with Store(APP, path + ".presence.sqlite", access_policy="userPresence:session:300") as gated:
+        check(gated.access_policy == "userPresence:session:300", f"policy {gated.access_policy}")
+        gated.set("policy-row", Kind.GENERIC, b"kept!")
+        try:
+            value = gated.get("policy-row", Kind.GENERIC)
+            check(False, f"a userPresence read was served with no polkit to ask: {value!r}")
+        except TokenStoreError as error:
+            check(error.code in ("lockSourceUnavailable", "userPresenceDenied"), f"userPresence read: {error.code}")
     with Store(APP, path) as store:
         check(store.access_policy == "afterFirstUnlock", f"the record changed: {store.access_policy}")
 
