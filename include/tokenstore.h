@@ -181,10 +181,11 @@ void ts_store_options_init(ts_store_options *options);
  * ts_store_close(); otherwise it is NULL.
  * Codes: those of ts_store_open, and lockSourceUnavailable (the policy asked or recorded is
  * whenUnlocked, and neither logind nor a screensaver on the session bus can say when the
- * session locks: the store is not opened and its record is left as it was), invalidInput
- * (also a userPresence policy, asked or recorded, which this version cannot ask for yet). At a
- * path with no store yet, a policy asked for that cannot be enforced is refused before the file
- * and its key are made.
+ * session locks: the store is not opened and its record is left as it was). At a path with no
+ * store yet, a policy asked for that cannot be enforced is refused before the file and its key
+ * are made. Under a userPresence policy the open succeeds and each read of a refresh token or a
+ * generic item first asks polkit (action `<app id, lowercased>.tokenstore.read`): userPresenceDenied
+ * when the user declines, lockSourceUnavailable when no polkit (or no such action) answers.
  * Since 0.4.0.
  */
 int ts_store_open_with_options(const char *path_or_null, const char *app_id, const ts_store_options *options_or_null,

@@ -341,7 +341,8 @@ class Store:
     session is unlocked: its lock, from logind or a screensaver on the session bus, wipes the key and
     every call raises ``storeLocked`` until it unlocks; with neither, ``lockSourceUnavailable``),
     ``"userPresence"``, ``"userPresence:session:SECONDS"``, ``"userPresence:appLifecycle:SECONDS"``
-    (this version cannot ask for the user's presence: ``invalidInput``). None: the one the store
+    (a read of a refresh token or a generic item first asks polkit for the user's presence:
+    ``userPresenceDenied`` when declined, ``lockSourceUnavailable`` with no polkit). None: the one the store
     records (``"afterFirstUnlock"`` for a new store). The store records it under its MAC: a stronger
     policy than recorded is recorded, a weaker one does not lower it (:attr:`access_policy` says
     which is in force). A name that is not a policy's raises ``invalidInput`` before anything is
