@@ -127,9 +127,16 @@ public final class RealPolkit: @unchecked Sendable {  // immutable after init
     /// Runs `executable` as uid/gid 65534 on this bus, with a home and a runtime directory of
     /// that user's, the file `passphraseFile` open as fd 3, and no session bus.
     public func runAsOtherUser(_ executable: URL, _ arguments: [String], passphraseFile: String, stdin: Data? = nil) throws -> ChildResult {
-        try runChild(
+        // A copy uid 65534 may run: the build folder can lie under a directory only root enters
+        // (CI's clone is in a 0700 folder: exit 126). tokenctl's libraries are the toolchain's.
+        let copy = "\(directory)/\(executable.lastPathComponent)"
+        if !FileManager.default.fileExists(atPath: copy) {
+            try FileManager.default.copyItem(atPath: executable.path, toPath: copy)
+            chmod(copy, 0o755)
+        }
+        return try runChild(
             URL(fileURLWithPath: "/usr/bin/setpriv"),
-            ["--reuid", "65534", "--regid", "65534", "--clear-groups", "/bin/sh", "-c", "exec \"$0\" \"$@\" 3<\"$TS_PASSPHRASE_FILE\"", executable.path] + arguments,
+            ["--reuid", "65534", "--regid", "65534", "--clear-groups", "/bin/sh", "-c", "exec \"$0\" \"$@\" 3<\"$TS_PASSPHRASE_FILE\"", copy] + arguments,
             environment: [
                 "DBUS_SYSTEM_BUS_ADDRESS": busAddress, "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(directory)/no-session-bus",
                 "HOME": "\(directory)/home", "XDG_RUNTIME_DIR": "\(directory)/home/run", "TS_PASSPHRASE_FILE": passphraseFile,
