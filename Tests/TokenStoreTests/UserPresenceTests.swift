@@ -229,10 +229,7 @@ struct UserPresenceTests {
 /// no) checking tokenctl run as uid 65534 (polkit authorizes root for everything, so the
 /// reader is another user; its store is a passphrase store, the keyring being root's).
 /// Needs root and `unshare -m`; without them it is skipped, saying why.
-@Suite(
-    "User presence through the real polkitd (rules file, uid 65534)", .serialized,
-    .enabled(if: RealPolkit.unavailableReason == nil, Comment(rawValue: RealPolkit.unavailableReason ?? "")),
-    .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("User presence through the real polkitd (rules file, uid 65534)", .serialized, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)), .enabled(if: RealPolkit.unavailableReason == nil, Comment(rawValue: RealPolkit.unavailableReason ?? "")))
 struct RealPolkitPresenceTests {
     @Test("session:300 → 3 processes, 1 check, subject seen as uid 65534 (not root); denied → 75 and the policy cannot be lowered; userPresence (always) → a check per read")
     func realPolkitd() throws {

@@ -59,7 +59,7 @@ enum PolkitAuthority {
         let cancellationID = "tokenstore-\(getpid())-\(cancellationCounter.add(1, ordering: .relaxed).newValue)"
         let parameters = checkParameters(actionID: actionID, cancellationID: cancellationID)
         var error: UnsafeMutablePointer<GError>?
-        let milliseconds = Int32(clamping: max(1, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))
+        let milliseconds = Int32(clamping: max(1, timeout.roundedUpMilliseconds))
         let reply = withVariantType("((bba{ss}))") { type in
             g_dbus_connection_call_sync(
                 connection, busName, objectPath, interface, "CheckAuthorization", parameters, type, G_DBUS_CALL_FLAGS_NONE,
