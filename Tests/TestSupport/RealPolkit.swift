@@ -134,6 +134,13 @@ public final class RealPolkit: @unchecked Sendable {  // immutable after init
             try FileManager.default.copyItem(atPath: executable.path, toPath: copy)
             chmod(copy, 0o755)
         }
+        // A sanitizer build's runtime opens its log_path (under the 0700 clone) at start, which
+        // this user cannot: its reports go to the child's stderr instead, where a failing
+        // expectation shows them.
+        var sanitizerOptions: [String: String] = [:]
+        for name in ["ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"] {
+            if let value = ProcessInfo.processInfo.environment[name] { sanitizerOptions[name] = value + ":log_path=stderr" }
+        }
         return try runChild(
             URL(fileURLWithPath: "/usr/bin/setpriv"),
             ["--reuid", "65534", "--regid", "65534", "--clear-groups", "/bin/sh", "-c", "exec \"$0\" \"$@\" 3<\"$TS_PASSPHRASE_FILE\"", copy] + arguments,
@@ -142,7 +149,7 @@ public final class RealPolkit: @unchecked Sendable {  // immutable after init
                 "HOME": "\(directory)/home", "XDG_RUNTIME_DIR": "\(directory)/home/run", "TS_PASSPHRASE_FILE": passphraseFile,
                 "XDG_DATA_HOME": "\(directory)/home/data", "XDG_CONFIG_HOME": "\(directory)/home/config", "XDG_CACHE_HOME": "\(directory)/home/cache",
                 "TMPDIR": "\(directory)/home",
-            ],
+            ].merging(sanitizerOptions) { _, sanitizer in sanitizer },
             stdin: stdin)
     }
 }
