@@ -21,7 +21,7 @@ struct UserPresenceRenewalTests {
         try await f.signIn()
         try f.server.configure(accessTokenTTL: 3600)
         try await Task.sleep(for: .milliseconds(1100))
-        let bus = try PrivateSystemBus()
+        let bus = try PrivateBus()
         let polkit = try DBusMock(template: "polkitd", name: Self.name, bus: .system, environment: bus.environment)
         func checks() throws -> Int {
             try polkit.call(Self.name, Self.authority, "org.freedesktop.DBus.Mock.GetMethodCalls", ["CheckAuthorization"])

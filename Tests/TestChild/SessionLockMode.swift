@@ -8,14 +8,26 @@ import TokenStore
 /// every millisecond and prints `STATE <index> <ok|locked|error:<code>> t=<CLOCK_MONOTONIC ns>`
 /// each time a store's answer changes; when DIR/try-unlock appears, calls the first store's
 /// `unlock()` once and prints `UNLOCK <ok|locked|error:<code>>`; exits when DIR/quit appears
-/// (60 s at most). An open that fails prints `ERROR <code>` and exits 3.
+/// (60 s at most). An open that fails prints `ERROR <code>` and exits 3. With a file
+/// DIR/passphrase, the stores are passphrase stores (their keys in `keys/` beside each), so the
+/// child needs no Secret Service on its session bus.
 func runSessionLockMode(_ args: [String]) throws {
     guard args.count >= 3 else { fail("session-lock DIR STORE...") }
     let directory = args[1]
     let options = TokenStore.Options(accessPolicy: .whenUnlocked)
+    let passphrase = FileManager.default.contents(atPath: directory + "/passphrase")
     var stores: [TokenStore] = []
     do {
-        for path in args[2...] { stores.append(try TokenStore(path: path, appID: "dev.tokenstore.tests", options: options)) }
+        for path in args[2...] {
+            if let passphrase {
+                let provider = PassphraseKeyProvider(
+                    directory: URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("keys").path,
+                    passphrase: SecretBytes(Array(passphrase)), limits: .interactive)
+                stores.append(try TokenStore(path: path, appID: "dev.tokenstore.tests", keyProvider: provider, options: options))
+            } else {
+                stores.append(try TokenStore(path: path, appID: "dev.tokenstore.tests", options: options))
+            }
+        }
     } catch let error as TokenStoreError {
         say("ERROR \(error.code.rawValue)")
         exit(3)

@@ -84,7 +84,7 @@ public final class RealPolkit: @unchecked Sendable {  // immutable after init
             """.write(toFile: "\(directory)/system.conf", atomically: true, encoding: .utf8)
         busAddress = "unix:path=\(socket)"
         bus = try ChildProcess.start("/usr/bin/dbus-daemon", ["--config-file=\(directory)/system.conf", "--nofork", "--nosyslog"])
-        try PrivateSystemBus.waitUntil("the private system bus did not start") { FileManager.default.fileExists(atPath: socket) }
+        try PrivateBus.waitUntil("the private system bus did not start") { FileManager.default.fileExists(atPath: socket) }
         try "yes\n".write(toFile: "\(directory)/state/answer", atomically: true, encoding: .utf8)
         chmod("\(directory)/state/answer", 0o644)
         let script = """
@@ -96,7 +96,7 @@ public final class RealPolkit: @unchecked Sendable {  // immutable after init
             environment: childEnvironment(["DBUS_SYSTEM_BUS_ADDRESS": busAddress]))
         self.daemon = daemon
         let busAddress = busAddress
-        try PrivateSystemBus.waitUntil("polkitd did not take org.freedesktop.PolicyKit1: \(String(decoding: daemon.captured("stderr"), as: UTF8.self))") {
+        try PrivateBus.waitUntil("polkitd did not take org.freedesktop.PolicyKit1: \(String(decoding: daemon.captured("stderr"), as: UTF8.self))") {
             if daemon.poll() != nil { throw StandInFailed(what: "polkitd exited: \(String(decoding: daemon.captured("stderr"), as: UTF8.self))") }
             let owned = try runChild(
                 URL(fileURLWithPath: "/usr/bin/gdbus"),

@@ -9,21 +9,26 @@ import Glibc
 /// stands in for it on a private *system* bus: a `dbus-daemon` of this process's own with a
 /// system-like configuration, its address given only to the children of the test
 /// (`DBUS_SYSTEM_BUS_ADDRESS`). A screensaver (`org.freedesktop.ScreenSaver`,
-/// Tests/DBusMock/freedesktop_screensaver.py) runs on the private session bus of scripts/with-keyring.
-public final class PrivateSystemBus: @unchecked Sendable {  // immutable after init
+/// Tests/DBusMock/freedesktop_screensaver.py) runs on a private *session* bus of its own, never
+/// on scripts/with-keyring's: every test process and child shares that one, and a screensaver
+/// there is a lock source for all of them (a process keeps the first source it finds), so the
+/// tests that need none would see it.
+public final class PrivateBus: @unchecked Sendable {  // immutable after init
+    public let type: DBusMock.Bus
     public let address: String
     private let directory: TemporaryDirectory
     private let daemon: ChildProcess
 
-    public init() throws {
-        directory = try TemporaryDirectory(prefix: "tokenstore-systembus")
-        let socket = directory.appending("system_bus_socket").path
-        let config = directory.appending("system.conf")
+    public init(_ type: DBusMock.Bus = .system) throws {
+        self.type = type
+        directory = try TemporaryDirectory(prefix: "tokenstore-\(type.rawValue)bus")
+        let socket = directory.appending("\(type.rawValue)_bus_socket").path
+        let config = directory.appending("\(type.rawValue).conf")
         try """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
             <busconfig>
-              <type>system</type>
+              <type>\(type.rawValue)</type>
               <listen>unix:path=\(socket)</listen>
               <auth>EXTERNAL</auth>
               <policy context="default">
@@ -36,7 +41,7 @@ public final class PrivateSystemBus: @unchecked Sendable {  // immutable after i
             """.write(to: config, atomically: true, encoding: .utf8)
         address = "unix:path=\(socket)"
         daemon = try ChildProcess.start("/usr/bin/dbus-daemon", ["--config-file=\(config.path)", "--nofork", "--nosyslog"])
-        try Self.waitUntil("the private system bus did not start: \(String(decoding: daemon.captured("stderr"), as: UTF8.self))") {
+        try Self.waitUntil("the private \(type.rawValue) bus did not start: \(String(decoding: daemon.captured("stderr"), as: UTF8.self))") {
             FileManager.default.fileExists(atPath: socket)
         }
     }
@@ -47,7 +52,7 @@ public final class PrivateSystemBus: @unchecked Sendable {  // immutable after i
     public func stop() { _ = daemon.stop(grace: .seconds(1)) }
 
     /// The environment that puts a child on this bus.
-    public var environment: [String: String] { ["DBUS_SYSTEM_BUS_ADDRESS": address] }
+    public var environment: [String: String] { [type == .system ? "DBUS_SYSTEM_BUS_ADDRESS" : "DBUS_SESSION_BUS_ADDRESS": address] }
 
     static func waitUntil(_ what: @autoclosure () -> String, timeout: Duration = .seconds(20), _ done: () throws -> Bool) throws {
         let deadline = ContinuousClock.now + timeout
@@ -82,7 +87,7 @@ public final class DBusMock: @unchecked Sendable {  // immutable after init
         if let parameters { arguments += ["--parameters", parameters] }
         // The system's python3 (python3-dbusmock is a Debian package), not a python3 earlier on PATH.
         process = try ChildProcess.start("/usr/bin/python3", arguments, environment: childEnvironment(environment))
-        try PrivateSystemBus.waitUntil("dbusmock \(template) did not take \(name): \(String(decoding: process.captured("stderr"), as: UTF8.self))") {
+        try PrivateBus.waitUntil("dbusmock \(template) did not take \(name): \(String(decoding: process.captured("stderr"), as: UTF8.self))") {
             if process.poll() != nil { throw StandInFailed(what: "dbusmock \(template) exited: \(String(decoding: process.captured("stderr"), as: UTF8.self))") }
             let owned = try call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner", [name])
             return owned.contains("true")

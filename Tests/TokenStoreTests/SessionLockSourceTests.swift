@@ -13,7 +13,8 @@ import TestSupport
 /// template stands in for it on a private system bus (a dbus-daemon of the test's own,
 /// system-like configuration; its address goes only to the child, as DBUS_SYSTEM_BUS_ADDRESS).
 /// The screensaver is a dbusmock object owning `org.freedesktop.ScreenSaver`
-/// (Tests/DBusMock/freedesktop_screensaver.py) on with-keyring's private session bus.
+/// (Tests/DBusMock/freedesktop_screensaver.py) on a private session bus of the test's own (not
+/// with-keyring's, which every test shares: see ``PrivateBus``).
 @Suite("Session lock sources (logind and ScreenSaver stand-ins)", keyringTrait, .offPool, .serialized, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct SessionLockSourceTests {
     /// The most a lock may take to reach the next read.
@@ -36,11 +37,17 @@ struct SessionLockSourceTests {
         let stores: [TestStore]  // kept (their folders) while the child reads them
 
         init(_ stores: [TestStore], environment: [String: String]) throws {
+            try self.init(stores: stores, paths: stores.map(\.path), environment: environment) { _ in }
+        }
+
+        /// A child reading the stores at `paths`; `prepare` writes into its folder first.
+        init(stores: [TestStore] = [], paths: [String], environment: [String: String], prepare: (TemporaryDirectory) throws -> Void) throws {
             self.stores = stores
             directory = try TemporaryDirectory()
+            try prepare(directory)
             child = try ChildProcess.start(
                 try BuiltProducts.executable("tokenstore-testchild").path,
-                ["session-lock", directory.path] + stores.map(\.path), environment: childEnvironment(environment))
+                ["session-lock", directory.path] + paths, environment: childEnvironment(environment))
         }
 
         var lines: [String] { String(decoding: child.captured("stdout"), as: UTF8.self).split(separator: "\n").map(String.init) }
@@ -91,7 +98,7 @@ struct SessionLockSourceTests {
 
     @Test("logind (dbusmock stand-in): Lock → both stores' next read storeLocked within 200 ms; Unlock → they read again; status names logind")
     func logindLockAndUnlock() throws {
-        let bus = try PrivateSystemBus()
+        let bus = try PrivateBus()
         let logind = try DBusMock(template: "logind", name: "org.freedesktop.login1", bus: .system, environment: bus.environment)
         let session = "/org/freedesktop/login1/session/c1"
         try logind.call("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.DBus.Mock.AddSession",
@@ -119,7 +126,7 @@ struct SessionLockSourceTests {
 
     @Test("logind (dbusmock stand-in): LockedHint true at open → locked from the start (unlock() too); false → reads")
     func lockedHintAtOpen() throws {
-        let bus = try PrivateSystemBus()
+        let bus = try PrivateBus()
         let logind = try DBusMock(template: "logind", name: "org.freedesktop.login1", bus: .system, environment: bus.environment)
         let session = "/org/freedesktop/login1/session/c2"
         try logind.call("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.DBus.Mock.AddSession",
@@ -154,7 +161,7 @@ struct SessionLockSourceTests {
 
     @Test("logind (dbusmock stand-in): the system bus goes away → both stores lock, and stay locked (nothing could unlock them)")
     func busGoneLocks() throws {
-        let bus = try PrivateSystemBus()
+        let bus = try PrivateBus()
         let logind = try DBusMock(template: "logind", name: "org.freedesktop.login1", bus: .system, environment: bus.environment)
         try logind.call("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.DBus.Mock.AddSession",
                         ["c3", "seat0", "\(getuid())", "tester", "true"])
@@ -171,14 +178,36 @@ struct SessionLockSourceTests {
         #expect(!after.contains { $0.contains(" ok ") }, "a store read again after its lock source was gone: \(Array(after))")
     }
 
-    @Test("no logind: the org.freedesktop.ScreenSaver fallback (dbusmock) locks and unlocks both stores")
+    @Test("no logind: the org.freedesktop.ScreenSaver fallback (dbusmock, on a session bus of its own) locks and unlocks both stores")
     func screensaverFallback() throws {
+        // The screensaver is on a private session bus that only this test's children use, so the
+        // tests that need no lock source never see it; so the stores are passphrase stores (no
+        // Secret Service on that bus).
         let absent = try TemporaryDirectory()
-        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(absent.appending("no-system-bus").path)", "XDG_SESSION_ID": ""]
+        let session = try PrivateBus(.session)
+        let environment = session.environment.merging(
+            ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(absent.appending("no-system-bus").path)", "XDG_SESSION_ID": ""]) { $1 }
         let template = repositoryRoot.appendingPathComponent("Tests/DBusMock/freedesktop_screensaver.py").path
-        let saver = try DBusMock(template: template, name: "org.freedesktop.ScreenSaver", bus: .session, environment: [:])
-        let stores = try Self.twoStores()
-        let reader = try Reader(stores, environment: environment)
+        let saver = try DBusMock(template: template, name: "org.freedesktop.ScreenSaver", bus: .session, environment: session.environment)
+        let shared = try runChild(
+            URL(fileURLWithPath: "/usr/bin/gdbus"),
+            ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+             "--method", "org.freedesktop.DBus.NameHasOwner", "org.freedesktop.ScreenSaver"], environment: [:], timeout: 20)
+        #expect(shared.status == 0 && shared.stdout.contains("false"), "a screensaver on the shared session bus: \(shared.stdout) \(shared.stderr)")
+        let passphrase = "screensaver test passphrase"
+        let stores = try (0..<2).map { index in
+            let directory = try TemporaryDirectory()
+            let path = directory.appending("store/tokens.sqlite").path
+            let provider = PassphraseKeyProvider(
+                directory: directory.appending("store/keys").path, passphrase: secret(passphrase), limits: .interactive)
+            let store = try TokenStore(path: path, appID: testAppID, keyProvider: provider)
+            try store.set(secret("s\(index)"), for: key("alice", .generic))
+            store.close()
+            return (directory, path)
+        }
+        let reader = try Reader(paths: stores.map(\.1), environment: environment) {
+            try Data(passphrase.utf8).write(to: $0.appending("passphrase"))
+        }
         defer { reader.quit() }
         let (_, open) = try reader.wait(for: "OPEN") { $0.hasPrefix("OPEN ") }
         #expect(open == "OPEN source=screensaver locked=false,false")
@@ -189,7 +218,7 @@ struct SessionLockSourceTests {
                           lock: { try saver.call(name, path, "\(name).SetActive", ["true"]) },
                           unlock: { try saver.call(name, path, "\(name).SetActive", ["false"]) })
         let tokenctl = try BuiltProducts.executable("tokenctl")
-        let status = try runChild(tokenctl, ["--store", stores[0].path, "--json", "status"], environment: environment)
+        let status = try runChild(tokenctl, ["--store", stores[0].1, "--json", "status"], environment: environment)
         #expect(status.stdout.contains("\"lockSource\":\"screensaver\"") || status.stdout.contains("\"lockSource\": \"screensaver\""), "\(status.stdout)")
     }
 

@@ -24,11 +24,11 @@ struct UserPresenceTests {
 
     /// A private system bus with dbusmock's polkitd on it.
     struct Polkit {
-        let bus: PrivateSystemBus
+        let bus: PrivateBus
         let mock: DBusMock
 
         init() throws {
-            bus = try PrivateSystemBus()
+            bus = try PrivateBus()
             mock = try DBusMock(template: "polkitd", name: UserPresenceTests.name, bus: .system, environment: bus.environment)
         }
 
@@ -161,7 +161,7 @@ struct UserPresenceTests {
 
     @Test("no polkit on the system bus: lockSourceUnavailable (69) at the read, not at open")
     func noPolkit() throws {
-        let bus = try PrivateSystemBus()
+        let bus = try PrivateBus()
         let f = try TestStore()
         try f.store.set(secret("g-alice"), for: key("alice", .generic))
         f.store.close()
