@@ -22,9 +22,12 @@ extension TokenStore {
         }
     }
 
-    /// Adds a way to the data key: `provider` keeps the key (filed under the new slot's own
-    /// id), and the store records the slot, raising its epoch. The key stays where it was for
-    /// every other slot; no row is re-sealed. Then `provider`'s store epoch is raised to the
+    /// Adds a way to the data key: `provider` keeps the secret half of a key pair made for the
+    /// slot (filed under the slot's own id), the store records the slot with the data key
+    /// sealed to the public half, raising its epoch. The key stays where it was for every other
+    /// slot; no row is re-sealed. A key rotation re-seals the new key to every slot
+    /// (``rotateDataKey(batchSize:progress:)``), and gives the slots whose provider needs nobody
+    /// a new key pair. Then `provider`'s store epoch is raised to the
     /// file's (an interrupted raise is healed when the store is opened with it).
     ///
     /// ```swift
@@ -43,16 +46,21 @@ extension TokenStore {
                 try refuseSlotChange(db)
                 _ = try KeySlots.materialize(db, envelope: envelope, recordedKind: recordedKind(db, envelope))
                 let reference = DataKeyReference(storeID: Hex.encode(envelope.storeID), keyID: Hex.encode(keyRef), appID: appID)
+                // The slot's own key pair: its provider keeps the secret half, the data key is
+                // sealed to the public half, so a key rotation reaches the slot without its secret.
+                let pair = SlotBox.keyPair()
+                let box = KeySlots.Box(publicKey: pair.publicKey, boxedKey: try SlotBox.seal(envelope.key.material, to: pair.publicKey))
                 var sealed: [UInt8]?
                 if let inStore = provider as? any InStoreKeySlotProvider {
-                    sealed = try inStore.wrap(envelope.key.material, reference: reference)
+                    sealed = try inStore.wrap(pair.secretKey, reference: reference)
                 } else {
-                    try provider.storeKey(envelope.key.material, for: reference)
+                    try provider.storeKey(pair.secretKey, for: reference)
                     stored = reference
                 }
                 CrashPoint.reach("keySlots.afterStoreKey")
                 let now = Timestamp.nowMillis()
-                let id = try KeySlots.insert(db, kind: provider.kind, keyRef: keyRef, sealed: sealed, createdAt: now, envelope: envelope)
+                let id = try KeySlots.insert(
+                    db, kind: provider.kind, keyRef: keyRef, sealed: sealed, createdAt: now, box: box, envelope: envelope)
                 db.requireEpochRaise(.keySlotsChanged)
                 return KeySlot(id: Int(id), kind: provider.kind, createdAt: Timestamp.date(fromMillis: now))
             }
@@ -129,7 +137,7 @@ extension TokenStore {
     }
 
     private func refuseSlotChange(_ db: Database) throws {
-        guard try KeySlots.hasTables(db) else {
+        guard try KeySlots.hasBoxes(db) else {
             throw TokenStoreError(.invalidInput, "This store's schema has no key slots yet; open it for writing to migrate it.")
         }
         if (try db.scalarInt("SELECT count(*) FROM data_keys WHERE status != 'active'") ?? 0) > 0 {
@@ -147,19 +155,6 @@ extension TokenStore {
             try provider.raiseStoreEpoch(storeID: storeIdentifier, appID: appID, to: epoch)
         } catch {
             logger.info("could not raise the new key slot's store epoch; its first open does", metadata: ["error": TokenStoreError.code(of: error)])
-        }
-    }
-}
-
-extension KeySlots {
-    /// A key rotation makes a new key only for the provider the store is open with: with slots
-    /// recorded, the others would be left with the old key. Refused (`invalidInput`).
-    static func refuseRotation(_ connection: StoreConnection) throws {
-        let count = try connection.read { db, _ in try unchecked(db).count }
-        guard count == 0 else {
-            throw TokenStoreError(
-                .invalidInput, "This store has key slots; a new data key would leave them behind, so it was not made.",
-                hint: "Remove the other key slots first (tokenctl slot remove ID) when the key must be replaced.")
         }
     }
 }

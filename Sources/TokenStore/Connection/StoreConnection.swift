@@ -318,11 +318,16 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
 
     /// The key `keyID` from the key provider, checked against its key check; nil when the
     /// provider has none.
-    func loadKey(_ db: Database, keyID: [UInt8]) throws -> DataKey? {
-        // A recovery key or TPM PIN has no key filed by reference: it unwraps its slot row again.
-        let loaded = keyProvider is any InStoreKeySlotProvider
-            ? try KeySlotOpening(database: db, provider: keyProvider, appID: appID).loadKey(storeID: storeID, keyID: keyID).key
-            : try keyProvider.loadKey(reference(keyID))
+    func loadKey(_ db: Database, keyID: [UInt8], filedUnderItsID: Bool = false) throws -> DataKey? {
+        let loaded: SecretBytes?
+        if filedUnderItsID {
+            // A rotation's next key: filed under its own id by a provider that keeps the data key
+            // itself, or nowhere (a store whose slots all have boxes; a recovery key, a TPM PIN).
+            loaded = keyProvider is any InStoreKeySlotProvider ? nil : try keyProvider.loadKey(reference(keyID))
+        } else {
+            // Through the key slots of this provider's kind (a store without any: under the key's id).
+            loaded = try KeySlotOpening(database: db, provider: keyProvider, appID: appID).loadKey(storeID: storeID, keyID: keyID).key
+        }
         guard let material = loaded else { return nil }
         return try KeyCheck.checkedKey(database: db, storeID: storeID, keyID: keyID, material: material)
     }

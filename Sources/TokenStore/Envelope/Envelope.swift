@@ -33,6 +33,10 @@ enum LookupDomain: UInt8 {
     case keySlotSetMAC = 72
     /// MAC of a proof of the user's presence shared by a login session's processes (see ``PresenceProofs``).
     case presenceProofMAC = 73
+    /// MAC of a `rotation_slot_keys` row: a slot's new key pair during a rotation (``KeySlotRotation``).
+    case rotationSlotKeyMAC = 74
+    /// MAC of a `retired_slot_keys` row: a slot key to delete after a rotation (``KeySlotRotation``).
+    case retiredSlotKeyMAC = 75
 }
 
 /// The store id and one data key: everything sealed, opened or hashed under that key.

@@ -24,7 +24,7 @@ struct KeyRotation {
             try db.firstRow("SELECT key_id FROM data_keys WHERE status = 'next'", [], { $0.blob(0) })
         }) {
             do {
-                next = try connection.read { db, _ in try connection.loadKey(db, keyID: nextID) }
+                next = try connection.read { db, _ in try connection.loadKey(db, keyID: nextID, filedUnderItsID: true) }
             } catch let error as TokenStoreError where error.code == .dataKeyCorrupt {
                 next = nil
             }
@@ -37,8 +37,8 @@ struct KeyRotation {
         }
         if next == nil {
             guard startNew else { return nil }
-            try KeySlots.refuseRotation(connection)
-            next = try beginNewKey()
+            let providerKeepsKey = try KeySlotRotation(connection: connection).plan()
+            next = try beginNewKey(providerKeepsKey: providerKeepsKey)
         }
         guard let next else { return nil }
         do {
@@ -51,9 +51,12 @@ struct KeyRotation {
         }
     }
 
-    /// Step 1: records the new key as `next`, then stores it in the key provider. A crash in
-    /// between leaves a record without a key, which the next run rolls back.
-    private func beginNewKey() throws -> DataKey {
+    /// Step 1: records the new key as `next`, then stores it in the key provider (when the
+    /// provider keeps the data key itself: `providerKeepsKey`, see ``KeySlotRotation/plan()``),
+    /// then gives the key slots their new key pairs. A crash in between leaves a record without
+    /// a key, which the next run rolls back. (A store whose slots all have boxes keeps the new
+    /// key in memory only until the switch: a crash before it rolls the rotation back.)
+    private func beginNewKey(providerKeepsKey: Bool) throws -> DataKey {
         let key = try DataKey.generate(scheme: connection.newKeyScheme)
         try connection.write { db, envelope in
             for table in try SealedTables.existing(SealedTables.rotationTables, in: db) { try db.run("DELETE FROM \(table)") }
@@ -63,7 +66,7 @@ struct KeyRotation {
                  .int(Timestamp.nowMillis()), .int(key.scheme.rawValue)])
         }
         do {
-            try connection.keyProvider.storeKey(key.material, for: connection.reference(key.keyID))
+            if providerKeepsKey { try connection.keyProvider.storeKey(key.material, for: connection.reference(key.keyID)) }
         } catch let error as TokenStoreError where error.code == .timedOut {
             // The Secret Service may still store it after we stopped waiting. Keep the record:
             // the next run resumes with the key if it arrived, or rolls back (deleting the key
@@ -81,6 +84,17 @@ struct KeyRotation {
             }
             throw error
         }
+        do {
+            let kept = try KeySlotRotation(connection: connection).fileNewSlotKeys()
+            if !kept.isEmpty {
+                logger.info("key slots keep their key pairs (only their user can reach them)", metadata: ["slots": kept.map(String.init).joined(separator: ",")])
+            }
+        } catch {
+            do { try rollBack(key.keyID) } catch {
+                logger.info("could not roll back a key rotation whose slot keys failed; the next open does", metadata: ["error": TokenStoreError.code(of: error)])
+            }
+            throw error
+        }
         CrashPoint.reach("rotate.afterNewKey")
         return key
     }
@@ -89,6 +103,7 @@ struct KeyRotation {
     /// and the work tables (a crash in between is rolled back again).
     private func rollBack(_ nextID: [UInt8]) throws {
         try connection.keyProvider.deleteKey(connection.reference(nextID))
+        try KeySlotRotation(connection: connection).rollBack()
         try connection.write { db, _ in
             for table in try SealedTables.existing(SealedTables.rotationTables, in: db) { try db.run("DELETE FROM \(table)") }
             try db.run("DELETE FROM data_keys WHERE key_id = ? AND status = 'next'", [.blob(nextID)])
@@ -156,6 +171,7 @@ struct KeyRotation {
             db.requireEpochRaise(.keySwitched)
             try KeyProviderRecord.rewrite(db, from: current, to: next)
             try AccessPolicyRecord.rewrite(db, from: current, to: next)
+            try KeySlotRotation.switchIn(db, from: current, to: next, openKind: connection.keyProvider.kind)
             // The key that sealed whatever was logged out is retired: no erase is owed.
             try db.run("UPDATE store_info SET erase_owed_since = NULL WHERE id = 1")
             return resealed
@@ -176,5 +192,6 @@ struct KeyRotation {
                 try db.run("DELETE FROM data_keys WHERE key_id = ? AND status = 'retired'", [.blob(keyID)])
             }
         }
+        KeySlotRotation(connection: connection).deleteRetired()
     }
 }

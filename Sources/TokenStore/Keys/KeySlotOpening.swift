@@ -6,8 +6,9 @@ import FoundationEssentials
 /// - A store with no slot row: the provider's key filed under the data key's own id (as before
 ///   slots existed).
 /// - A provider of a kind with slot rows: each of its rows in turn, the key filed under the
-///   row's `key_ref` (a recovery key: unwrapped from the row's blob); the first that holds the
-///   key wins. None holds it: nil (the caller's `dataKeyMissing`).
+///   row's `key_ref` (a recovery key: unwrapped from the row's blob); for a boxed row that is
+///   the secret half of the slot's key pair, which opens the data key from the row's box. The
+///   first that holds the key wins. None holds it: nil (the caller's `dataKeyMissing`).
 struct KeySlotOpening {
     let database: Database
     let provider: any KeyProvider
@@ -29,10 +30,10 @@ struct KeySlotOpening {
             do {
                 if let inStore = provider as? any InStoreKeySlotProvider {
                     guard let sealed = row.sealed else { continue }
-                    return (try inStore.unwrap(sealed, reference: reference), 0)
+                    return (try Self.dataKey(try inStore.unwrap(sealed, reference: reference), row: row), 0)
                 }
                 let loaded = try provider.loadKeyAndStoreEpoch(reference)
-                if loaded.key != nil { return loaded }
+                if let material = loaded.key { return (try Self.dataKey(material, row: row), loaded.epoch) }
             } catch let error as TokenStoreError where error.code == .tpmLockedOut {
                 throw error  // every PIN slot of this TPM is refused alike
             } catch {
@@ -41,6 +42,13 @@ struct KeySlotOpening {
         }
         if let firstError { throw firstError }
         return (nil, nil)
+    }
+
+    /// What a slot's provider gave: the data key itself, or for a boxed slot (schema version 17)
+    /// the secret half of its key pair, which opens the data key from the box.
+    static func dataKey(_ material: SecretBytes, row: KeySlots.Row) throws -> SecretBytes {
+        guard let box = row.box else { return material }
+        return try SlotBox.open(box.boxedKey, publicKey: box.publicKey, secretKey: material)
     }
 
     func reference(storeID: [UInt8], keyRef: [UInt8]) -> DataKeyReference {

@@ -17,10 +17,20 @@ enum KeySlots {
         let kind: KeyProviderKind
         /// The key id the slot's provider files the data key under.
         let keyRef: [UInt8]
-        /// The data key wrapped for the slot when the table holds it (a recovery key).
+        /// What the slot's provider keeps (or `sealed` wraps) when the table holds it (a recovery
+        /// key, a TPM PIN): the data key, or for a slot with a ``box`` the box's secret half.
         let sealed: [UInt8]?
         let createdAt: Int64
         let mac: [UInt8]
+        /// The slot's box (schema version 17): the provider keeps the secret half of this key
+        /// pair, and the data key is sealed to its public half (``SlotBox``). Nil: the provider
+        /// keeps the data key itself (the store's first slot, slots added at version 16).
+        var box: Box?
+    }
+
+    struct Box: Equatable {
+        let publicKey: [UInt8]
+        let boxedKey: [UInt8]
     }
 
     /// Whether the file has the tables (schema version 16 or later).
@@ -28,14 +38,31 @@ enum KeySlots {
         (try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'key_slots'") ?? 0) > 0
     }
 
+    /// Whether the file has the boxes and the rotation tables (schema version 17 or later).
+    static func hasBoxes(_ db: Database) throws -> Bool {
+        (try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'key_slot_boxes'") ?? 0) > 0
+    }
+
     /// The recorded rows by id, not checked (no key yet); none without the table.
     static func unchecked(_ db: Database) throws -> [Row] {
         guard try hasTables(db) else { return [] }
+        let boxes = try hasBoxes(db)
+        let sql = boxes
+            ? """
+              SELECT s.id, s.kind, s.key_ref, s.sealed, s.created_at, s.mac, b.public_key, b.boxed_key
+              FROM key_slots s LEFT JOIN key_slot_boxes b ON b.slot_id = s.id ORDER BY s.id
+              """
+            : "SELECT id, kind, key_ref, sealed, created_at, mac FROM key_slots ORDER BY id"
         var rows: [Row] = []
-        try db.forEachRow("SELECT id, kind, key_ref, sealed, created_at, mac FROM key_slots ORDER BY id") { row in
+        try db.forEachRow(sql) { row in
             rows.append(Row(
                 id: row.int(0), kind: KeyProviderKind(rawValue: row.text(1)), keyRef: row.blob(2),
-                sealed: row.isNull(3) ? nil : row.blob(3), createdAt: row.int(4), mac: row.blob(5)))
+                sealed: row.isNull(3) ? nil : row.blob(3), createdAt: row.int(4), mac: row.blob(5),
+                box: boxes && !row.isNull(6) ? Box(publicKey: row.blob(6), boxedKey: row.blob(7)) : nil))
+        }
+        // A box whose slot row is gone is an added row as much as a row without a MAC.
+        if boxes, (try db.scalarInt("SELECT count(*) FROM key_slot_boxes WHERE slot_id NOT IN (SELECT id FROM key_slots)") ?? 0) > 0 {
+            throw altered()
         }
         return rows
     }
@@ -46,11 +73,20 @@ enum KeySlots {
         try unchecked(db).filter { $0.kind == kind }
     }
 
-    static func mac(id: Int64, kind: KeyProviderKind, keyRef: [UInt8], sealed: [UInt8]?, createdAt: Int64, envelope: Envelope) -> [UInt8] {
-        envelope.mac(
-            .keySlotMAC,
-            [MACField.name(table), envelope.storeID, MACField.int(id), Array(kind.rawValue.utf8), keyRef, MACField.blob(sealed),
-             MACField.int(createdAt), envelope.keyID])
+    /// A row's MAC; a boxed row's covers its box too (a row without one keeps its version-16 MAC).
+    static func mac(
+        id: Int64, kind: KeyProviderKind, keyRef: [UInt8], sealed: [UInt8]?, createdAt: Int64, box: Box? = nil, envelope: Envelope
+    ) -> [UInt8] {
+        var fields = [
+            MACField.name(table), envelope.storeID, MACField.int(id), Array(kind.rawValue.utf8), keyRef, MACField.blob(sealed),
+            MACField.int(createdAt), envelope.keyID,
+        ]
+        if let box { fields += [MACField.name("key_slot_boxes"), box.publicKey, box.boxedKey] }
+        return envelope.mac(.keySlotMAC, fields)
+    }
+
+    static func mac(_ row: Row, envelope: Envelope) -> [UInt8] {
+        mac(id: row.id, kind: row.kind, keyRef: row.keyRef, sealed: row.sealed, createdAt: row.createdAt, box: row.box, envelope: envelope)
     }
 
     static func setMAC(ids: [Int64], envelope: Envelope) -> [UInt8] {
@@ -67,9 +103,7 @@ enum KeySlots {
         let set = try db.firstRow("SELECT mac FROM key_slot_set WHERE id = 1", [], { $0.blob(0) })
         if rows.isEmpty, set == nil { return [] }
         for row in rows {
-            let expected = mac(
-                id: row.id, kind: row.kind, keyRef: row.keyRef, sealed: row.sealed, createdAt: row.createdAt, envelope: envelope)
-            guard MACField.equal(row.mac, expected) else { throw altered() }
+            guard MACField.equal(row.mac, mac(row, envelope: envelope)) else { throw altered() }
         }
         guard let set, MACField.equal(set, setMAC(ids: rows.map(\.id), envelope: envelope)) else { throw altered() }
         return rows
@@ -84,25 +118,32 @@ enum KeySlots {
 
     /// Inside a write transaction with the key: adds a row and re-MACs the set; returns its id.
     static func insert(
-        _ db: Database, kind: KeyProviderKind, keyRef: [UInt8], sealed: [UInt8]?, createdAt: Int64, envelope: Envelope,
-        id: Int64? = nil
+        _ db: Database, kind: KeyProviderKind, keyRef: [UInt8], sealed: [UInt8]?, createdAt: Int64, box: Box? = nil,
+        envelope: Envelope, id: Int64? = nil
     ) throws -> Int64 {
         let newID = try id ?? ((db.scalarInt("SELECT max(id) FROM key_slots") ?? 0) + 1)
-        let rowMAC = mac(id: newID, kind: kind, keyRef: keyRef, sealed: sealed, createdAt: createdAt, envelope: envelope)
+        let row = Row(id: newID, kind: kind, keyRef: keyRef, sealed: sealed, createdAt: createdAt, mac: [], box: box)
         try db.run(
             "INSERT INTO key_slots(id, kind, key_ref, sealed, created_at, mac) VALUES (?, ?, ?, ?, ?, ?)",
-            [.int(newID), .text(kind.rawValue), .blob(keyRef), sealed.map { .blob($0) } ?? .null, .int(createdAt), .blob(rowMAC)])
+            [.int(newID), .text(kind.rawValue), .blob(keyRef), sealed.map { .blob($0) } ?? .null, .int(createdAt),
+             .blob(mac(row, envelope: envelope))])
+        if let box {
+            try db.run(
+                "INSERT INTO key_slot_boxes(slot_id, public_key, boxed_key) VALUES (?, ?, ?)",
+                [.int(newID), .blob(box.publicKey), .blob(box.boxedKey)])
+        }
         try writeSet(db, envelope: envelope)
         return newID
     }
 
-    /// Inside a write transaction with the key: removes a row and re-MACs the set.
+    /// Inside a write transaction with the key: removes a row (and its box) and re-MACs the set.
     static func delete(_ db: Database, id: Int64, envelope: Envelope) throws {
         try db.run("DELETE FROM key_slots WHERE id = ?", [.int(id)])
+        if try hasBoxes(db) { try db.run("DELETE FROM key_slot_boxes WHERE slot_id = ?", [.int(id)]) }
         try writeSet(db, envelope: envelope)
     }
 
-    private static func writeSet(_ db: Database, envelope: Envelope) throws {
+    static func writeSet(_ db: Database, envelope: Envelope) throws {
         var ids: [Int64] = []
         try db.forEachRow("SELECT id FROM key_slots ORDER BY id") { ids.append($0.int(0)) }
         try db.run(
