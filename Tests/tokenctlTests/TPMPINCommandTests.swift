@@ -35,6 +35,13 @@ struct TPMPINCommandTests {
         return url
     }
 
+    /// `--json status`'s `tpmLockout` (no PIN given).
+    private func lockout(_ store: TokenctlStore, tcti: String) throws -> [String: Any] {
+        let status = try run(store, "--json status", tcti: tcti)
+        let document = try JSONSerialization.jsonObject(with: Data(status.standardOutput.utf8)) as? [String: Any]
+        return try #require(document?["tpmLockout"] as? [String: Any], "no tpmLockout in \(status.standardOutput)")
+    }
+
     @Test("slot add tpm-pin --pin-fd 3; --pin-fd 3 alone opens every row; wrong PINs → 77 wrongPIN with the tries left, then 75 tpmLockedOut even for the right PIN, no reset advice")
     func addOpenAndLockOut() throws {
         let tpm = try SoftwareTPM.start()
@@ -51,6 +58,11 @@ struct TPMPINCommandTests {
         #expect(missing.status == 64 && missing.standardError.contains("--pin-fd"), "\(missing)")
         let added = try run(store, "slot add tpm-pin --pin-fd 3", fd3: pinFile, tcti: tpm.tcti)
         #expect(added.status == 0 && added.standardOutput.contains("tpm-pin"), "\(added)")
+        let fresh = try lockout(store, tcti: tpm.tcti)
+        #expect(fresh["readable"] as? Bool == true && fresh["failures"] as? Int == 0 && fresh["maxTries"] as? Int == 3, "\(fresh)")
+        #expect(fresh["intervalSeconds"] as? Int == 1000 && fresh["lockedOut"] as? Bool == false, "\(fresh)")
+        let text = try run(store, "status", tcti: tpm.tcti)
+        #expect(text.standardOutput.contains("0 of 3 failures counted (3 wrong PINs left)"), "\(text.standardOutput)")
         let listed = try run(store, "--json slot list", tcti: tpm.tcti)
         #expect(listed.standardOutput.contains("\"keyring\"") && listed.standardOutput.contains("\"tpm-pin\""), "\(listed)")
 
@@ -66,7 +78,11 @@ struct TPMPINCommandTests {
             let wrong = try run(store, "--pin-fd 3 get --account user0 --kind generic", fd3: wrongFile, tcti: tpm.tcti)
             #expect(wrong.status == 77 && wrong.standardError.contains("[wrongPIN]"), "\(wrong)")
             #expect(wrong.standardError.contains(left > 0 ? "allows \(left) more wrong PIN" : "now in dictionary-attack lockout"), "\(wrong.standardError)")
+            let counted = try lockout(store, tcti: tpm.tcti)
+            #expect(counted["failures"] as? Int == 3 - left && counted["triesLeft"] as? Int == left, "\(counted)")
         }
+        let lockedOut = try lockout(store, tcti: tpm.tcti)
+        #expect(lockedOut["lockedOut"] as? Bool == true && (lockedOut["recoverySeconds"] as? Int).map { $0 > 0 && $0 <= 1000 } == true, "\(lockedOut)")
         let locked = try run(store, "--pin-fd 3 get --account user0 --kind generic --reveal", fd3: pinFile, tcti: tpm.tcti)
         #expect(locked.status == 75 && locked.standardError.contains("[tpmLockedOut]"), "\(locked)")
         #expect(locked.standardError.contains("within 1000 s") && !locked.standardError.contains("reset"), "\(locked.standardError)")

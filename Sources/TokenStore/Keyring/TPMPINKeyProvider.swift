@@ -54,6 +54,14 @@ public struct TPMPINKeyProvider: KeyProvider, InStoreKeySlotProvider {
 
     var slotNoun: String { "a TPM PIN key slot" }
 
+    /// The dictionary-attack counter and settings of the TPM `tcti` names (one
+    /// TPM2_GetCapability on a new connection; no PIN is tried, nothing changes): what
+    /// `tokenctl status` shows for a store with a TPM + PIN slot.
+    /// - Throws: `tpmUnavailable` (no TPM answers there), `tpmMismatch`.
+    package static func lockoutState(tcti: String) throws -> TPMLockoutState {
+        try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) in try session.lockoutState() }
+    }
+
     /// The object's authorization value: keyed BLAKE2b-256 under the PIN of the slot's identity.
     func authValue(_ reference: DataKeyReference) throws(TokenStoreError) -> SecretBytes {
         guard Self.pinLengths.contains(pin.count) else {

@@ -2,27 +2,28 @@ internal import CTSS2
 
 /// The TPM's dictionary-attack state (TPM2_GetCapability of the TPM properties
 /// TPM2_PT_LOCKOUT_COUNTER, TPM2_PT_MAX_AUTH_FAIL, TPM2_PT_LOCKOUT_INTERVAL,
-/// TPM2_PT_LOCKOUT_RECOVERY), as read after a PIN was refused. Set by the TPM's owner; read only.
-struct TPMLockoutState: Equatable {
+/// TPM2_PT_LOCKOUT_RECOVERY), as read after a PIN was refused (and by `tokenctl status` for a store
+/// with a TPM + PIN slot). Set by the TPM's owner; read only.
+package struct TPMLockoutState: Equatable, Sendable {
     /// Authorization failures the TPM counts now (one less after each `interval` without a failure).
-    var counter: UInt32
+    package var counter: UInt32
     /// The failures that put the TPM into lockout.
-    var maxTries: UInt32
+    package var maxTries: UInt32
     /// Seconds after which the counter goes down by one; 0: only the lockout authorization ends a lockout.
-    var interval: UInt32
+    package var interval: UInt32
     /// Seconds before the lockout hierarchy may be tried again after a failure of its own.
-    var lockoutRecovery: UInt32
+    package var lockoutRecovery: UInt32
 
     /// The failures the TPM still allows before it locks out.
-    var triesLeft: Int { max(0, Int(maxTries) - Int(counter)) }
+    package var triesLeft: Int { max(0, Int(maxTries) - Int(counter)) }
 
     /// Whether the counter has reached the limit.
-    var isLockedOut: Bool { counter >= maxTries }
+    package var isLockedOut: Bool { counter >= maxTries }
 
     /// The longest wait until the TPM accepts an authorization again: enough intervals to bring
     /// the counter below the limit (the TPM does not say how far into the current one it is, so
     /// the wait may end up to one interval sooner). Nil when the TPM never recovers by itself.
-    var recoveryTime: Duration? {
+    package var recoveryTime: Duration? {
         guard interval > 0 else { return nil }
         let intervals = max(1, Int(counter) - Int(maxTries) + 1)
         return .seconds(intervals * Int(interval))

@@ -99,6 +99,7 @@ struct StatusCommand: TokenctlCommand {
             ?? TPMKeyProvider.probe(tcti: tpmTCTI)
         let protection = StoreProtection.of(inspection.keyProvider ?? provider.kind, tpm: tpm)
 
+        let lockout = Self.tpmLockout(inspection, tcti: tpmTCTI, tpm: tpm)
         let counts = inspection.counts
         let modes = inspection.fileModes
         // The endpoints discovery found for an `--issuer` server (kept sealed in the store by the
@@ -123,6 +124,8 @@ struct StatusCommand: TokenctlCommand {
             "lockSource": .string(Self.lockSource(inspection.accessPolicy)),
             // The ways to the data key (as recorded; never a secret).
             "keySlots": SlotKinds.document(inspection.keySlots),
+            // With a TPM + PIN slot: the TPM's dictionary-attack counter and its owner's settings.
+            "tpmLockout": lockout.json,
             "discovery": discovery.json,
             // Which program serves the keys (the owner of org.freedesktop.secrets), when known.
             "provider": [
@@ -179,6 +182,7 @@ struct StatusCommand: TokenctlCommand {
             table.append(["key id", inspection.activeKeyIdentifier ?? "-"])
             let slots = inspection.keySlots.map { "\($0.id) \(SlotKinds.name($0.kind))" }
             table.append(["key slots", slots.isEmpty ? "-" : slots.joined(separator: ", ")])
+            if let text = lockout.text { table.append(["TPM PIN lockout", text]) }
             table.append(["key state", keyState.rawValue])
             table.append(["protection", protection.tier.rawValue + (protection.reason.isEmpty ? "" : " (\(protection.reason))")])
             table.append([
@@ -285,6 +289,52 @@ extension String {
 }
 
 extension StatusCommand {
+    /// The TPM's dictionary-attack state for a store with a TPM + PIN slot (nil: no such slot).
+    enum TPMLockout {
+        case none
+        case unreadable(String)
+        case state(TPMLockoutState)
+
+        var json: JSONValue {
+            switch self {
+            case .none: return .null
+            case .unreadable(let reason): return ["readable": .bool(false), "reason": .string(reason)]
+            case .state(let state):
+                return [
+                    "readable": .bool(true),
+                    "failures": .int(Int(state.counter)), "maxTries": .int(Int(state.maxTries)), "triesLeft": .int(state.triesLeft),
+                    "lockedOut": .bool(state.isLockedOut),
+                    "intervalSeconds": .int(Int(state.interval)), "lockoutRecoverySeconds": .int(Int(state.lockoutRecovery)),
+                    "recoverySeconds": state.isLockedOut ? (state.recoveryTime.map { .int(Int($0.components.seconds)) } ?? .null) : .int(0),
+                ]
+            }
+        }
+
+        var text: String? {
+            switch self {
+            case .none: return nil
+            case .unreadable(let reason): return "unknown (\(reason))"
+            case .state(let state):
+                let forgiving = state.interval > 0 ? "one failure forgiven every \(state.interval) s" : "failures never forgiven by themselves"
+                let now = state.isLockedOut
+                    ? "locked out" + (state.recoveryTime.map { ", for up to \($0.components.seconds) s" } ?? ", until its owner ends it")
+                    : "\(state.triesLeft) wrong PINs left"
+                return "\(state.counter) of \(state.maxTries) failures counted (\(now)); \(forgiving)"
+            }
+        }
+    }
+
+    /// Reads it when the store has a TPM + PIN slot and the TPM answered the probe.
+    static func tpmLockout(_ inspection: StoreInspection, tcti: String, tpm: TPMAvailability) -> TPMLockout {
+        guard inspection.keySlots.contains(where: { $0.kind == .tpmPIN }) else { return .none }
+        guard tpm.available else { return .unreadable(tpm.reason) }
+        do {
+            return .state(try TPMPINKeyProvider.lockoutState(tcti: tcti))
+        } catch {
+            return .unreadable((error as? TokenStoreError)?.message ?? "\(error)")
+        }
+    }
+
     /// What can lock the store: `explicit` (store.lock(), tokenctl lock) for the policies that
     /// follow no session; for whenUnlocked, what tells this process when the desktop session
     /// locks: `logind` or `screensaver`, `none` when neither answers (such a store is not
