@@ -36,7 +36,8 @@ let usage = """
     against the keyring tier (inside scripts/with-swtpm): tpm-open ITERATIONS DIR. A DPoP
     proof with the software key: dpop-proof ITERATIONS; with the TPM-resident key (inside
     scripts/with-swtpm): dpop-proof-tpm ITERATIONS. The store lock (inside scripts/with-keyring):
-    lock ITERATIONS DIR.
+    lock ITERATIONS DIR. Opens through key slots (inside scripts/with-keyring): slot-open
+    ITERATIONS DIR.
     """
 
 func fail(_ message: String, code: Int32 = 1) -> Never {
@@ -149,6 +150,14 @@ if arguments.first == "tpm-open" {
         try TPMBench.run(arguments)
     } catch {
         fail("tpm-open: \(error)")
+    }
+    exit(0)
+}
+if arguments.first == "slot-open" {
+    do {
+        try SlotBench.run(arguments)
+    } catch {
+        fail("slot-open: \(error)")
     }
     exit(0)
 }
