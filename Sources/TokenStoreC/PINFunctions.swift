@@ -9,21 +9,16 @@ public func ts_store_open_with_pin(
     _ out: UnsafeMutablePointer<OpaquePointer?>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
 ) -> CInt {
     CCall.run(err) {
-        let out = try CInput.out(out, "store")
-        out.pointee = nil
-        let path = try CInput.optionalString(pathOrNull, "path")
-        let appID = try CInput.string(appID, "app id")
-        let provider = TPMPINKeyProvider(pin: try CInput.pin(pin, pinLength))
-        let store: TokenStore
-        do {
-            store = try TokenStore(path: path ?? TokenStore.defaultPath(appID: appID), appID: appID, keyProvider: provider)
-        } catch let error as TokenStoreError
-            where error.code == .wrongKeyProvider && [.secretService, .portal].contains(error.recordedKeyProvider)
-        {
-            throw NoPINSlot(error: error)
+        try CStoreOpen.run(out, pathOrNull, appID) { path, appID in
+            let provider = TPMPINKeyProvider(pin: try CInput.pin(pin, pinLength))
+            do {
+                return try TokenStore(path: path, appID: appID, keyProvider: provider)
+            } catch let error as TokenStoreError
+                where error.code == .wrongKeyProvider && [.secretService, .portal].contains(error.recordedKeyProvider)
+            {
+                throw NoPINSlot(error: error)
+            }
         }
-        out.pointee = storeHandles.insert(StoreHandle(store))
-        return CCall.ok
     }
 }
 

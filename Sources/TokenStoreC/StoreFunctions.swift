@@ -14,11 +14,22 @@ public func ts_store_open(
     _ err: UnsafeMutablePointer<OpaquePointer?>!
 ) -> CInt {
     CCall.run(err) {
+        try CStoreOpen.run(out, pathOrNull, appID) { path, appID in try TokenStore(path: path, appID: appID) }
+    }
+}
+
+/// The steps every `ts_store_open*` call shares: `out` checked and cleared, the path (NULL: the
+/// app's default) and the app id read, then `open`'s store filed as a handle in `out`.
+enum CStoreOpen {
+    static func run(
+        _ out: UnsafeMutablePointer<OpaquePointer?>!, _ pathOrNull: UnsafePointer<CChar>!, _ appID: UnsafePointer<CChar>!,
+        _ open: (_ path: String, _ appID: String) throws -> TokenStore
+    ) throws -> CInt {
         let out = try CInput.out(out, "store")
         out.pointee = nil
         let path = try CInput.optionalString(pathOrNull, "path")
         let appID = try CInput.string(appID, "app id")
-        let store = try path.map { try TokenStore(path: $0, appID: appID) } ?? TokenStore(appID: appID)
+        let store = try open(path ?? TokenStore.defaultPath(appID: appID), appID)
         out.pointee = storeHandles.insert(StoreHandle(store))
         return CCall.ok
     }

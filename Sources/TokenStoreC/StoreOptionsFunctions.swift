@@ -17,14 +17,10 @@ public func ts_store_open_with_options(
     _ out: UnsafeMutablePointer<OpaquePointer?>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
 ) -> CInt {
     CCall.run(err) {
-        let out = try CInput.out(out, "store")
-        out.pointee = nil
-        let path = try CInput.optionalString(pathOrNull, "path")
-        let appID = try CInput.string(appID, "app id")
-        let options = try StoreOptions(optionsOrNull).options  // checked before anything is opened
-        let store = try TokenStore(path: path ?? TokenStore.defaultPath(appID: appID), appID: appID, options: options)
-        out.pointee = storeHandles.insert(StoreHandle(store))
-        return CCall.ok
+        try CStoreOpen.run(out, pathOrNull, appID) { path, appID in
+            let options = try StoreOptions(optionsOrNull).options  // checked before anything is opened
+            return try TokenStore(path: path, appID: appID, options: options)
+        }
     }
 }
 
