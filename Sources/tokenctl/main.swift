@@ -70,7 +70,7 @@ do {
         console.write(CommandTable.version + "\n")
         status = .ok
     case .command(let invocation):
-        status = try run(invocation, console: console)
+        status = try await run(invocation, console: console)
     }
 } catch {
     status = exitCode(for: error)

@@ -12,7 +12,8 @@ import FoundationEssentials
 /// - A usage problem found only here throws `UsageError` (printed with the usage line, exit 64).
 ///
 /// - Throws: `CommandFailure`, `UsageError`, or an error whose description holds no secret.
-func run(_ invocation: CommandInvocation, console: Console) throws -> ExitCode {
+@MainActor
+func run(_ invocation: CommandInvocation, console: Console) async throws -> ExitCode {
     let context = CommandContext(
         global: invocation.global, console: console, environment: ProcessInfo.processInfo.environment)
     do {
@@ -20,7 +21,7 @@ func run(_ invocation: CommandInvocation, console: Console) throws -> ExitCode {
         guard let type = CommandTable.command(named: invocation.command.name) else {
             throw CommandFailure(.failure, "'\(invocation.command.name)' has no implementation")
         }
-        return try type.init(parsed: invocation.command).run(context)
+        return try await type.init(parsed: invocation.command).run(context)
     } catch let error as UsageError {
         throw error
     } catch let error as CommandFailure {

@@ -14,7 +14,7 @@
 ///         label = parsed.value(Self.label)
 ///     }
 ///
-///     func run(_ context: CommandContext) throws -> ExitCode { … }
+///     func run(_ context: CommandContext) throws -> ExitCode { … }  // or `async throws`
 /// }
 /// ```
 ///
@@ -29,6 +29,8 @@ protocol TokenctlCommand: Sendable {
     init(parsed: ParsedCommand) throws
 
     /// Runs the command and returns its exit status; see `run(_:console:)` for the contract.
+    /// A command that waits on the session layer is `async` and awaits it; the others are
+    /// synchronous and run on the main thread, as the requirement is the main actor's.
     /// - Throws: `CommandFailure`, `UsageError`, or an error of the store or the session layer.
-    func run(_ context: CommandContext) throws -> ExitCode
+    @MainActor func run(_ context: CommandContext) async throws -> ExitCode
 }

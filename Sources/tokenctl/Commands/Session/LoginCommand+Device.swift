@@ -9,26 +9,24 @@ import Glibc
 extension LoginCommand {
     /// `session.signInWithDevice`: the user code and the verification URL on stderr (and a QR
     /// code of the URL when `qrencode` is on PATH), then the wait for the approval.
-    func signInOnDevice(_ context: CommandContext, _ session: TokenSession, audience: String?) throws -> SignInResult {
+    func signInOnDevice(_ context: CommandContext, _ session: TokenSession, audience: String?) async throws -> SignInResult {
         let (account, scopes, console, allowsUserChange) = (AccountID(account), scopes, context.console, allowsUserChange)
         // The code must reach the user whatever the output mode; the QR code and the notes are
         // left out with --json and --quiet.
         let decorated = !context.json && !context.global.quiet
         let environment = ProcessInfo.processInfo.environment
         do {
-            return try waitFor {
-                try await session.signInWithDevice(
-                    account: account, scopes: scopes, audience: audience, allowsUserChange: allowsUserChange,
-                    onUserCode: { code in
-                        console.writeError(Self.deviceInstructions(code, now: Date()))
-                        if decorated, let complete = code.verificationURIComplete,
-                            let qr = QRCode.render(complete.absoluteString, environment: environment)
-                        {
-                            console.writeError(qr)
-                        }
-                        if decorated { console.writeError("tokenctl: waiting for the approval\n") }
-                    })
-            }
+            return try await session.signInWithDevice(
+                account: account, scopes: scopes, audience: audience, allowsUserChange: allowsUserChange,
+                onUserCode: { code in
+                    console.writeError(Self.deviceInstructions(code, now: Date()))
+                    if decorated, let complete = code.verificationURIComplete,
+                        let qr = QRCode.render(complete.absoluteString, environment: environment)
+                    {
+                        console.writeError(qr)
+                    }
+                    if decorated { console.writeError("tokenctl: waiting for the approval\n") }
+                })
         } catch let error as AuthSessionError {
             throw ErrorMapping.deviceSignInFailure(error)
         }

@@ -187,7 +187,7 @@ struct LoginCommand: TokenctlCommand {
         }
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func run(_ context: CommandContext) async throws -> ExitCode {
         // The code first: an empty stdin is refused before the store is opened (or made).
         var code: SecretBytes?
         if case .appleCode = method { code = try readAppleCode(context) }
@@ -207,14 +207,14 @@ struct LoginCommand: TokenctlCommand {
         let result: SignInResult
         switch method {
         case .browser(let connection, let audience, let redirectURIs, let timeoutSeconds, let choice):
-            result = try signInThroughBrowser(
+            result = try await signInThroughBrowser(
                 context, session, connection: connection, audience: audience, redirectURIs: redirectURIs,
                 timeoutSeconds: timeoutSeconds, choice: choice)
         case .device(let audience):
-            result = try signInOnDevice(context, session, audience: audience)
+            result = try await signInOnDevice(context, session, audience: audience)
         case .appleCode(let appleUserID, let fullName):
             // Read above for this method.
-            result = try exchangeAppleCode(session, code: code!, appleUserID: appleUserID, fullName: fullName)
+            result = try await exchangeAppleCode(session, code: code!, appleUserID: appleUserID, fullName: fullName)
         }
         // The stored user id: the Apple user id, or `sub` itself for another identity.
         let userID = result.profile.userID ?? result.profile.subject
@@ -226,28 +226,26 @@ struct LoginCommand: TokenctlCommand {
     private func signInThroughBrowser(
         _ context: CommandContext, _ session: TokenSession, connection: String, audience: String?, redirectURIs: [URL],
         timeoutSeconds: Int, choice: BrowserChoice
-    ) throws -> SignInResult {
+    ) async throws -> SignInResult {
         let (account, scopes, console, allowsUserChange) = (AccountID(account), scopes, context.console, allowsUserChange)
         let waiting = context.global.quiet || context.json ? nil : "waiting up to \(timeoutSeconds) s for the browser"
         if server.configuration.usesDiscovery, !context.global.quiet, !context.json {
             // Which endpoints discovery found (public URLs of the server, no identifier).
-            if let metadata = try? waitFor({ try await session.client.metadata() }) {
+            if let metadata = try? await session.client.metadata() {
                 console.writeError(Self.describe(metadata))
             }
         }
         do {
-            return try waitFor {
-                try await session.signIn(
-                    account: account, redirectURIs: redirectURIs, connection: connection, scopes: scopes,
-                    audience: audience, prompt: choice.prompt, loginHint: choice.loginHint, maxAge: choice.maxAge,
-                    acrValues: choice.acrValues, timeout: .seconds(timeoutSeconds), browser: SystemBrowserOpener(),
-                    allowsUserChange: allowsUserChange,
-                    onAuthorizationURL: { url in
-                        // The one-time start address (no state, nonce nor challenge), for this user's browser only.
-                        console.writeError("tokenctl: open this URL to sign in: \(url.absoluteString)\n")
-                        if let waiting { console.writeError("tokenctl: \(waiting)\n") }
-                    })
-            }
+            return try await session.signIn(
+                account: account, redirectURIs: redirectURIs, connection: connection, scopes: scopes,
+                audience: audience, prompt: choice.prompt, loginHint: choice.loginHint, maxAge: choice.maxAge,
+                acrValues: choice.acrValues, timeout: .seconds(timeoutSeconds), browser: SystemBrowserOpener(),
+                allowsUserChange: allowsUserChange,
+                onAuthorizationURL: { url in
+                    // The one-time start address (no state, nonce nor challenge), for this user's browser only.
+                    console.writeError("tokenctl: open this URL to sign in: \(url.absoluteString)\n")
+                    if let waiting { console.writeError("tokenctl: \(waiting)\n") }
+                })
         } catch let error as AuthSessionError {
             throw ErrorMapping.browserSignInFailure(error, timeoutSeconds: timeoutSeconds)
         }
@@ -296,13 +294,10 @@ struct LoginCommand: TokenctlCommand {
 
     private func exchangeAppleCode(
         _ session: TokenSession, code: SecretBytes, appleUserID: String?, fullName: PersonName?
-    ) throws -> SignInResult {
-        let (account, scopes, allowsUserChange) = (AccountID(account), scopes, allowsUserChange)
-        return try waitFor {
-            try await session.signInWithApple(
-                authorizationCode: code, appleUserID: appleUserID, account: account, scopes: scopes,
-                fullName: fullName, allowsUserChange: allowsUserChange)
-        }
+    ) async throws -> SignInResult {
+        try await session.signInWithApple(
+            authorizationCode: code, appleUserID: appleUserID, account: AccountID(account), scopes: scopes,
+            fullName: fullName, allowsUserChange: allowsUserChange)
     }
 
     /// The result; `previousUserID` is the account's user before, when another one signed in.

@@ -62,7 +62,7 @@ struct LogoutCommand: TokenctlCommand {
         }
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func run(_ context: CommandContext) async throws -> ExitCode {
         let (store, session) = try server.openSession(context)
         let account = AccountID(account)
         let browserSession: BrowserSessionOutcome
@@ -71,14 +71,12 @@ struct LogoutCommand: TokenctlCommand {
             let browser = AnnouncingBrowserOpener(
                 console: context.console,
                 waiting: context.global.quiet || context.json ? nil : "waiting up to \(timeoutSeconds) s for the browser")
-            let result = try waitFor {
-                try await session.logout(
-                    account: account, endBrowserSession: true, redirectURIs: redirectURIs, timeout: .seconds(timeoutSeconds),
-                    browser: browser)
-            }
+            let result = try await session.logout(
+                account: account, endBrowserSession: true, redirectURIs: redirectURIs, timeout: .seconds(timeoutSeconds),
+                browser: browser)
             (outcome, browserSession) = (result.logout, result.browserSession)
         } else {
-            outcome = try waitFor { try await session.logout(account: account) }
+            outcome = try await session.logout(account: account)
             browserSession = .notAsked
         }
         return try report(outcome, browserSession: browserSession, store: store, context)

@@ -62,23 +62,20 @@ struct ProofCommand: TokenctlCommand {
         }
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func run(_ context: CommandContext) async throws -> ExitCode {
         let session = try server.openSession(context).session
         let account = AccountID(account)
         guard try session.canRenew(account: account) else {
             throw AuthSessionError(.interactionRequired, "No refresh token is stored for the account; the user must sign in.")
         }
-        guard try waitFor({ try await session.isDPoPBound(account: account) }) else {
+        guard try await session.isDPoPBound(account: account) else {
             throw CommandFailure(
                 .failure, "the account's session is not DPoP-bound (Bearer tokens need no proof)",
                 hint: "sign in with 'tokenctl login --dpop'")
         }
-        let (audience, scopes, method, url, nonce) = (audience, scopes, method, url, nonce)
-        let proof = try waitFor {
-            if let nonce { try await session.recordDPoPNonce(nonce, for: url) }
-            let token = try await session.accessToken(for: account, audience: audience, scopes: scopes)
-            return try await session.dpopProof(method: method, url: url, accessToken: token)
-        }
+        if let nonce { try await session.recordDPoPNonce(nonce, for: url) }
+        let token = try await session.accessToken(for: account, audience: audience, scopes: scopes)
+        let proof = try await session.dpopProof(method: method, url: url, accessToken: token)
         context.emit(.object(["proof": .string(proof)])) { proof + "\n" }
         return .ok
     }

@@ -30,11 +30,9 @@ struct ResumeCommand: TokenctlCommand {
         includingFailed = parsed.isSet(Self.includeFailed)
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func run(_ context: CommandContext) async throws -> ExitCode {
         let (store, session) = try server.openSession(context)
-        let report = try waitFor {
-            try await session.resumePendingRevocations(includingNotDue: includingNotDue, includingFailed: includingFailed)
-        }
+        let report = try await session.resumePendingRevocations(includingNotDue: includingNotDue, includingFailed: includingFailed)
         let list = try store.ledger.pendingRevocationList()
         let remaining = list.entries.count + list.unreadable.count
         let flagged = list.entries.filter { $0.failureCode != nil }.count

@@ -65,15 +65,13 @@ struct TokenCommand: TokenctlCommand {
         reveal = parsed.isSet(Self.reveal)
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func run(_ context: CommandContext) async throws -> ExitCode {
         let (store, session) = try server.openSession(context)
         let token: AccessToken
         do {
-            token = try waitFor {
-                try await session.accessToken(
-                    for: AccountID(account), audience: audience, scopes: scopes, minimumTTL: minimumTTL,
-                    requiringScopes: requiredScopes, forceRefresh: forceRefresh)
-            }
+            token = try await session.accessToken(
+                for: AccountID(account), audience: audience, scopes: scopes, minimumTTL: minimumTTL,
+                requiringScopes: requiredScopes, forceRefresh: forceRefresh)
         } catch let error as AuthSessionError where error.code == .interactionRequired {
             // A name the store does not know: point at the name before a new sign-in.
             guard let unknown = try UnknownAccount.check(AccountID(account), in: store) else { throw error }
