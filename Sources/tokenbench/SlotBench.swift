@@ -10,7 +10,7 @@ import TokenStore
 ///   recovery key), opened through its first (the keyring item that keeps the data key);
 /// - `boxed_slot`: a store whose only slot is a keyring slot with a box (the key pair's secret
 ///   half in the keyring, the data key sealed to its public half: one X25519 open more).
-/// Goal (issue 37): opening with the first usable slot ≤ 1.1 × the plain open.
+/// Goal: opening with the first usable slot ≤ 1.1 × the plain open.
 /// Prints `METRIC bench_slot_open plain_p50_ms=… first_slot_p50_ms=… first_slot_ratio=… boxed_slot_p50_ms=… boxed_slot_ratio=… iterations=…`.
 enum SlotBench {
     static func run(_ arguments: [String]) throws {

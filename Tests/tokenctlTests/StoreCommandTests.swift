@@ -112,7 +112,7 @@ struct StoreCommandTests {
         expectKeys(statusJSON.object, [
             "path", "appID", "schemaVersion", "supportedSchemaVersion", "pendingMigrations", "storeID", "keyID", "keyProvider",
             "recordedKeyProvider", "discovery", "keyState", "keyStateExplanation", "epoch", "counts", "fileModes", "processDumpable", "provider",
-            "protection", "protectionReason", "tpm", "accessPolicy", "locked", "lockSource", "keySlots",
+            "protection", "protectionReason", "tpm", "accessPolicy", "locked", "lockSource", "keySlots", "tpmLockout",
         ])
         #expect(statusJSON.object["accessPolicy"] as? String == "afterFirstUnlock")
         #expect(statusJSON.object["locked"] as? Bool == false)

@@ -46,6 +46,23 @@ struct NewStoreNote {
         return true
     }
 
+    /// After an open that was making the store at `path` (no file was there before) failed part
+    /// way, on a full disk (its migrations need more room than the first put): destroys what it
+    /// made — its files and the data key it may have stored — and the folders made for it while
+    /// they are empty.
+    /// - Returns: whether a store was removed.
+    func removeStoreOfFailedOpen(path: String, appID: String) -> Bool {
+        var info = stat()
+        guard !anyFileExisted, lstat(path, &info) == 0 else { return false }
+        do {
+            try TokenStore.destroyStore(path: path, appID: appID, confirm: .yesDestroyEverything)
+        } catch {
+            return false
+        }
+        for folder in missingFolders where rmdir(folder) != 0 { break }
+        return true
+    }
+
     /// The lines to print after a successful open of `path`, or nil when it was a store already.
     func lines(path: String) -> [String]? {
         guard !fileExisted else { return nil }

@@ -37,8 +37,18 @@ struct PutCommand: TokenctlCommand {
             context.console.writeError("tokenctl: reading the secret from stdin; end it with Ctrl-D\n")
         }
         let secret = try SecretInput.standardInput()
-        let newStore = NewStoreNote(path: try context.checkedStoreLocation().path)
-        let store = try context.openStore(create: true, announcesNewStore: false, accessPolicy: policy)
+        let location = try context.checkedStoreLocation()
+        let newStore = NewStoreNote(path: location.path)
+        let store: TokenStore
+        do {
+            store = try context.openStore(create: true, announcesNewStore: false, accessPolicy: policy)
+        } catch let error as TokenStoreError where error.code == .diskFull {
+            // A disk too small for the new store's own tables: nothing half made is left either.
+            if newStore.removeStoreOfFailedOpen(path: location.path, appID: location.appID) {
+                context.console.writeError("tokenctl: note: the new store this put had made was removed again; nothing was stored\n")
+            }
+            throw error
+        }
         do {
             try store.set(secret, for: key, attributes: ItemAttributes(label: label))
         } catch {
