@@ -14,8 +14,8 @@ package enum DPoPKeys {
     package static func loadOrCreate(store: TokenStore) async throws -> any DPoPSigningKey {
         if let key = try await load(store: store) { return key }
         if let tcti = store.hardwareKeyTCTI {
-            let made = try await storage { try await store.onBlockingExecutor { _ in try TPMSigningKey.create(tcti: tcti) } }
-            let kept = try await storage {
+            let made = try await StoreWork.run { try await store.onBlockingExecutor { _ in try TPMSigningKey.create(tcti: tcti) } }
+            let kept = try await StoreWork.run {
                 try await store.async.storeDPoPKeyMaterial(DPoPKeyMaterial(residence: .tpm, bytes: SecretBytes(made.blob)))
             }
             return try key(from: kept, store: store)
@@ -24,7 +24,7 @@ package enum DPoPKeys {
         var scalar = try signing { () throws(DPoPSigningFailure) -> [UInt8] in try made.privateScalar() }
         let bytes = SecretBytes(scalar + made.publicPoint)
         for index in scalar.indices { scalar[index] = 0 }
-        let kept = try await storage { try await store.async.storeDPoPKeyMaterial(DPoPKeyMaterial(residence: .software, bytes: bytes)) }
+        let kept = try await StoreWork.run { try await store.async.storeDPoPKeyMaterial(DPoPKeyMaterial(residence: .software, bytes: bytes)) }
         return try key(from: kept, store: store)
     }
 
@@ -32,7 +32,7 @@ package enum DPoPKeys {
     /// - Throws: ``AuthSessionError`` `storage`, or `dpopKeyLost` (material that is not a key,
     ///   a residence this build cannot use).
     package static func load(store: TokenStore) async throws -> (any DPoPSigningKey)? {
-        guard let material = try await storage({ try await store.async.dpopKeyMaterial() }) else { return nil }
+        guard let material = try await StoreWork.run({ try await store.async.dpopKeyMaterial() }) else { return nil }
         return try key(from: material, store: store)
     }
 
@@ -68,9 +68,5 @@ package enum DPoPKeys {
                 throw AuthSessionError(.unexpectedResponse, "The DPoP key could not be made or read (libcrypto).")
             }
         }
-    }
-
-    private static func storage<T>(_ body: () async throws -> T) async throws -> T {
-        do { return try await body() } catch let error as TokenStoreError { throw AuthSessionError.storage(error) }
     }
 }

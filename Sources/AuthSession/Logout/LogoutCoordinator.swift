@@ -70,7 +70,7 @@ package actor LogoutCoordinator {
 
     private func resume(now: Date, includingNotDue: Bool, includingFailed: Bool) async throws -> RevocationReport {
         var report = RevocationReport()
-        let list = try await blocking { try self.store.ledger.pendingRevocationList() }
+        let list = try await StoreWork.blocking { try self.store.ledger.pendingRevocationList() }
         report.unreadable = list.unreadable.count
         let outbox = Outbox(now: now)
         for entry in list.entries {
@@ -104,7 +104,7 @@ package actor LogoutCoordinator {
         try await serializer.run(account) {
             var report = RevocationReport()
             // Read inside the account's turn: a logout that ran meanwhile may have settled some.
-            let list = try await self.blocking { try self.store.ledger.pendingRevocationList() }
+            let list = try await StoreWork.blocking { try self.store.ledger.pendingRevocationList() }
             let entries = list.entries.filter { $0.account == account }
             let client = self.client.withoutRetries
             let outbox = Outbox(now: now)
@@ -133,12 +133,12 @@ package actor LogoutCoordinator {
     /// that the user withdrew: every account with this Apple user id is logged out with reason
     /// `appleRevoked`, and the user is recorded `revoked` even if no account is stored.
     package func handleAppleCredentialRevoked(userID: String) async throws -> [LogoutOutcome] {
-        let accounts = try await blocking { try self.store.accounts(forAppleUserID: userID) }
+        let accounts = try await StoreWork.blocking { try self.store.accounts(forAppleUserID: userID) }
         var outcomes: [LogoutOutcome] = []
         for account in accounts {
             outcomes.append(try await logout(account: account, reason: .appleRevoked))
         }
-        try await blocking {
+        try await StoreWork.blocking {
             if try self.store.credentialState(forUserID: userID) != .revoked {
                 try self.store.recordCredentialState(.revoked, forUserID: userID, reason: .appleRevoked)
             }
@@ -153,7 +153,7 @@ package actor LogoutCoordinator {
     package func discardPendingRevocations(account: AccountID) async throws -> Int {
         try await withOwedMaintenance {
             try await self.serializer.run(account) {
-                try await self.blocking {
+                try await StoreWork.blocking {
                     // A damaged row of another account must not keep this one's from being discarded.
                     let entries = try self.store.ledger.pendingRevocationList().entries.filter { $0.account == account }
                     for entry in entries { try self.store.ledger.discardPendingRevocation(entry) }
@@ -167,7 +167,7 @@ package actor LogoutCoordinator {
     /// `TokenSession.clearLocally(account:)`), then runs the owed maintenance.
     /// - Returns: whether anything was removed.
     package func clearLocally(account: AccountID) async throws -> Bool {
-        try await withOwedMaintenance { try await self.blocking { try self.store.ledger.clearLocally(account: account) } }
+        try await withOwedMaintenance { try await StoreWork.blocking { try self.store.ledger.clearLocally(account: account) } }
     }
 
     /// "Transaction, then maintenance" for the session (the store's synchronous form is
@@ -193,7 +193,7 @@ package actor LogoutCoordinator {
     private func performLogout(account: AccountID, reason: CredentialStateReason) async throws -> LogoutOutcome {
         // A server without a revocation endpoint (where the account's token was issued): delete
         // locally, queue nothing that can never succeed.
-        let bound = try await blocking { try self.store.boundRefreshToken(account: account)?.endpoints }
+        let bound = try await StoreWork.blocking { try self.store.boundRefreshToken(account: account)?.endpoints }
         let endpoints: ServerEndpoints?
         do {
             endpoints = try await client.endpoints(boundTo: bound)
@@ -203,17 +203,17 @@ package actor LogoutCoordinator {
             endpoints = nil  // offline: the token is queued and revoked where it is bound to later
         }
         if let endpoints, endpoints.revocation == nil {
-            let removed = try await blocking { try self.store.ledger.clearLocally(account: account, reason: .notRevocable) }
+            let removed = try await StoreWork.blocking { try self.store.ledger.clearLocally(account: account, reason: .notRevocable) }
             logger.info("logout: the server cannot revoke; local entries deleted", metadata: ["logout.outcome": "notRevocable"])
             return removed ? .notRevocable : .notFound
         }
-        let preparation = try await blocking { try self.store.ledger.beginLogout(account: account, reason: reason) }
+        let preparation = try await StoreWork.blocking { try self.store.ledger.beginLogout(account: account, reason: reason) }
         switch preparation {
         case .nothingStored:
             logger.info("logout: nothing stored", metadata: ["logout.outcome": "notFound"])
             return .notFound
         case .localOnly:
-            try await blocking { try self.store.ledger.finishLocalLogout(account: account, reason: reason) }
+            try await StoreWork.blocking { try self.store.ledger.finishLocalLogout(account: account, reason: reason) }
             logger.info("logout: no refresh token, local entries deleted", metadata: ["logout.outcome": "revoked"])
             return .revoked
         case .queued(let entries):
@@ -240,7 +240,7 @@ package actor LogoutCoordinator {
         CrashPoint.reach("logout.afterRevoke")
         if case .failedPermanently(let error) = result, error.code == .notRevocable {
             // No revocation endpoint: an entry that can never succeed is not kept.
-            try await blocking { try self.store.ledger.discardPendingRevocation(entry) }
+            try await StoreWork.blocking { try self.store.ledger.discardPendingRevocation(entry) }
             return .notRevocable
         }
         let outcome: LogoutOutcome
@@ -257,7 +257,7 @@ package actor LogoutCoordinator {
             outcome = .revocationFailed(error.code)
             record = Outbox().failedPermanently(entry, code: error.code.rawValue, error: Self.summary(error))
         }
-        try await blocking { try self.store.ledger.recordRevocationAttempt(entry, result: record) }
+        try await StoreWork.blocking { try self.store.ledger.recordRevocationAttempt(entry, result: record) }
         CrashPoint.reach("logout.afterRecord")
         return outcome
     }
@@ -277,15 +277,4 @@ package actor LogoutCoordinator {
         return text
     }
 
-    @discardableResult
-    nonisolated func storage<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let error as TokenStoreError { throw AuthSessionError.storage(error) }
-    }
-
-    /// Store work (`body`, which may make several store calls) on the package's
-    /// ``BlockingExecutor``: the coordinator's task is suspended, no cooperative thread waits.
-    @discardableResult
-    nonisolated func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await BlockingExecutor.shared.run { () throws(any Error) -> T in try self.storage(body) }
-    }
 }

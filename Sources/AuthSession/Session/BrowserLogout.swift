@@ -69,7 +69,7 @@ extension TokenSession {
         var idToken: SecretBytes?
         if endBrowserSession {
             let (store, key) = (self.store, ItemKey(account: account, kind: .idToken))
-            idToken = (try? await blocking { try store.secret(for: key) }) ?? nil
+            idToken = (try? await StoreWork.blocking { try store.secret(for: key) }) ?? nil
         }
         let outcome = try await logout(account: account)
         guard endBrowserSession else { return BrowserLogoutOutcome(logout: outcome, browserSession: .notAsked) }

@@ -85,7 +85,7 @@ extension TokenSession {
         browser: any BrowserOpener = SystemBrowserOpener(), allowsUserChange: Bool = false, usesDPoP: Bool? = nil,
         onAuthorizationURL: @Sendable (URL) -> Void = { _ in }
     ) async throws -> SignInResult {
-        try storage { try SessionLedger.validateSignIn(account: account, appleUserID: nil) }
+        try StoreWork.run { try SessionLedger.validateSignIn(account: account, appleUserID: nil) }
         let authentication = try AuthenticationRequest(
             prompt: prompt, loginHint: loginHint, maxAge: maxAge, acrValues: acrValues)
         let metadata = try await client.metadata()

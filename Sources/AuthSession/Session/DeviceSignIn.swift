@@ -51,7 +51,7 @@ extension TokenSession {
         allowsUserChange: Bool = false, usesDPoP: Bool? = nil,
         onUserCode: @Sendable (DeviceAuthorization) -> Void
     ) async throws -> SignInResult {
-        try storage { try SessionLedger.validateSignIn(account: account, appleUserID: nil) }
+        try StoreWork.run { try SessionLedger.validateSignIn(account: account, appleUserID: nil) }
         let metadata = try await client.metadata()
         let audience = audience ?? client.configuration.audience
         let requested = Self.withRequiredScopes(

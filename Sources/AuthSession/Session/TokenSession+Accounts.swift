@@ -35,7 +35,7 @@ extension TokenSession {
     /// Every account the store holds session entries for, with its user id, credential state
     /// and cached access tokens (MSAL's `allAccounts`). No network.
     public func accounts() throws -> [SessionAccount] {
-        try storage {
+        try StoreWork.run {
             try store.accounts().map { info in
                 let userID = try store.appleUserID(account: info.account)
                 return SessionAccount(
@@ -53,12 +53,12 @@ extension TokenSession {
 
     /// The credential state of an Apple user id, as Apple's `getCredentialState(forUserID:)`.
     public func credentialState(forUserID userID: String) throws -> CredentialState {
-        try storage { try store.credentialState(forUserID: userID) }
+        try StoreWork.run { try store.credentialState(forUserID: userID) }
     }
 
     /// The recorded changes of an Apple user id's credential state, oldest first.
     public func credentialStateHistory(forUserID userID: String) throws -> [CredentialStateTransition] {
-        try storage { try store.credentialStateHistory(forUserID: userID) }
+        try StoreWork.run { try store.credentialStateHistory(forUserID: userID) }
     }
 
     // MARK: Logout
@@ -91,7 +91,7 @@ extension TokenSession {
 
     /// The refresh tokens waiting to be revoked (logged out here, server not reached yet).
     public func pendingRevocations() throws -> [PendingRevocation] {
-        try storage { try store.pendingRevocations() }
+        try StoreWork.run { try store.pendingRevocations() }
     }
 
     /// Gives up on the account's queued revocations explicitly; recorded in the history.

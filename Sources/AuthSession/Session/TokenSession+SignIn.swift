@@ -33,7 +33,7 @@ extension TokenSession {
         scopes: [String] = ["openid"], fullName: PersonName? = nil, allowsUserChange: Bool = false
     ) async throws -> SignInResult {
         // Bad names are refused before the server issues tokens that could then not be stored.
-        try storage { try SessionLedger.validateSignIn(account: account, appleUserID: appleUserID) }
+        try StoreWork.run { try SessionLedger.validateSignIn(account: account, appleUserID: appleUserID) }
         let requested = Self.withRequiredScopes(scopes)
         let dpop = try await signInBinding()
         let response = try await client.withDPoP(dpop).exchangeAppleAuthorizationCode(
@@ -89,11 +89,11 @@ extension TokenSession {
             if let expectedAppleUserID, expectedAppleUserID != appleUserID {
                 throw AuthSessionError.idTokenInvalid(check: .subject)
             }
-            try storage { try SessionLedger.validateSignIn(account: account, appleUserID: appleUserID) }
+            try StoreWork.run { try SessionLedger.validateSignIn(account: account, appleUserID: appleUserID) }
             // Review N1: a sign-in must not silently put another user's session under an
             // account the app already uses for one user (another local user may have steered
             // the browser). The stored user id is `sub`'s Apple id, or `sub` itself.
-            if !allowsUserChange, let previous = try await asyncStorage({ try await store.async.appleUserID(account: account) }),
+            if !allowsUserChange, let previous = try await StoreWork.run({ try await store.async.appleUserID(account: account) }),
                 previous != appleUserID
             {
                 throw AuthSessionError(
@@ -131,7 +131,7 @@ extension TokenSession {
         CrashPoint.reach("signIn.beforeSave")
         let replacedSession: Bool
         do {
-            replacedSession = try await asyncStorage {
+            replacedSession = try await StoreWork.run {
                 try await self.store.ledger.async.saveSignIn(
                     account: account, refreshToken: refreshToken, appleUserID: appleUserID,
                     accessToken: Self.cacheEntry(access),
@@ -181,6 +181,6 @@ extension TokenSession {
     /// (the name Apple sends once is kept). `nil` when the account has none.
     /// - Throws: ``AuthSessionError`` `storage`.
     public func userProfile(account: AccountID) throws -> UserProfile? {
-        try storage { try store.userProfile(account: account) }
+        try StoreWork.run { try store.userProfile(account: account) }
     }
 }

@@ -118,19 +118,19 @@ public final class TokenSession: Sendable {
     /// Whether `account` has a refresh token to renew with (Auth0.swift's `canRenew()`): the
     /// user is signed in here. Reads no secret, makes no network call.
     public func canRenew(account: AccountID) throws -> Bool {
-        try storage { try store.ledger.hasRefreshToken(account: account) }
+        try StoreWork.run { try store.ledger.hasRefreshToken(account: account) }
     }
 
     // MARK: Internals
 
     private func accessToken(_ key: AccessTokenKey, minimumTTL: Duration, forceRefresh: Bool) async throws -> AccessToken {
-        if !forceRefresh, let cached = try await blocking({ try self.cachedToken(key, minimumTTL: minimumTTL) }) {
+        if !forceRefresh, let cached = try await StoreWork.blocking({ try self.cachedToken(key, minimumTTL: minimumTTL) }) {
             return cached
         }
         return try await renewals.run(key.account) {
             if !forceRefresh {
                 // Another caller in this process may have refreshed while we queued.
-                let cached = try await self.blocking { () throws -> AccessToken? in
+                let cached = try await StoreWork.blocking { () throws -> AccessToken? in
                     if let cached = try self.cachedToken(key, minimumTTL: minimumTTL) { return cached }
                     try self.refuseHopelessMinimumTTL(key, minimumTTL: minimumTTL)
                     return nil
@@ -144,7 +144,7 @@ public final class TokenSession: Sendable {
             let renewal = Task { () async throws -> AccessToken in
                 defer { held.release() }
                 // ...or another process, while we waited for the lock.
-                if !forceRefresh, let cached = try await self.blocking({ try self.cachedToken(key, minimumTTL: minimumTTL) }) {
+                if !forceRefresh, let cached = try await StoreWork.blocking({ try self.cachedToken(key, minimumTTL: minimumTTL) }) {
                     return cached
                 }
                 let token = try await self.refresh(key)
@@ -163,10 +163,10 @@ public final class TokenSession: Sendable {
         func usable(_ entry: AccessTokenEntry) -> Bool {
             entry.expiresAt.timeIntervalSinceNow >= minimumTTL.timeInterval
         }
-        if let entry = try storage({ try self.store.ledger.cachedAccessToken(key) }), usable(entry) {
+        if let entry = try StoreWork.run({ try self.store.ledger.cachedAccessToken(key) }), usable(entry) {
             return Self.token(entry, audience: key.audience, source: .cache)
         }
-        let covering = try storage { try self.store.ledger.cachedAccessTokens(account: key.account) }.first {
+        let covering = try StoreWork.run { try self.store.ledger.cachedAccessTokens(account: key.account) }.first {
             $0.key.audience == key.audience && Set(key.scopes).isSubset(of: Set($0.entry.scopes)) && usable($0.entry)
         }
         return covering.map { Self.token($0.entry, audience: key.audience, source: .cache) }
@@ -178,7 +178,7 @@ public final class TokenSession: Sendable {
     /// is unexpired: after it, one refresh is allowed again (the server's lifetime may have
     /// changed), so at most one refresh per token lifetime is spent on a hopeless minimum TTL.
     private func refuseHopelessMinimumTTL(_ key: AccessTokenKey, minimumTTL: Duration) throws {
-        guard let cached = try storage({ try self.store.ledger.cachedAccessTokens(account: key.account) })
+        guard let cached = try StoreWork.run({ try self.store.ledger.cachedAccessTokens(account: key.account) })
             .first(where: { $0.key == key }), cached.entry.expiresAt > Date()
         else { return }
         let lifetime = cached.entry.expiresAt.timeIntervalSince(cached.updatedAt)
@@ -196,7 +196,7 @@ public final class TokenSession: Sendable {
 
     private func refresh(_ key: AccessTokenKey) async throws -> AccessToken {
         let account = key.account
-        guard let (presented, bound) = try await asyncStorage({
+        guard let (presented, bound) = try await StoreWork.run({
             try await self.store.onBlockingExecutor { try $0.boundRefreshToken(account: account) }
         }) else {
             throw AuthSessionError(.interactionRequired, "No refresh token is stored for the account; the user must sign in.")
@@ -210,7 +210,7 @@ public final class TokenSession: Sendable {
         } catch let error as AuthSessionError where error.code == .interactionRequired && error.oauthError == "invalid_grant" {
             // Refused for good (expired, revoked, reused). An OIDC "user must act" answer
             // (mfa_required, consent_required...) is also interactionRequired, but the token stays.
-            try await asyncStorage { try await self.store.ledger.async.rejectRefreshToken(account: account, presented: presented) }
+            try await StoreWork.run { try await self.store.ledger.async.rejectRefreshToken(account: account, presented: presented) }
             logger.info("refresh refused; token no longer offered", metadata: ["oauth.error": error.oauthError ?? "-"])
             throw error
         }
@@ -221,7 +221,7 @@ public final class TokenSession: Sendable {
         // token is not handed out.
         let downgraded = client.dpop != nil && !Self.isDPoP(response)
         let entry = downgraded ? nil : Self.cacheEntry(token)
-        let replacement = try await asyncStorage {
+        let replacement = try await StoreWork.run {
             // An access token the cache cannot hold is handed on uncached: losing the rotated
             // refresh token over it would sign the user out. A provider found by discovery may
             // revoke the access tokens of a rotated-out refresh token (django-oauth-toolkit
@@ -278,20 +278,4 @@ public final class TokenSession: Sendable {
         return entry.isCacheable ? entry : nil
     }
 
-    @discardableResult
-    func storage<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let error as TokenStoreError { throw AuthSessionError.storage(error) }
-    }
-
-    /// As ``storage(_:)``, for an `async` store call (``TokenStore/async``, ``SessionLedger/async``).
-    @discardableResult
-    func asyncStorage<T>(_ body: () async throws -> T) async throws -> T {
-        do { return try await body() } catch let error as TokenStoreError { throw AuthSessionError.storage(error) }
-    }
-
-    /// Runs synchronous store work (`body`, which may make several store calls) on the
-    /// package's ``BlockingExecutor``: the calling task is suspended, no cooperative thread waits.
-    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await BlockingExecutor.shared.run { () throws(any Error) -> T in try self.storage(body) }
-    }
 }
