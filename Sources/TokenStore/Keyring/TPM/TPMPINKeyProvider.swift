@@ -1,17 +1,6 @@
 import FoundationEssentials
 internal import CTSS2
 
-/// A key provider whose key is wrapped in the store's own `key_slots` row (a recovery key, a TPM
-/// PIN slot): it keeps nothing outside the database, and the store's open unwraps the row's blob.
-protocol InStoreKeySlotProvider: KeyProvider {
-    /// The data key wrapped for a new `key_slots` row.
-    func wrap(_ key: SecretBytes, reference: DataKeyReference) throws -> [UInt8]
-    /// The data key out of a `key_slots` row's blob.
-    func unwrap(_ blob: [UInt8], reference: DataKeyReference) throws -> SecretBytes
-    /// "a recovery key slot", for the `dataKeyMissing` of a store without one.
-    var slotNoun: String { get }
-}
-
 /// Opens a store with a **TPM + PIN key slot**: the data key sealed by this machine's TPM in an
 /// object whose authorization value is derived from a PIN, kept in the store's `key_slots` row.
 /// Both the TPM and the PIN are needed, and the TPM itself limits the guesses: the object is
