@@ -182,7 +182,7 @@ enum WrappedKeyFile {
     static let magic = Array("TSPK".utf8)
     static let version: UInt8 = 1
     static let headerCount = 62
-    static let wrappedCount = 32 + 16
+    static let wrappedCount = WrappedKey.sealedCount
     static let totalCount = headerCount + 32 + wrappedCount + 32
 
     static func wrap(
@@ -201,25 +201,12 @@ enum WrappedKeyFile {
         header += SecretBytes.random(count: 24).copyBytes()
         let derived = try derive(passphrase, header: header)
         let verifier = self.verifier(derived, header: header, reference: reference)
-        let ad = header + binding(reference)
-        var wrapped = [UInt8](repeating: 0, count: wrappedCount)
-        let nonce = Array(header[38..<62])
-        let sealed = key.withUnsafeBytes { plain in
-            derived.withUnsafeBytes { kek in
-                ad.withUnsafeBytes { ad in
-                    nonce.withUnsafeBytes { nonce in
-                        wrapped.withUnsafeMutableBytes { out in
-                            XChaCha20Poly1305.seal(
-                                plain, associatedData: ad, nonce: nonce, key: UnsafeRawBufferPointer(rebasing: kek[0..<32]),
-                                into: out)
-                        }
-                    }
-                }
-            }
+        let wrapped = try derived.withUnsafeBytes { all in
+            try WrappedKey.seal(
+                key, kek: UnsafeRawBufferPointer(rebasing: all[0..<32]), associatedData: header + binding(reference),
+                nonce: Array(header[38..<62]))
         }
-        guard sealed else { throw TokenStoreError(.ioError, "Wrapping the data key failed.") }
-        let body = header + verifier + wrapped
-        return body + Blake2b.digest(body)
+        return WrappedKey.checksummed(header + verifier + wrapped)
     }
 
     static func unwrap(_ bytes: [UInt8], passphrase: SecretBytes, reference: DataKeyReference) throws -> SecretBytes {
@@ -228,10 +215,9 @@ enum WrappedKeyFile {
                 .integrityCheckFailed, "The wrapped-key file was altered or damaged (\(why)).",
                 hint: "Restore the file from a backup, or reset the store explicitly (resetStore).")
         }
-        guard bytes.count == totalCount else { throw altered("length") }
-        let body = Array(bytes[0..<(totalCount - 32)])
-        guard ConstantTime.equal(Blake2b.digest(body), Array(bytes[(totalCount - 32)...])) else { throw altered("checksum") }
-        let header = Array(bytes[0..<headerCount])
+        let (body, failure) = WrappedKey.body(of: bytes, count: totalCount)
+        if let failure { throw altered(failure) }
+        let header = Array(body[0..<headerCount])
         guard Array(header[0..<4]) == magic else { throw altered("not a wrapped-key file") }
         guard header[4] == version else { throw altered("unknown version") }
         guard Int32(header[5]) == crypto_pwhash_alg_argon2id13() else { throw altered("unknown algorithm") }
@@ -241,29 +227,18 @@ enum WrappedKeyFile {
         else { throw altered("parameters out of bounds") }
         guard passphrase.count > 0 else { throw TokenStoreError(.wrongPassphrase, "The passphrase is empty.") }
         let derived = try derive(passphrase, header: header)
-        guard ConstantTime.equal(verifier(derived, header: header, reference: reference), Array(bytes[headerCount..<(headerCount + 32)])) else {
+        guard ConstantTime.equal(verifier(derived, header: header, reference: reference), Array(body[headerCount..<(headerCount + 32)])) else {
             throw TokenStoreError(
                 .wrongPassphrase, "The passphrase does not open the wrapped data key.",
                 hint: "Supply the passphrase the store was created with.")
         }
-        let wrapped = Array(bytes[(headerCount + 32)..<(headerCount + 32 + wrappedCount)])
-        let ad = header + binding(reference)
-        let nonce = Array(header[38..<62])
-        var ok = false
-        let key = SecretBytes(count: 32) { out in
-            derived.withUnsafeBytes { kek in
-                ad.withUnsafeBytes { ad in
-                    nonce.withUnsafeBytes { nonce in
-                        wrapped.withUnsafeBytes { wrapped in
-                            ok = XChaCha20Poly1305.open(
-                                wrapped, associatedData: ad, nonce: nonce, key: UnsafeRawBufferPointer(rebasing: kek[0..<32]),
-                                into: out)
-                        }
-                    }
-                }
-            }
+        let wrapped = Array(body[(headerCount + 32)..<(headerCount + 32 + wrappedCount)])
+        let key = derived.withUnsafeBytes { all in
+            WrappedKey.open(
+                wrapped, kek: UnsafeRawBufferPointer(rebasing: all[0..<32]), associatedData: header + binding(reference),
+                nonce: Array(header[38..<62]))
         }
-        guard ok else { throw altered("the wrapped key does not authenticate") }
+        guard let key else { throw altered("the wrapped key does not authenticate") }
         return key
     }
 

@@ -148,32 +148,18 @@ enum PortalKeyFile {
     static let version: UInt8 = 1
     static let kdfBlake2b: UInt8 = 1
     static let headerCount = 38
-    static let wrappedCount = 32 + 16
+    static let wrappedCount = WrappedKey.sealedCount
     static let totalCount = headerCount + wrappedCount + 32
 
     static func wrap(_ key: SecretBytes, master: SecretBytes, reference: DataKeyReference) throws -> [UInt8] {
-        guard key.count == 32 else { throw TokenStoreError(.invalidInput, "A data key must be 32 bytes, not \(key.count).") }
         var header = magic + [version, kdfBlake2b]
         header += SecretBytes.random(count: 8).copyBytes()
         header += SecretBytes.random(count: 24).copyBytes()
         let kek = try wrappingKey(master, header: header)
-        let ad = header + binding(reference)
-        let nonce = Array(header[14..<38])
-        var wrapped = [UInt8](repeating: 0, count: wrappedCount)
-        let sealed = key.withUnsafeBytes { plain in
-            kek.withUnsafeBytes { kek in
-                ad.withUnsafeBytes { ad in
-                    nonce.withUnsafeBytes { nonce in
-                        wrapped.withUnsafeMutableBytes { out in
-                            XChaCha20Poly1305.seal(plain, associatedData: ad, nonce: nonce, key: kek, into: out)
-                        }
-                    }
-                }
-            }
+        let wrapped = try kek.withUnsafeBytes { kek in
+            try WrappedKey.seal(key, kek: kek, associatedData: header + binding(reference), nonce: Array(header[14..<38]))
         }
-        guard sealed else { throw TokenStoreError(.ioError, "Wrapping the data key failed.") }
-        let body = header + wrapped
-        return body + Blake2b.digest(body)
+        return WrappedKey.checksummed(header + wrapped)
     }
 
     static func unwrap(_ bytes: [UInt8], master: SecretBytes, reference: DataKeyReference) throws -> SecretBytes {
@@ -182,31 +168,18 @@ enum PortalKeyFile {
                 .integrityCheckFailed, "The portal wrapped-key file was altered or damaged (\(why)).",
                 hint: "Restore the file from a backup, or reset the store explicitly (resetStore).")
         }
-        guard bytes.count == totalCount else { throw altered("length") }
-        let body = Array(bytes[0..<(totalCount - 32)])
-        let checksum = Array(bytes[(totalCount - 32)...])
-        guard ConstantTime.equal(Blake2b.digest(body), checksum) else { throw altered("checksum") }
-        let header = Array(bytes[0..<headerCount])
+        let (body, failure) = WrappedKey.body(of: bytes, count: totalCount)
+        if let failure { throw altered(failure) }
+        let header = Array(body[0..<headerCount])
         guard Array(header[0..<4]) == magic else { throw altered("not a portal wrapped-key file") }
         guard header[4] == version else { throw altered("unknown version") }
         guard header[5] == kdfBlake2b else { throw altered("unknown key derivation") }
         let kek = try wrappingKey(master, header: header)
-        let wrapped = Array(bytes[headerCount..<(headerCount + wrappedCount)])
-        let ad = header + binding(reference)
-        let nonce = Array(header[14..<38])
-        var ok = false
-        let key = SecretBytes(count: 32) { out in
-            kek.withUnsafeBytes { kek in
-                ad.withUnsafeBytes { ad in
-                    nonce.withUnsafeBytes { nonce in
-                        wrapped.withUnsafeBytes { wrapped in
-                            ok = XChaCha20Poly1305.open(wrapped, associatedData: ad, nonce: nonce, key: kek, into: out)
-                        }
-                    }
-                }
-            }
+        let wrapped = Array(body[headerCount..<(headerCount + wrappedCount)])
+        let key = kek.withUnsafeBytes { kek in
+            WrappedKey.open(wrapped, kek: kek, associatedData: header + binding(reference), nonce: Array(header[14..<38]))
         }
-        guard ok else {
+        guard let key else {
             throw TokenStoreError(
                 .wrongPassphrase,
                 "This app's portal secret does not open the wrapped data key: the store was made by another app, "
