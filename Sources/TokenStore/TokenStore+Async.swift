@@ -8,9 +8,13 @@ extension TokenStore {
     package var async: Async { Async(store: self) }
 
     /// Runs `body` with this store on ``BlockingExecutor/shared`` and suspends the caller until
-    /// it returns. A body that has started runs to its end, whatever happens to the task.
-    package func onBlockingExecutor<R: Sendable>(_ body: @escaping @Sendable (TokenStore) throws -> R) async throws -> R {
-        try await BlockingExecutor.shared.run { () throws(any Error) -> R in try body(self) }
+    /// it returns. A body that has started runs to its end, whatever happens to the task, except
+    /// a user-presence check waiting on polkit: the task's cancellation (or `presence`'s, when
+    /// given) cancels it at polkit and the read throws `cancelled` (``PresenceCancellation``).
+    package func onBlockingExecutor<R: Sendable>(
+        presence: PresenceCancellation? = nil, _ body: @escaping @Sendable (TokenStore) throws -> R
+    ) async throws -> R {
+        try await PresenceCancellation.onBlockingExecutor(presence) { try body(self) }
     }
 
     /// The `async` forms of a store's calls (``TokenStore/async``).

@@ -37,7 +37,8 @@ let usage = """
     proof with the software key: dpop-proof ITERATIONS; with the TPM-resident key (inside
     scripts/with-swtpm): dpop-proof-tpm ITERATIONS. The store lock (inside scripts/with-keyring):
     lock ITERATIONS DIR. Opens through key slots (inside scripts/with-keyring): slot-open
-    ITERATIONS DIR.
+    ITERATIONS DIR. The desktop session's lock (whenUnlocked; a dbusmock logind on a private
+    system bus): session-lock ITERATIONS DIR.
     """
 
 func fail(_ message: String, code: Int32 = 1) -> Never {
@@ -166,6 +167,14 @@ if arguments.first == "lock" {
         try LockBench.run(arguments)
     } catch {
         fail("lock: \(error)")
+    }
+    exit(0)
+}
+if arguments.first == "session-lock" {
+    do {
+        try SessionLockBench.run(arguments)
+    } catch {
+        fail("session-lock: \(error)")
     }
     exit(0)
 }

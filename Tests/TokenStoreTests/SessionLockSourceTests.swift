@@ -159,6 +159,63 @@ struct SessionLockSourceTests {
         _ = try reader.wait(store: 1, "ok", from: first.line)
     }
 
+    /// A logind stand-in with session `id` of this user, and the environment of a child that has
+    /// no `XDG_SESSION_ID` (so the session must be found another way).
+    private static func logindWithoutSessionID(_ bus: PrivateBus, session id: String) throws -> (DBusMock, [String: String]) {
+        let logind = try DBusMock(template: "logind", name: "org.freedesktop.login1", bus: .system, environment: bus.environment)
+        try logind.call("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.DBus.Mock.AddSession",
+                        [id, "seat0", "\(getuid())", "tester", "true"])
+        return (logind, bus.environment.merging(["XDG_SESSION_ID": ""]) { $1 })
+    }
+
+    /// Reads both stores, locks and unlocks the session `id` through its `Lock` / `Unlock`.
+    private func followsSession(_ reader: Reader, _ logind: DBusMock, id: String, source: String) throws {
+        let (_, open) = try reader.wait(for: "OPEN") { $0.hasPrefix("OPEN ") }
+        #expect(open == "OPEN source=logind locked=false,false")
+        _ = try reader.wait(store: 0, "ok")
+        _ = try reader.wait(store: 1, "ok")
+        let session = "/org/freedesktop/login1/session/\(id)", interface = "org.freedesktop.login1.Session"
+        try lockAndUnlock(reader, source: source,
+                          lock: { try logind.call("org.freedesktop.login1", session, "\(interface).Lock") },
+                          unlock: { try logind.call("org.freedesktop.login1", session, "\(interface).Unlock") })
+    }
+
+    @Test("logind (dbusmock stand-in), no XDG_SESSION_ID: the session is found by GetSessionByPID (the reading process's pid); its Lock / Unlock reach both stores")
+    func sessionByPID() throws {
+        let bus = try PrivateBus()
+        let (logind, environment) = try Self.logindWithoutSessionID(bus, session: "p1")
+        // The template has no GetSessionByPID: added here, answering p1 for any pid (the pid asked
+        // is checked below from the mock's call log). The user's Display stays "/" (none), so no
+        // other path finds p1.
+        try logind.call("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.DBus.Mock.AddMethod",
+                        ["org.freedesktop.login1.Manager", "GetSessionByPID", "u", "o", "ret = '/org/freedesktop/login1/session/p1'"])
+        let reader = try Reader(try Self.twoStores(), environment: environment)
+        defer { reader.quit() }
+        try followsSession(reader, logind, id: "p1", source: "logind-pid")
+        let calls = try logind.call("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.DBus.Mock.GetMethodCalls", ["GetSessionByPID"])
+        #expect(calls.contains("uint32 \(reader.child.pid)"), "GetSessionByPID was not asked for the reader's pid \(reader.child.pid): \(calls)")
+    }
+
+    @Test("logind (dbusmock stand-in), no XDG_SESSION_ID and no session for the pid: the user's Display session (GetUser) is followed")
+    func userDisplaySession() throws {
+        let bus = try PrivateBus()
+        let (logind, environment) = try Self.logindWithoutSessionID(bus, session: "d1")
+        // A second session of the user, not the display one: following it would miss the locks.
+        try logind.call("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.DBus.Mock.AddSession",
+                        ["d2", "seat0", "\(getuid())", "tester", "true"])
+        // The template has no GetSessionByPID (the call fails, as for a process outside any
+        // session); its GetUser fails (python3-dbusmock 0.28: `str + dbus.UInt32`, a TypeError):
+        // replaced by one answering the user's path; the user's Display is ("", "/"): set to d1,
+        // as logind sets it.
+        try logind.call("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.DBus.Mock.AddMethod",
+                        ["org.freedesktop.login1.Manager", "GetUser", "u", "o", "ret = '/org/freedesktop/login1/user/%d' % args[0]"])
+        try logind.call("org.freedesktop.login1", "/org/freedesktop/login1/user/\(getuid())", "org.freedesktop.DBus.Properties.Set",
+                        ["org.freedesktop.login1.User", "Display", "<('d1', objectpath '/org/freedesktop/login1/session/d1')>"])
+        let reader = try Reader(try Self.twoStores(), environment: environment)
+        defer { reader.quit() }
+        try followsSession(reader, logind, id: "d1", source: "logind-display")
+    }
+
     @Test("logind (dbusmock stand-in): the system bus goes away → both stores lock, and stay locked (nothing could unlock them)")
     func busGoneLocks() throws {
         let bus = try PrivateBus()

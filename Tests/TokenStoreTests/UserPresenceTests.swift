@@ -36,6 +36,30 @@ struct UserPresenceTests {
             try mock.call(name, authority, "org.freedesktop.DBus.Mock.SetAllowed", [allowed ? "['\(action)']" : "@as []"])
         }
 
+        /// Holds every CheckAuthorization unanswered from now on, and records
+        /// CancelCheckAuthorization (the template has none: added as a method that does nothing).
+        func holdChecks() throws {
+            try mock.call(name, authority, "org.freedesktop.DBus.Mock.AddMethod", [
+                "org.freedesktop.PolicyKit1.Authority", "CancelCheckAuthorization", "s", "", ""])
+            try mock.call(name, authority, "org.freedesktop.DBus.Mock.SimulateHang", ["true"])
+        }
+
+        /// Waits until the mock holds a check.
+        func waitForHeldCheck() throws {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try !mock.call(name, authority, "org.freedesktop.DBus.Mock.HaveHangingCalls").contains("true") {
+                guard ContinuousClock.now < deadline else { throw StandInFailed(what: "no CheckAuthorization reached the mock") }
+                usleep(10_000)
+            }
+        }
+
+        /// The cancellation ids (`tokenstore-PID-N`) of the calls of `method` so far, in order.
+        func cancellationIDs(_ method: String) throws -> [String] {
+            let out = try mock.call(name, authority, "org.freedesktop.DBus.Mock.GetMethodCalls", [method])
+            let pattern = try NSRegularExpression(pattern: "'(tokenstore-[0-9]+-[0-9]+)'")
+            return pattern.matches(in: out, range: NSRange(out.startIndex..., in: out)).map { String(out[Range($0.range(at: 1), in: out)!]) }
+        }
+
         /// The CheckAuthorization calls so far (the mock's record).
         func checks() throws -> [String] {
             let out = try mock.call(name, authority, "org.freedesktop.DBus.Mock.GetMethodCalls", ["CheckAuthorization"])
@@ -184,6 +208,36 @@ struct UserPresenceTests {
         let started = ContinuousClock.now
         #expect(throws: TokenStoreError.timedOut) { _ = try short.secret(for: key("alice", .generic)) }
         #expect(ContinuousClock.now - started < .seconds(3))
+    }
+
+    @Test("an async read cancelled while polkit holds its check: CancelCheckAuthorization with the check's cancellation id, cancelled at once (not at the time-out), nothing read, no proof left")
+    func cancelledReadCancelsTheCheck() async throws {
+        let polkit = try Polkit()
+        try polkit.allow(true)  // were the held check answered, it would say yes
+        try polkit.holdChecks()
+        let (_, store) = try store(.userPresence(.always), polkit)  // userPresenceTimeout: 5 s
+        let read = Task { try await store.async.refreshToken(account: AccountID("alice")) }
+        try polkit.waitForHeldCheck()
+        let cancelled = ContinuousClock.now
+        read.cancel()
+        await #expect(throws: TokenStoreError.cancelled) { _ = try await read.value }
+        #expect(ContinuousClock.now - cancelled < .seconds(2), "the read waited for the time-out, not the cancellation")
+        let asked = try polkit.cancellationIDs("CheckAuthorization")
+        #expect(asked.count == 1)
+        #expect(try polkit.cancellationIDs("CancelCheckAuthorization") == asked, "polkit was not told to cancel the check it holds")
+        // The held check answered after all (yes): it reaches nobody, and leaves no proof.
+        try polkit.mock.call(Self.name, Self.authority, "org.freedesktop.DBus.Mock.ReleaseHangingCalls")
+        try polkit.mock.call(Self.name, Self.authority, "org.freedesktop.DBus.Mock.SimulateHang", ["false"])
+        try polkit.allow(false)
+        #expect(throws: TokenStoreError.userPresenceDenied) { _ = try store.refreshToken(account: AccountID("alice")) }
+        // A task cancelled before its read asks nothing.
+        let early = Task {
+            while !Task.isCancelled { await Task.yield() }
+            return try await store.async.refreshToken(account: AccountID("alice"))
+        }
+        early.cancel()
+        await #expect(throws: TokenStoreError.cancelled) { _ = try await early.value }
+        #expect(try polkit.cancellationIDs("CheckAuthorization").count == 2)
     }
 
     @Test("tokenctl: .session shares one proof across processes; .appLifecycle asks in each; status shows the policy")

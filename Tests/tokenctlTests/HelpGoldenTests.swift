@@ -57,7 +57,7 @@ import Testing
     @Test func everyCommandHasHelpWithin80Columns() throws {
         let commands = [
             "status", "list", "get", "put", "delete", "state", "history", "login", "profile", "accounts", "token", "logout",
-            "clear", "resume", "pending", "discard", "verify", "migrate", "rotate-key", "policy", "lock", "unlock", "reset", "destroy",
+            "clear", "resume", "pending", "discard", "verify", "migrate", "rotate-key", "policy", "polkit-action", "lock", "unlock", "reset", "destroy",
         ]
         let root = try TokenctlBinary.run(["--help"]).standardOutput
         for command in commands {

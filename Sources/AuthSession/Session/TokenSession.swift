@@ -141,19 +141,27 @@ public final class TokenSession: Sendable {
             // refresh the server answered must store its rotated refresh token): a cancelled caller
             // is released at once with `cancelled`, and the lock when the refresh has finished.
             let held = try await self.renewalLock.acquire()
+            // Until the refresh token is read, nothing is sent: a cancelled caller also ends a
+            // user-presence check the read waits on (polkit's dialog closes, the renewal throws
+            // `cancelled`). A refresh already sent is not touched by it.
+            let presence = PresenceCancellation()
             let renewal = Task { () async throws -> AccessToken in
                 defer { held.release() }
                 // ...or another process, while we waited for the lock.
                 if !forceRefresh, let cached = try await StoreWork.blocking({ try self.cachedToken(key, minimumTTL: minimumTTL) }) {
                     return cached
                 }
-                let token = try await self.refresh(key)
+                let token = try await self.refresh(key, presence: presence)
                 guard forceRefresh || token.isValid(minimumTTL: minimumTTL) || token.expiresAt == nil else {
                     throw Self.minimumTTLTooLarge(minimumTTL, lifetime: token.expiresAt!.timeIntervalSinceNow)
                 }
                 return token
             }
-            return try await CancellableWait.value("The renewal") { await renewal.result }
+            return try await withTaskCancellationHandler {
+                try await CancellableWait.value("The renewal") { await renewal.result }
+            } onCancel: {
+                presence.cancel()
+            }
         }
     }
 
@@ -194,10 +202,10 @@ public final class TokenSession: Sendable {
         return error
     }
 
-    private func refresh(_ key: AccessTokenKey) async throws -> AccessToken {
+    private func refresh(_ key: AccessTokenKey, presence: PresenceCancellation) async throws -> AccessToken {
         let account = key.account
         guard let (presented, bound) = try await StoreWork.run({
-            try await self.store.onBlockingExecutor { try $0.boundRefreshToken(account: account) }
+            try await self.store.onBlockingExecutor(presence: presence) { try $0.boundRefreshToken(account: account) }
         }) else {
             throw AuthSessionError(.interactionRequired, "No refresh token is stored for the account; the user must sign in.")
         }

@@ -14,8 +14,9 @@ import Glibc
 /// The call is synchronous on the calling thread, over a D-Bus connection of its own (not
 /// GIO's shared one), with a time-out; the store calls it outside their transaction and
 /// outside the store's lock, and the async store calls run it on ``BlockingExecutor`` (never on
-/// the cooperative pool). A call that times out is cancelled at polkit
-/// (`CancelCheckAuthorization`), so the agent's dialog goes away.
+/// the cooperative pool). A call that times out, or whose async store call is cancelled
+/// (``PresenceCancellation``), is cancelled at polkit (`CancelCheckAuthorization` with the
+/// cancellation id it was asked with), so the agent's dialog goes away.
 enum PolkitAuthority {
     enum Answer: Equatable {
         /// polkit authorized the action (the user authenticated, or a rule said yes).
@@ -52,8 +53,11 @@ enum PolkitAuthority {
     ///   - timeout: how long the user has to answer.
     /// - Throws: `lockSourceUnavailable` when no polkit answers on the system bus (no bus, or
     ///   nobody owns `org.freedesktop.PolicyKit1`); `timedOut` when polkit gave no answer in
-    ///   time (the check is then cancelled).
+    ///   time, `cancelled` when the thread's ``PresenceCancellation`` was cancelled (the check
+    ///   is then cancelled at polkit).
     static func check(actionID: String, address: String?, timeout: Duration) throws -> Answer {
+        let cancellation = PresenceCancellation.current
+        if cancellation?.isCancelled == true { throw cancelled() }
         let connection = try connect(address)
         defer { g_object_unref(UnsafeMutableRawPointer(connection)) }
         let cancellationID = "tokenstore-\(getpid())-\(cancellationCounter.add(1, ordering: .relaxed).newValue)"
@@ -63,12 +67,16 @@ enum PolkitAuthority {
         let reply = withVariantType("((bba{ss}))") { type in
             g_dbus_connection_call_sync(
                 connection, busName, objectPath, interface, "CheckAuthorization", parameters, type, G_DBUS_CALL_FLAGS_NONE,
-                milliseconds, nil, &error)
+                milliseconds, cancellation?.cancellable.pointer, &error)
         }
         guard let reply else {
             let domain = error?.pointee.domain, code = error?.pointee.code ?? 0
             let message = error.map { String(cString: $0.pointee.message) } ?? "no reply"
             g_clear_error(&error)
+            if domain == g_io_error_quark(), code == Int32(G_IO_ERROR_CANCELLED.rawValue) {
+                cancel(connection, cancellationID)
+                throw cancelled()
+            }
             if domain == g_io_error_quark(), code == Int32(G_IO_ERROR_TIMED_OUT.rawValue) {
                 cancel(connection, cancellationID)
                 throw TokenStoreError(
@@ -141,6 +149,10 @@ enum PolkitAuthority {
         return UInt64(String(decoding: rest[19], as: UTF8.self)) ?? 0
     }
 
+    private static func cancelled() -> TokenStoreError {
+        TokenStoreError(.cancelled, "The user-presence check was cancelled (polkit's dialog was closed); nothing was read.")
+    }
+
     private static func unavailable(_ why: String) -> TokenStoreError {
         TokenStoreError(
             .lockSourceUnavailable,
@@ -172,8 +184,8 @@ enum PolkitAuthority {
         return connection
     }
 
-    /// Best effort after a time-out: polkit drops the check and its agent's dialog. A failure
-    /// changes nothing for the caller, who already has `timedOut`.
+    /// Best effort after a time-out or a cancellation: polkit drops the check and its agent's
+    /// dialog. A failure changes nothing for the caller, who already has `timedOut` / `cancelled`.
     private static func cancel(_ connection: OpaquePointer, _ cancellationID: String) {
         let arguments: [OpaquePointer?] = [g_variant_new_string(cancellationID)]
         let parameters = arguments.withUnsafeBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }

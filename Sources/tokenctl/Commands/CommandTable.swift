@@ -27,7 +27,7 @@ enum CommandTable {
         ClearCommand.self, ResumeCommand.self, PendingCommand.self, DiscardCommand.self,
         // Maintenance
         VerifyCommand.self, MigrateCommand.self, RotateKeyCommand.self, SlotCommand.self, MigrateProviderCommand.self,
-        PolicyCommand.self, LockCommand.self, UnlockCommand.self, ResetCommand.self,
+        PolicyCommand.self, PolkitActionCommand.self, LockCommand.self, UnlockCommand.self, ResetCommand.self,
         DestroyCommand.self,
     ]
 
