@@ -146,59 +146,21 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 if let mode = arguments.first, ["open-once", "plaintext-open-once", "libsecret-lookup-once"].contains(mode) {
     runChild(arguments)
 }
-if arguments.first == "tpm-open" {
+// The modes that run one measurement of their own (each prints its METRIC line).
+let singleModes: [String: ([String]) throws -> Void] = [
+    "tpm-open": TPMBench.run,
+    "slot-open": SlotBench.run,
+    "lock": LockBench.run,
+    "session-lock": SessionLockBench.run,
+    "dpop-proof": DPoPBench.run,
+    "dpop-proof-tpm": DPoPBench.runTPM,
+    "profile": Profile.run,
+]
+if let mode = arguments.first, let run = singleModes[mode] {
     do {
-        try TPMBench.run(arguments)
+        try run(arguments)
     } catch {
-        fail("tpm-open: \(error)")
-    }
-    exit(0)
-}
-if arguments.first == "slot-open" {
-    do {
-        try SlotBench.run(arguments)
-    } catch {
-        fail("slot-open: \(error)")
-    }
-    exit(0)
-}
-if arguments.first == "lock" {
-    do {
-        try LockBench.run(arguments)
-    } catch {
-        fail("lock: \(error)")
-    }
-    exit(0)
-}
-if arguments.first == "session-lock" {
-    do {
-        try SessionLockBench.run(arguments)
-    } catch {
-        fail("session-lock: \(error)")
-    }
-    exit(0)
-}
-if arguments.first == "dpop-proof" {
-    do {
-        try DPoPBench.run(arguments)
-    } catch {
-        fail("dpop-proof: \(error)")
-    }
-    exit(0)
-}
-if arguments.first == "dpop-proof-tpm" {
-    do {
-        try DPoPBench.runTPM(arguments)
-    } catch {
-        fail("dpop-proof-tpm: \(error)")
-    }
-    exit(0)
-}
-if arguments.first == "profile" {
-    do {
-        try Profile.run(arguments)
-    } catch {
-        fail("profile: \(error)")
+        fail("\(mode): \(error)")
     }
     exit(0)
 }
