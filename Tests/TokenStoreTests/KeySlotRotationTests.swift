@@ -206,4 +206,38 @@ struct KeySlotRotationTests {
         #expect(violations.isEmpty, "\(violations)")
         print("METRIC crash_points area=rotation_with_slots points=\(points.count) violations=\(violations.count)")
     }
+
+    @Test("a rotation's slot records are trusted only under their MACs: an edited new public key is not sealed to, an edited retired key id deletes nothing")
+    func rotationRecordsTamper() throws {
+        let child = try BuiltProducts.executable("tokenstore-testchild")
+        let s = try slotted()
+        defer { try? PrivateKeyring.clearItems(storeID: s.storeID) }
+        s.t.store.close()
+        // Killed after slot 2's new key pair was recorded and filed: point its record at a key pair of our own.
+        let died = try runChild(child, ["km-rotate", s.t.path, "2"], environment: ["TOKENSTORE_CRASH_POINT": "rotate.afterSlotKey"])
+        #expect(died.diedAtCrashPoint("rotate.afterSlotKey"), "\(died.stderr)")
+        let attacker = SlotBox.keyPair()
+        try s.t.rawDatabase().run("UPDATE rotation_slot_keys SET public_key = ? WHERE slot_id = 2", [.blob(attacker.publicKey)])
+        let finished = try s.t.reopen()  // finishes the rotation
+        let boxed = try #require(try s.t.rawDatabase().firstRow(
+            "SELECT public_key, boxed_key FROM key_slot_boxes WHERE slot_id = 2", [], { ($0.blob(0), $0.blob(1)) }))
+        #expect(boxed.0 != attacker.publicKey, "the data key was sealed to a public key from an unauthenticated row")
+        #expect((try? SlotBox.open(boxed.1, publicKey: attacker.publicKey, secretKey: attacker.secretKey)) == nil)
+        try expectAllRows(finished, "after the edited record")
+        finished.close()
+
+        // Killed after the switch, before the retired slot key was deleted: point the retired
+        // record at slot 2's live key.
+        let again = try runChild(child, ["km-rotate", s.t.path, "2"], environment: ["TOKENSTORE_CRASH_POINT": "rotate.afterSwitch"])
+        #expect(again.diedAtCrashPoint("rotate.afterSwitch"), "\(again.stderr)")
+        let retired = try s.t.rawDatabase().firstRow("SELECT count(*) FROM retired_slot_keys", [], { $0.int(0) })
+        #expect(retired == 1, "the switch recorded no retired slot key")
+        let current = try #require(try slotColumns(s.t.path)[2]).keyRef
+        try s.t.rawDatabase().run("UPDATE retired_slot_keys SET key_ref = ?", [.blob(Hex.decode(current)!)])
+        try s.t.reopen().close()  // deletes retired keys: the edited record names nothing to delete
+        #expect(try keyringItems(s.storeID, keyID: current) == 1, "a live slot key was deleted on an unauthenticated record's word")
+        try SecretServiceKeyProvider().deleteKey(
+            DataKeyReference(storeID: s.storeID, keyID: try s.t.reopen().keyIdentifier, appID: testAppID))
+        try expectAllRows(try s.t.reopen(), "slot 2 alone")
+    }
 }
