@@ -31,7 +31,9 @@ public final class RealPolkit: @unchecked Sendable {  // immutable after init
         return nil
     }
 
-    public init(action: String) throws {
+    /// `actionFile`: the policyconfig document that declares `action` (the library's own
+    /// template, `PolkitActionFile`, so that the real polkitd parses what apps ship).
+    public init(action: String, actionFile: String) throws {
         directory = "/tmp/tokenstore-polkit-\(UUID().uuidString)"
         for sub in ["", "/actions", "/rules", "/state", "/home", "/home/run"] {
             try FileManager.default.createDirectory(atPath: directory + sub, withIntermediateDirectories: false)
@@ -41,22 +43,7 @@ public final class RealPolkit: @unchecked Sendable {  // immutable after init
         chown(directory + "/home", 65534, 65534)
         chown(directory + "/home/run", 65534, 65534)
         chmod(directory + "/home/run", 0o700)
-        try """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <!DOCTYPE policyconfig PUBLIC "-//freedesktop//DTD PolicyKit Policy Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/PolicyKit/1/policyconfig.dtd">
-            <policyconfig>
-              <action id="\(action)">
-                <description>Read the app's saved sign-in</description>
-                <message>Authentication is required to read the app's saved sign-in</message>
-                <defaults>
-                  <allow_any>auth_self</allow_any>
-                  <allow_inactive>auth_self</allow_inactive>
-                  <allow_active>auth_self</allow_active>
-                </defaults>
-              </action>
-            </policyconfig>
-            """.write(toFile: "\(directory)/actions/\(action).policy", atomically: true, encoding: .utf8)
+        try actionFile.write(toFile: "\(directory)/actions/\(action).policy", atomically: true, encoding: .utf8)
         try """
             polkit.addRule(function(action, subject) {
                 if (action.id != "\(action)") { return polkit.Result.NOT_HANDLED; }

@@ -288,7 +288,8 @@ struct RealPolkitPresenceTests {
     @Test("session:300 → 3 processes, 1 check, subject seen as uid 65534 (not root); denied → 75 and the policy cannot be lowered; userPresence (always) → a check per read")
     func realPolkitd() throws {
         // tokenctl --store …/store/tokens.sqlite uses the app id "store": its action is store.tokenstore.read.
-        let polkit = try RealPolkit(action: "store.tokenstore.read")
+        let polkit = try RealPolkit(
+            action: "store.tokenstore.read", actionFile: PolkitActionFile.text(appID: "store", appName: "Store"))
         let tokenctl = try BuiltProducts.executable("tokenctl")
         let passphrase = "\(polkit.directory)/home/passphrase"
         try "correct horse battery staple\n".write(toFile: passphrase, atomically: true, encoding: .utf8)
