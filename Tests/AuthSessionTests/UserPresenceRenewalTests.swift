@@ -14,15 +14,21 @@ struct UserPresenceRenewalTests {
     static let authority = "/org/freedesktop/PolicyKit1/Authority"
     static let name = "org.freedesktop.PolicyKit1"
 
-    @Test("denied: userPresenceDenied (retryable after the user acts), no request sent, the refresh token kept and still active; allowed: one check, then renewals within the window ask nothing")
-    func renewalAsksFirst() async throws {
+    /// Alice signed in, her access token expired (the next call renews), and dbusmock's polkitd
+    /// on a private system bus.
+    static func expiredSessionAndPolkit() async throws -> (SessionFixture, PrivateBus, DBusMock) {
         let f = try SessionFixture()
         try f.server.configure(accessTokenTTL: 1)
         try await f.signIn()
         try f.server.configure(accessTokenTTL: 3600)
         try await Task.sleep(for: .milliseconds(1100))
         let bus = try PrivateBus()
-        let polkit = try DBusMock(template: "polkitd", name: Self.name, bus: .system, environment: bus.environment)
+        return (f, bus, try DBusMock(template: "polkitd", name: name, bus: .system, environment: bus.environment))
+    }
+
+    @Test("denied: userPresenceDenied (retryable after the user acts), no request sent, the refresh token kept and still active; allowed: one check, then renewals within the window ask nothing")
+    func renewalAsksFirst() async throws {
+        let (f, bus, polkit) = try await Self.expiredSessionAndPolkit()
         func checks() throws -> Int {
             try polkit.call(Self.name, Self.authority, "org.freedesktop.DBus.Mock.GetMethodCalls", ["CheckAuthorization"])
                 .components(separatedBy: "'unix-process'").count - 1
@@ -62,13 +68,7 @@ struct UserPresenceRenewalTests {
 
     @Test("a renewal cancelled while polkit holds its check: the caller gets cancelled at once, polkit gets CancelCheckAuthorization with the check's cancellation id, no request is sent, the refresh token is kept and still active")
     func cancelledRenewalCancelsTheCheck() async throws {
-        let f = try SessionFixture()
-        try f.server.configure(accessTokenTTL: 1)
-        try await f.signIn()
-        try f.server.configure(accessTokenTTL: 3600)
-        try await Task.sleep(for: .milliseconds(1100))
-        let bus = try PrivateBus()
-        let polkit = try DBusMock(template: "polkitd", name: Self.name, bus: .system, environment: bus.environment)
+        let (f, bus, polkit) = try await Self.expiredSessionAndPolkit()
         @discardableResult func mock(_ method: String, _ arguments: [String] = []) throws -> String {
             try polkit.call(Self.name, Self.authority, "org.freedesktop.DBus.Mock.\(method)", arguments)
         }
