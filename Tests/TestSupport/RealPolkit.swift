@@ -18,7 +18,7 @@ import Glibc
 public final class RealPolkit: @unchecked Sendable {  // immutable after init
     public let directory: String
     public let busAddress: String
-    private let bus: ChildProcess
+    private let bus: PrivateBus
     private let daemon: ChildProcess
 
     /// Why the real polkitd cannot run here, or nil.
@@ -53,25 +53,8 @@ public final class RealPolkit: @unchecked Sendable {  // immutable after init
             });
             """.write(toFile: "\(directory)/rules/50-tokenstore-test.rules", atomically: true, encoding: .utf8)
         for file in ["actions", "rules"] { chmod("\(directory)/\(file)", 0o755) }
-        let socket = "\(directory)/system_bus_socket"
-        try """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>system</type>
-              <listen>unix:path=\(socket)</listen>
-              <auth>EXTERNAL</auth>
-              <policy context="default">
-                <allow user="*"/>
-                <allow own="*"/>
-                <allow send_destination="*"/>
-                <allow receive_sender="*"/>
-              </policy>
-            </busconfig>
-            """.write(toFile: "\(directory)/system.conf", atomically: true, encoding: .utf8)
-        busAddress = "unix:path=\(socket)"
-        bus = try ChildProcess.start("/usr/bin/dbus-daemon", ["--config-file=\(directory)/system.conf", "--nofork", "--nosyslog"])
-        try PrivateBus.waitUntil("the private system bus did not start") { FileManager.default.fileExists(atPath: socket) }
+        bus = try PrivateBus(.system, openToOtherUsers: true)
+        busAddress = bus.address
         try "yes\n".write(toFile: "\(directory)/state/answer", atomically: true, encoding: .utf8)
         chmod("\(directory)/state/answer", 0o644)
         let script = """
@@ -96,7 +79,7 @@ public final class RealPolkit: @unchecked Sendable {  // immutable after init
 
     deinit {
         _ = daemon.stop(grace: .seconds(1))
-        _ = bus.stop(grace: .seconds(1))
+        bus.stop()
         try? FileManager.default.removeItem(atPath: directory)
     }
 

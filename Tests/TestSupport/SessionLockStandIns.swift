@@ -19,9 +19,12 @@ public final class PrivateBus: @unchecked Sendable {  // immutable after init
     private let directory: TemporaryDirectory
     private let daemon: ChildProcess
 
-    public init(_ type: DBusMock.Bus = .system) throws {
+    /// `openToOtherUsers`: the bus's folder is 0755, so that a daemon or a child that drops to
+    /// another user (polkitd, a reader as uid 65534) reaches its socket.
+    public init(_ type: DBusMock.Bus = .system, openToOtherUsers: Bool = false) throws {
         self.type = type
         directory = try TemporaryDirectory(prefix: "tokenstore-\(type.rawValue)bus")
+        if openToOtherUsers { chmod(directory.path, 0o755) }
         let socket = directory.appending("\(type.rawValue)_bus_socket").path
         let config = directory.appending("\(type.rawValue).conf")
         try """
