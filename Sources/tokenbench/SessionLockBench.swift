@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// `tokenbench session-lock ITERATIONS DIR`: what the desktop session's lock costs a `whenUnlocked`
-/// store (issue 36's Performance figures), on stores of 100 items with the Secret Service key
+/// store (the access policies' performance figures), on stores of 100 items with the Secret Service key
 /// provider (inside scripts/with-keyring). logind is python3-dbusmock's `logind` template on a
 /// private system bus of this process's own (logind cannot run here), the session found through
 /// `XDG_SESSION_ID`; its session object gets two methods of ours, `TimedLock` / `TimedUnlock`,
