@@ -91,7 +91,8 @@ import Testing
     }
 
     /// In the session's `async` functions (Sources/AuthSession/Session), the store is reached
-    /// only through its async forms (`store.async`, `store.ledger.async`) or `blocking { }`, which
+    /// only through its one async route (`StoreWork.perform(on:)`, `StoreWork.transaction(on:)`,
+    /// `StoreWork.blocking { }`: the store as the closure's `$0`), which
     /// run on the package's `BlockingExecutor`: a synchronous store call there would block a
     /// cooperative thread for as long as a transaction waits on a lock or the keyring.
     @Test func theSessionsAsyncCodeAwaitsTheStore() throws {

@@ -216,7 +216,7 @@ struct UserPresenceTests {
         try polkit.allow(true)  // were the held check answered, it would say yes
         try polkit.holdChecks()
         let (_, store) = try store(.userPresence(.always), polkit)  // userPresenceTimeout: 5 s
-        let read = Task { try await store.async.refreshToken(account: AccountID("alice")) }
+        let read = Task { try await store.onBlockingExecutor { try $0.refreshToken(account: AccountID("alice")) } }
         try polkit.waitForHeldCheck()
         let cancelled = ContinuousClock.now
         read.cancel()
@@ -233,7 +233,7 @@ struct UserPresenceTests {
         // A task cancelled before its read asks nothing.
         let early = Task {
             while !Task.isCancelled { await Task.yield() }
-            return try await store.async.refreshToken(account: AccountID("alice"))
+            return try await store.onBlockingExecutor { try $0.refreshToken(account: AccountID("alice")) }
         }
         early.cancel()
         await #expect(throws: TokenStoreError.cancelled) { _ = try await early.value }

@@ -31,7 +31,7 @@ package final class DPoPBinding: Sendable {
     /// origin when this process has none (a store that cannot be read gives none: the server
     /// then asks for one).
     package func sharedProof(method: String, url: URL, accessToken: String? = nil) async throws(DPoPSigningFailure) -> String {
-        if let store, nonce(for: url) == nil, let stored = try? await store.async.dpopNonce(origin: Self.origin(url)) {
+        if let store, nonce(for: url) == nil, let stored = try? await StoreWork.perform(on: store, { [origin = Self.origin(url)] in try $0.dpopNonce(origin: origin) }) {
             nonces.withLock { if $0[Self.origin(url)] == nil { $0[Self.origin(url)] = stored } }
         }
         return try await offPoolProof(method: method, url: url, accessToken: accessToken)
@@ -56,7 +56,7 @@ package final class DPoPBinding: Sendable {
             return nonces[origin] != nonce
         }
         guard changed, let store else { return }
-        _ = try? await store.async.recordDPoPNonce(nonce, origin: origin)
+        _ = try? await StoreWork.perform(on: store) { try $0.recordDPoPNonce(nonce, origin: origin) }
     }
 
     /// The latest nonce `url`'s server gave, if any.

@@ -15,8 +15,8 @@ package enum DPoPKeys {
         if let key = try await load(store: store) { return key }
         if let tcti = store.hardwareKeyTCTI {
             let made = try await StoreWork.run { try await store.onBlockingExecutor { _ in try TPMSigningKey.create(tcti: tcti) } }
-            let kept = try await StoreWork.run {
-                try await store.async.storeDPoPKeyMaterial(DPoPKeyMaterial(residence: .tpm, bytes: SecretBytes(made.blob)))
+            let kept = try await StoreWork.perform(on: store) {
+                try $0.storeDPoPKeyMaterial(DPoPKeyMaterial(residence: .tpm, bytes: SecretBytes(made.blob)))
             }
             return try key(from: kept, store: store)
         }
@@ -24,7 +24,7 @@ package enum DPoPKeys {
         var scalar = try signing { () throws(DPoPSigningFailure) -> [UInt8] in try made.privateScalar() }
         let bytes = SecretBytes(scalar + made.publicPoint)
         for index in scalar.indices { scalar[index] = 0 }
-        let kept = try await StoreWork.run { try await store.async.storeDPoPKeyMaterial(DPoPKeyMaterial(residence: .software, bytes: bytes)) }
+        let kept = try await StoreWork.perform(on: store) { try $0.storeDPoPKeyMaterial(DPoPKeyMaterial(residence: .software, bytes: bytes)) }
         return try key(from: kept, store: store)
     }
 
@@ -32,7 +32,7 @@ package enum DPoPKeys {
     /// - Throws: ``AuthSessionError`` `storage`, or `dpopKeyLost` (material that is not a key,
     ///   a residence this build cannot use).
     package static func load(store: TokenStore) async throws -> (any DPoPSigningKey)? {
-        guard let material = try await StoreWork.run({ try await store.async.dpopKeyMaterial() }) else { return nil }
+        guard let material = try await StoreWork.perform(on: store, { try $0.dpopKeyMaterial() }) else { return nil }
         return try key(from: material, store: store)
     }
 

@@ -25,4 +25,22 @@ enum StoreWork {
     static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await BlockingExecutor.shared.run { () throws(any Error) -> T in try run(body) }
     }
+
+    /// `body` with `store` on the package's ``BlockingExecutor`` (``TokenStore/onBlockingExecutor(presence:_:)``:
+    /// a user-presence check it waits on ends with the calling task), its store error as
+    /// `AuthSessionError.storage`. The one route for the session's store reads and small writes.
+    @discardableResult
+    static func perform<T: Sendable>(on store: TokenStore, _ body: @escaping @Sendable (TokenStore) throws -> T) async throws -> T {
+        try await run { try await store.onBlockingExecutor(presence: nil, body) }
+    }
+
+    /// A ledger transaction (`body` with `store.ledger`) on the package's ``BlockingExecutor``,
+    /// its store error as `AuthSessionError.storage`. A transaction that has started runs to its
+    /// end even if the calling task is cancelled: a rotated refresh token the server has just
+    /// issued is stored, not lost.
+    @discardableResult
+    static func transaction<T: Sendable>(on store: TokenStore, _ body: @escaping @Sendable (SessionLedger) throws -> T) async throws -> T {
+        let ledger = store.ledger
+        return try await blocking { try body(ledger) }
+    }
 }

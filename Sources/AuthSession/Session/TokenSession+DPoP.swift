@@ -59,7 +59,8 @@ extension TokenSession {
                 .invalidRequest, "The DPoP nonce is not one (RFC 9449: 1 to 1,024 printable characters, no space, quote or backslash).")
         }
         // Kept whatever this store's key: a nonce belongs to the server, not to a key.
-        try await StoreWork.run { try await store.async.recordDPoPNonce(nonce, origin: DPoPBinding.origin(url)) }
+        let origin = DPoPBinding.origin(url)
+        try await StoreWork.perform(on: store) { try $0.recordDPoPNonce(nonce, origin: origin) }
         dpopBindings.withLock { $0?.record(nonce: nonce, for: url) }
     }
 
@@ -107,7 +108,7 @@ extension TokenSession {
     /// Whether `account`'s refresh token is bound to a DPoP key (its tokens are `DPoP`).
     /// Reads no secret, makes no network call.
     public func isDPoPBound(account: AccountID) async throws -> Bool {
-        try await StoreWork.run { try await store.async.dpopBinding(account: account) } != nil
+        try await StoreWork.perform(on: store) { try $0.dpopBinding(account: account) } != nil
     }
 
     /// The client for `account`'s refreshes: with the DPoP binding its refresh token is bound
@@ -115,7 +116,7 @@ extension TokenSession {
     /// Bearer session. A bound account whose key is gone or changed is cleared locally and
     /// ``AuthSessionError/Code/dpopKeyLost`` thrown: a new key is never made for an old session.
     func client(for account: AccountID) async throws -> AuthorizationServerClient {
-        guard let bound = try await StoreWork.run({ try await store.async.dpopBinding(account: account) }) else { return client }
+        guard let bound = try await StoreWork.perform(on: store, { try $0.dpopBinding(account: account) }) else { return client }
         let key: (any DPoPSigningKey)?
         do {
             key = try await droppingKeyWhenLocked({ try await DPoPKeys.load(store: store) })
@@ -123,7 +124,7 @@ extension TokenSession {
             key = nil
         }
         guard let key, key.thumbprint == bound else {
-            _ = try? await StoreWork.run { try await store.ledger.async.clearLocally(account: account) }
+            _ = try? await StoreWork.transaction(on: store) { try $0.clearLocally(account: account) }
             logger.warning("the account's DPoP key is gone or changed; its session was cleared")
             throw AuthSessionError(
                 .dpopKeyLost,

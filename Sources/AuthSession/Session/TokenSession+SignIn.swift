@@ -93,7 +93,7 @@ extension TokenSession {
             // Review N1: a sign-in must not silently put another user's session under an
             // account the app already uses for one user (another local user may have steered
             // the browser). The stored user id is `sub`'s Apple id, or `sub` itself.
-            if !allowsUserChange, let previous = try await StoreWork.run({ try await store.async.appleUserID(account: account) }),
+            if !allowsUserChange, let previous = try await StoreWork.perform(on: store, { try $0.appleUserID(account: account) }),
                 previous != appleUserID
             {
                 throw AuthSessionError(
@@ -131,12 +131,12 @@ extension TokenSession {
         CrashPoint.reach("signIn.beforeSave")
         let replacedSession: Bool
         do {
-            replacedSession = try await StoreWork.run {
-                try await self.store.ledger.async.saveSignIn(
-                    account: account, refreshToken: refreshToken, appleUserID: appleUserID,
-                    accessToken: Self.cacheEntry(access),
+            let (entry, servedBy) = (Self.cacheEntry(access), response.servedBy)
+            replacedSession = try await StoreWork.transaction(on: store) {
+                try $0.saveSignIn(
+                    account: account, refreshToken: refreshToken, appleUserID: appleUserID, accessToken: entry,
                     cacheKey: AccessTokenKey(account: account, audience: audience, scopes: requested), identity: identity,
-                    dpopThumbprint: boundTo, endpoints: response.servedBy)
+                    dpopThumbprint: boundTo, endpoints: servedBy)
             }
         } catch {
             await revokeUnstored(refreshToken, at: response.servedBy, because: error)
@@ -153,7 +153,7 @@ extension TokenSession {
             }
         }
         logger.info("signed in", metadata: ["token.fp": refreshToken.fingerprint])
-        let profile = (try? await store.async.userProfile(account: account)) ?? identity.profile
+        let profile = (try? await StoreWork.perform(on: store) { try $0.userProfile(account: account) }) ?? identity.profile
         return SignInResult(
             accessToken: access,
             idToken: identity.idToken,

@@ -218,7 +218,7 @@ public final class TokenSession: Sendable {
         } catch let error as AuthSessionError where error.code == .interactionRequired && error.oauthError == "invalid_grant" {
             // Refused for good (expired, revoked, reused). An OIDC "user must act" answer
             // (mfa_required, consent_required...) is also interactionRequired, but the token stays.
-            try await StoreWork.run { try await self.store.ledger.async.rejectRefreshToken(account: account, presented: presented) }
+            try await StoreWork.transaction(on: self.store) { try $0.rejectRefreshToken(account: account, presented: presented) }
             logger.info("refresh refused; token no longer offered", metadata: ["oauth.error": error.oauthError ?? "-"])
             throw error
         }
@@ -229,14 +229,16 @@ public final class TokenSession: Sendable {
         // token is not handed out.
         let downgraded = client.dpop != nil && !Self.isDPoP(response)
         let entry = downgraded ? nil : Self.cacheEntry(token)
-        let replacement = try await StoreWork.run {
-            // An access token the cache cannot hold is handed on uncached: losing the rotated
-            // refresh token over it would sign the user out. A provider found by discovery may
-            // revoke the access tokens of a rotated-out refresh token (django-oauth-toolkit
-            // does): a rotation drops the other cached ones. Auth0 (`domain:`) keeps them.
-            try await self.store.ledger.async.replaceRefreshToken(
-                account: account, presented: presented, with: response.refreshToken, accessToken: entry, cacheKey: key,
-                dropsOtherAccessTokens: self.client.configuration.dialect.rotationRevokesAccessTokens, endpoints: response.servedBy)
+        // An access token the cache cannot hold is handed on uncached: losing the rotated
+        // refresh token over it would sign the user out. A provider found by discovery may
+        // revoke the access tokens of a rotated-out refresh token (django-oauth-toolkit
+        // does): a rotation drops the other cached ones. Auth0 (`domain:`) keeps them.
+        let dropsOthers = client.configuration.dialect.rotationRevokesAccessTokens
+        let (rotated, servedBy) = (response.refreshToken, response.servedBy)
+        let replacement = try await StoreWork.transaction(on: store) {
+            try $0.replaceRefreshToken(
+                account: account, presented: presented, with: rotated, accessToken: entry, cacheKey: key,
+                dropsOtherAccessTokens: dropsOthers, endpoints: servedBy)
         }
         CrashPoint.reach("renewal.afterCommit")
         if replacement == .superseded {

@@ -70,30 +70,3 @@ extension TokenStore {
         }
     }
 }
-
-extension TokenStore.Async {
-    /// ``TokenStore/dpopNonce(origin:)`` on the blocking executor.
-    package func dpopNonce(origin: String) async throws -> String? {
-        try await store.onBlockingExecutor { try $0.dpopNonce(origin: origin) }
-    }
-
-    /// ``TokenStore/recordDPoPNonce(_:origin:)`` on the blocking executor.
-    package func recordDPoPNonce(_ nonce: String, origin: String) async throws {
-        try await store.onBlockingExecutor { try $0.recordDPoPNonce(nonce, origin: origin) }
-    }
-
-    /// ``TokenStore/dpopBinding(account:)`` on the blocking executor.
-    package func dpopBinding(account: AccountID) async throws -> String? {
-        try await store.onBlockingExecutor { try $0.dpopBinding(account: account) }
-    }
-
-    /// ``TokenStore/dpopKeyMaterial()`` on the blocking executor.
-    package func dpopKeyMaterial() async throws -> DPoPKeyMaterial? {
-        try await store.onBlockingExecutor { try $0.dpopKeyMaterial() }
-    }
-
-    /// ``TokenStore/storeDPoPKeyMaterial(_:)`` on the blocking executor.
-    package func storeDPoPKeyMaterial(_ material: DPoPKeyMaterial) async throws -> DPoPKeyMaterial {
-        try await store.onBlockingExecutor { try $0.storeDPoPKeyMaterial(material) }
-    }
-}
