@@ -17,7 +17,9 @@
  *   test_gobject_c pin-setup|pin STORE         ts_store_new_with_pin_async: a wrong PIN, then
  *                                              the right one (the TPM + PIN slot, on swtpm)
  *
- * Both fail when a main-loop iteration was held up over 20 ms (a 5 ms tick, gap over 25 ms).
+ * Both fail when a main-loop iteration was held up over 200 ms (a 5 ms tick, gap over 205 ms): a
+ * call holding the loop across a network or keyring wait. The largest gap is a METRIC; scheduler
+ * and GC noise alone reached 25 ms on CI and 53 ms at load 11, so it is a figure, not a limit.
  */
 #include <tokenstore-gobject.h>
 
@@ -425,7 +427,7 @@ main (int argc, char **argv)
         fprintf (stderr, "usage: test_gobject_c cancel STORE URL | flow STORE URL USER TOKENCTL | locked STORE TOKENCTL | pin-setup|pin STORE\n");
         return 64;
     }
-    if (max_gap >= 25000) {
+    if (max_gap >= 205000) {
         fprintf (stderr, "test_gobject.c: the main loop stalled: a tick gap of %.1f ms\n", (double) max_gap / 1000.0);
         failures++;
     }

@@ -6,7 +6,9 @@
 //   gjs -m test_gobject.js flow STORE URL USER TOKENCTL sign-in -> token -> logout; a logout by
 //                                                      another process arrives as account-removed
 //
-// Both fail when a main-loop iteration was held up over 20 ms (a 5 ms tick, gap over 25 ms).
+// Both fail when a main-loop iteration was held up over 200 ms (a 5 ms tick, gap over 205 ms): a
+// call holding the loop across a network or keyring wait. The largest gap is a METRIC; scheduler
+// and GC noise alone reached 25 ms on CI and 53 ms at load 11, so it is a figure, not a limit.
 import GLib from 'gi://GLib';
 import Gio from 'gi://Gio';
 import TokenStore from 'gi://TokenStore?version=1';
@@ -115,7 +117,7 @@ const loop = new GLib.MainLoop(null, false);
     printerr(`test_gobject.js: ${error}\n${error.stack}`);
 }).finally(() => loop.quit());
 loop.run();
-if (maxGap >= 25000) {
+if (maxGap >= 205000) {
     failures++;
     printerr(`test_gobject.js: the main loop stalled: a tick gap of ${(maxGap / 1000).toFixed(1)} ms`);
 }

@@ -8,7 +8,9 @@
  *   test_gobject_vala flow STORE URL USER TOKENCTL sign-in -> token -> logout; a logout by
  *                                                  another process arrives as account-removed
  *
- * Both fail when a main-loop iteration was held up over 20 ms (a 5 ms tick, gap over 25 ms).
+ * Both fail when a main-loop iteration was held up over 200 ms (a 5 ms tick, gap over 205 ms): a
+ * call holding the loop across a network or keyring wait. The largest gap is a METRIC; scheduler
+ * and GC noise alone reached 25 ms on CI and 53 ms at load 11, so it is a figure, not a limit.
  */
 int failures = 0;
 int64 last_tick = 0;
@@ -115,7 +117,7 @@ int main (string[] args) {
         return 64;
     }
     loop.run ();
-    if (max_gap >= 25000) {
+    if (max_gap >= 205000) {
         failures++;
         stderr.printf ("test_gobject.vala: the main loop stalled: a tick gap of %.1f ms\n", max_gap / 1000.0);
     }
