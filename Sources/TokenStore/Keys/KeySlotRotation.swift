@@ -100,12 +100,13 @@ struct KeySlotRotation {
     /// record that fails its MAC names nothing to delete (a provider's key is never deleted on
     /// the word of an unauthenticated row).
     func rollBack() throws {
-        let recorded = try connection.read { db, envelope in
-            try KeySlots.hasBoxes(db) ? try newSlotKeys(db, envelope: envelope) : [:]
+        let recorded: [(NewSlotKey, KeyProviderKind)] = try connection.read { db, envelope in
+            guard try KeySlots.hasBoxes(db) else { return [] }
+            let kinds = Dictionary(uniqueKeysWithValues: try KeySlots.unchecked(db).map { ($0.id, $0.kind) })
+            return try Self.newSlotKeys(db, envelope: envelope).values.compactMap { key in kinds[key.slotID].map { (key, $0) } }
         }
-        let kinds = try connection.read { db, _ in Dictionary(uniqueKeysWithValues: try KeySlots.unchecked(db).map { ($0.id, $0.kind) }) }
-        for (slotID, newSlotKey) in recorded {
-            guard let kind = kinds[slotID], let provider = unattendedProvider(for: kind) else { continue }
+        for (newSlotKey, kind) in recorded {
+            guard let provider = unattendedProvider(for: kind) else { continue }
             try provider.deleteKey(reference(newSlotKey.keyRef))
         }
         try connection.write { db, _ in
@@ -138,10 +139,11 @@ struct KeySlotRotation {
                         "INSERT OR IGNORE INTO retired_slot_keys(kind, key_ref, mac) VALUES (?, ?, ?)",
                         [.text(row.kind.rawValue), .blob(row.keyRef), .blob(retiredMAC(kind: row.kind, keyRef: row.keyRef, envelope: next))])
                 }
-                box = KeySlots.Box(publicKey: publicKey, boxedKey: try SlotBox.seal(next.key.material, to: publicKey))
+                let resealed = KeySlots.Box(publicKey: publicKey, boxedKey: try SlotBox.seal(next.key.material, to: publicKey))
                 try db.run(
                     "UPDATE key_slot_boxes SET public_key = ?, boxed_key = ? WHERE slot_id = ?",
-                    [.blob(box!.publicKey), .blob(box!.boxedKey), .int(row.id)])
+                    [.blob(resealed.publicKey), .blob(resealed.boxedKey), .int(row.id)])
+                box = resealed
             } else if row.kind == openKind, row.keyRef == current.keyID, row.sealed == nil {
                 keyRef = next.keyID  // the open provider filed the new key under its id
             } else {
@@ -210,10 +212,6 @@ struct KeySlotRotation {
             if MACField.equal(row.blob(3), mac(newSlotKey, envelope: envelope)) { out[newSlotKey.slotID] = newSlotKey }
         }
         return out
-    }
-
-    private func newSlotKeys(_ db: Database, envelope: Envelope) throws -> [Int64: NewSlotKey] {
-        try Self.newSlotKeys(db, envelope: envelope)
     }
 
     private static func mac(_ key: NewSlotKey, envelope: Envelope) -> [UInt8] {

@@ -60,10 +60,6 @@ enum KeySlots {
                 sealed: row.isNull(3) ? nil : row.blob(3), createdAt: row.int(4), mac: row.blob(5),
                 box: boxes && !row.isNull(6) ? Box(publicKey: row.blob(6), boxedKey: row.blob(7)) : nil))
         }
-        // A box whose slot row is gone is an added row as much as a row without a MAC.
-        if boxes, (try db.scalarInt("SELECT count(*) FROM key_slot_boxes WHERE slot_id NOT IN (SELECT id FROM key_slots)") ?? 0) > 0 {
-            throw altered()
-        }
         return rows
     }
 
@@ -101,6 +97,12 @@ enum KeySlots {
         guard try hasTables(db) else { return [] }
         let rows = try unchecked(db)
         let set = try db.firstRow("SELECT mac FROM key_slot_set WHERE id = 1", [], { $0.blob(0) })
+        // A box whose slot row is gone is an added row as much as a row without a MAC.
+        if try hasBoxes(db),
+            (try db.scalarInt("SELECT count(*) FROM key_slot_boxes WHERE slot_id NOT IN (SELECT id FROM key_slots)") ?? 0) > 0
+        {
+            throw altered()
+        }
         if rows.isEmpty, set == nil { return [] }
         for row in rows {
             guard MACField.equal(row.mac, mac(row, envelope: envelope)) else { throw altered() }
