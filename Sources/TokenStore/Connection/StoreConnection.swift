@@ -113,7 +113,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// A write transaction (`BEGIN IMMEDIATE`), serialized, under the active key.
     /// What it owes after its commit runs as work it registered (``Database/afterCommit(_:)``):
     /// the key provider's epoch raise when it raised the file's, an owed epoch or checkpoint
-    /// retried, a checkpoint it asked for (``checkpointAfterCommit(_:)``).
+    /// retried, the checkpoint its removal of secrets owes (``checkpointAfterCommit(_:)``).
     func write<T>(_ body: (Database, Envelope) throws -> T) throws -> T {
         try refuseIfReadOnly()
         try refuseIfLockedHere()
@@ -129,8 +129,10 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// With `lock` held: one write transaction. A transaction whose record changes require an
     /// epoch raise (``EpochRaisingChange``: an outbox entry queued, a user recorded `revoked`,
     /// local entries cleared, a key switch) raises it once here, before the commit, under
-    /// `next` when the transaction switches to that key. Every write retries, after its
-    /// commit, an epoch or a checkpoint still owed.
+    /// `next` when the transaction switches to that key. One whose records removed secrets
+    /// (``SecretRemovalObserver``) records the crypto-erase owed when none is left and
+    /// checkpoints after its commit. Every write retries, after its commit, an epoch or a
+    /// checkpoint still owed.
     private func transaction<T>(_ db: Database, switchingTo next: Envelope?, _ body: () throws -> T) throws -> T {
         try db.writeTransaction {
             _ = try unlockedEnvelope(db)
@@ -139,6 +141,10 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
                 db.afterCommit { [self] _ in activate(key) }
             }
             let value = try body()
+            if db.removedSecrets {
+                if options.rotatesKeyAfterLastLogout { try EraseOwed.markIfEmpty(db) }
+                checkpointAfterCommit(db)
+            }
             try logChanges(db, switchingTo: next)
             if db.epochRaiseRequired { try raiseEpoch(db, from: current, to: next) }
             if !db.publishesEpoch, let owed = epochOwed { db.afterCommit { [self] _ in publishEpoch(owed) } }

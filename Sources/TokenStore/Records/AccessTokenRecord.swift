@@ -106,8 +106,11 @@ enum AccessTokenRecord: SealedTable {
     /// row whose sealed names are the account's although its `account_ref` (outside the seal)
     /// was changed, so that a logout cannot leave one behind. Rows that do not open are left
     /// for ``TokenStore/verify(progress:)`` to report.
-    static func deleteAll(_ db: Database, of account: AccountID, envelope: Envelope) throws {
+    /// - Returns: whether a row was deleted.
+    @discardableResult
+    static func deleteAll(_ db: Database, of account: AccountID, envelope: Envelope) throws -> Bool {
         try db.run("DELETE FROM access_tokens WHERE account_ref = ?", [.blob(envelope.accountRef(account))])
+        var deleted = db.changes > 0
         var strays: [[UInt8]] = []
         try db.forEachRow("SELECT \(columns) FROM access_tokens") { row in
             guard let fields = try? envelope.open(row.blob(2), keyID: row.blob(1), kind: .accessToken, rowKey: row.blob(0)),
@@ -116,7 +119,11 @@ enum AccessTokenRecord: SealedTable {
             else { return }
             strays.append(row.blob(0))
         }
-        for lookup in strays { try db.run("DELETE FROM access_tokens WHERE lookup = ?", [.blob(lookup)]) }
+        for lookup in strays {
+            try db.run("DELETE FROM access_tokens WHERE lookup = ?", [.blob(lookup)])
+            if db.changes > 0 { deleted = true }
+        }
+        return deleted
     }
 
     // MARK: SealedTable

@@ -146,7 +146,9 @@ enum OutboxRecord: SealedTable {
     @discardableResult
     static func delete(_ db: Database, entryID: [UInt8]) throws -> Bool {
         try db.run("DELETE FROM pending_revocations WHERE entry_id = ?", [.blob(entryID)])
-        return db.changes > 0
+        guard db.changes > 0 else { return false }
+        db.noteSecretsRemoved()  // the entry's sealed refresh token went with it
+        return true
     }
 
     // MARK: SealedTable

@@ -37,18 +37,13 @@ extension SessionLedger {
                     let entry = try OutboxRecord.listing(db, where: "entry_id = ?", [.blob(entryID)], envelope: envelope).entries.first,
                     envelope.accountRef(entry.account) == ref
                 else { continue }
-                try Self.deleteLocalEntries(db, entry.account, envelope: envelope)
+                try AccountEntries.deleteLocal(db, entry.account, envelope: envelope)
                 if let userID = entry.appleUserID {
                     try CredentialRecord.recordSignedOut(
                         db, userID: userID, leaving: entry.account, reason: entry.reason,
                         detail: CredentialStateDetail.remoteRevocationPending, envelope: envelope)
                 }
-                db.requireEpochRaise(.localEntriesDeleted)  // a copy from before would bring the deleted entries back
                 finished += 1
-            }
-            if finished > 0 {
-                try markEraseOwedIfEmpty(db)
-                connection.checkpointAfterCommit(db)
             }
             return finished
         }

@@ -11,13 +11,12 @@ extension SessionLedger {
         try connection.write { db, envelope in
             guard try OutboxRecord.delete(db, entryID: entryID) else { return }
             if try AccountMarks.settlesLogout(db, entryID: entryID, entry.account, envelope: envelope) {
-                try Self.deleteLocalEntries(db, entry.account, envelope: envelope)
+                try AccountEntries.deleteLocal(db, entry.account, envelope: envelope)
             }
             if let userID = entry.appleUserID {
                 try CredentialRecord.recordSignedOut(
                     db, userID: userID, leaving: nil, reason: .revocationDiscarded, detail: nil, envelope: envelope)
             }
-            try markEraseOwedIfEmpty(db)
         }
     }
 
@@ -33,19 +32,16 @@ extension SessionLedger {
         let rtKey = ItemKey(account: account, kind: .refreshToken)
         try TokenStore.validate(rtKey)
         return try connection.write { db, envelope in
-            connection.checkpointAfterCommit(db)
             let hadItems = try ItemRecord.accountHasItems(db, account, envelope: envelope)
                 || !(try AccessTokenRecord.all(db, of: account, envelope: envelope).isEmpty)
             guard hadItems else { return false }
             let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
-            try Self.deleteLocalEntries(db, account, envelope: envelope)
+            try AccountEntries.deleteLocal(db, account, envelope: envelope)
             if let userID {
                 try CredentialRecord.recordSignedOut(
                     db, userID: userID, leaving: account, reason: reason,
                     detail: CredentialStateDetail.notRevokedAtServer, envelope: envelope)
             }
-            try markEraseOwedIfEmpty(db)
-            db.requireEpochRaise(.localEntriesDeleted)  // a copy from before would bring the cleared entries back
             return true
         }
     }

@@ -39,7 +39,6 @@ extension SessionLedger {
                     .invalidInput, "This pending revocation opens: discard it as an entry, which records its user.")
             }
             try OutboxRecord.delete(db, entryID: entryID)
-            connection.checkpointAfterCommit(db)
             let now = Timestamp.nowMillis()
             var recordedForUser = false
             if try AccountMarks.settlesLogout(db, entryID: entryID, ref: ref, envelope: envelope) {
@@ -48,7 +47,7 @@ extension SessionLedger {
                     if envelope.accountRef(item.key.account) == ref { owner = (item.key.account, item.secret.stringValue()) }
                 }
                 if let owner {
-                    try Self.deleteLocalEntries(db, owner.account, envelope: envelope)
+                    try AccountEntries.deleteLocal(db, owner.account, envelope: envelope)
                     if let userID = owner.userID {
                         try CredentialRecord.recordSignedOut(
                             db, userID: userID, leaving: owner.account, reason: .revocationDiscarded,
@@ -65,7 +64,6 @@ extension SessionLedger {
                     reason: CredentialStateReason.revocationDiscarded.rawValue,
                     detail: CredentialStateDetail.pendingRevocationUnreadable, envelope: envelope)
             }
-            try markEraseOwedIfEmpty(db)
             return true
         }
     }

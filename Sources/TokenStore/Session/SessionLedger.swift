@@ -239,17 +239,11 @@ package struct SessionLedger: Sendable {
         let rtKey = ItemKey(account: account, kind: .refreshToken)
         try TokenStore.validate(rtKey)
         try connection.write { db, envelope in
-            let before = try ItemRecord.count(db)
             let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
-            try Self.deleteLocalEntries(db, account, envelope: envelope)
+            try AccountEntries.deleteLocal(db, account, envelope: envelope)
             if let userID {
                 try CredentialRecord.recordSignedOut(db, userID: userID, leaving: account, reason: reason, detail: nil, envelope: envelope)
             }
-            if try ItemRecord.count(db) < before {
-                try markEraseOwedIfEmpty(db)
-                db.requireEpochRaise(.localEntriesDeleted)  // a copy from before would bring the deleted entries back
-            }
-            connection.checkpointAfterCommit(db)
         }
     }
 
@@ -264,7 +258,8 @@ package struct SessionLedger: Sendable {
     /// and cached access token are deleted, the mark cleared and the user recorded `revoked`
     /// (with the detail `remoteRevocationPending` or `remoteRevocationFailed` unless revoked).
     /// If the logout was already finished locally and the revocation now went through, the
-    /// history records `revocationConfirmed`. Then the WAL is checkpointed.
+    /// history records `revocationConfirmed`. What the removal owes (a checkpoint, a crypto-erase
+    /// when no secret is left) the records report and the connection pays (``SecretRemovalObserver``).
     /// - Returns: the user's credential state afterwards, when the user id is known.
     /// - Throws: `integrityCheckFailed` when the entry's stored schedule was altered (nothing
     ///   is recorded; a revocation that went through is harmless to repeat).
@@ -276,7 +271,6 @@ package struct SessionLedger: Sendable {
         case .revoked: break
         }
         return try connection.write { db, envelope in
-            connection.checkpointAfterCommit(db)
             let exists = try OutboxRecord.exists(db, entryID: entryID)
             if case .revoked = result {
                 try OutboxRecord.delete(db, entryID: entryID)
@@ -290,7 +284,7 @@ package struct SessionLedger: Sendable {
                 // The logout's first step raised the epoch when it marked the account by this entry.
                 let coveredByBegin = try AccountMarks.isMarked(db, by: entryID, entry.account, envelope: envelope)
                 let settle = {
-                    try Self.deleteLocalEntries(db, entry.account, envelope: envelope)
+                    try AccountEntries.deleteLocal(db, entry.account, envelope: envelope)
                     if let userID = entry.appleUserID {
                         try CredentialRecord.recordSignedOut(
                             db, userID: userID, leaving: entry.account, reason: entry.reason, detail: detail, envelope: envelope)
@@ -303,7 +297,6 @@ package struct SessionLedger: Sendable {
             {
                 try CredentialRecord.record(db, userID: userID, to: .revoked, reason: .revocationConfirmed, detail: nil, envelope: envelope)
             }
-            if exists { try markEraseOwedIfEmpty(db) }
             return try entry.appleUserID.map { try CredentialRecord.state(db, userID: $0, envelope: envelope) }
         }
     }
@@ -334,29 +327,6 @@ package struct SessionLedger: Sendable {
         profile.userID = nil
         try ItemRecord.upsert(db, idTokenKey, secret: identity.idToken, envelope: envelope)
         try ItemRecord.upsert(db, profileKey, secret: profile.sealedForm, envelope: envelope)
-    }
-
-    /// Deletes an account's remaining local entries (Apple user id, access-token cache, ID
-    /// token, profile, any refresh token) and its logout mark.
-    static func deleteLocalEntries(_ db: Database, _ account: AccountID, envelope: Envelope) throws {
-        for kind in ItemKind.session {
-            try ItemRecord.delete(db, ItemKey(account: account, kind: kind), envelope: envelope)
-        }
-        try AccessTokenRecord.deleteAll(db, of: account, envelope: envelope)
-        try AccountMarks.clear(db, account, envelope: envelope)
-        try DPoPStateRecord.delete(db, .binding(account), envelope: envelope)
-    }
-
-    /// In the transaction that may have removed the store's last secret: when nothing secret
-    /// is left, records that a crypto-erase is owed (unless turned off in the options).
-    @discardableResult
-    func markEraseOwedIfEmpty(_ db: Database) throws -> Outbox.MaintenanceOwed {
-        guard connection.options.rotatesKeyAfterLastLogout else { return .none }
-        let owed = Outbox.maintenanceOwed(holdsSecrets: !(try SealedTables.holdNoSecrets(db)), rotatesKeyAfterLastLogout: true)
-        guard owed == .cryptoErase else { return owed }
-        try db.run(
-            "UPDATE store_info SET erase_owed_since = coalesce(erase_owed_since, ?) WHERE id = 1", [.int(Timestamp.nowMillis())])
-        return owed
     }
 
     static func clip(_ text: String) -> String {
