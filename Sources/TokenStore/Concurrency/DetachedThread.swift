@@ -11,8 +11,9 @@ import Glibc
 /// - work that may wait on another party for as long as it takes, which on the bounded executor
 ///   would hold its threads from the store's work: the session layer's transfers (up to their
 ///   time limit), the loopback listener (a redirect the user gives after minutes), the browser
-///   opener and reaper (a browser's exit), and a TPM session (``TPMDeadline``: one that never
-///   answers is abandoned with its thread).
+///   opener and reaper (a browser's exit), and the Secret Service's warm-up;
+/// - ``DeadlineThread``: a call with no time-out of its own (a libsecret call, a TPM session),
+///   abandoned with its thread when it does not answer in time.
 package enum DetachedThread {
     /// Starts `body` on a new detached thread named `name` (the first 15 bytes).
     /// - Returns: false when no thread could be made (`body` then never runs).

@@ -24,8 +24,8 @@ import Glibc
 /// (``SecretServicePathBackend/warmUp``): in a sandbox libsecret may pick its file backend, and
 /// the other backend has no warm-up.
 ///
-/// Its own thread, not ``BlockingExecutor``: the store calls running there wait for the
-/// warm-up, so queued behind them it could only make them wait out its time limit.
+/// Its own thread (``DetachedThread``), not ``BlockingExecutor``: the store calls running there
+/// wait for the warm-up, so queued behind them it could only make them wait out its time limit.
 final class SecretServiceWarmUp: Sendable {
     private let gate = Gate()
 
@@ -34,11 +34,8 @@ final class SecretServiceWarmUp: Sendable {
     func begin(timeout: Duration) {
         guard !SecretServiceItems.registeredTypes.contains(0) else { return }
         guard gate.enter(forMilliseconds: timeout.wholeMilliseconds) else { return }
-        var spawnError: UnsafeMutablePointer<GError>?
-        // The thread holds the gate (retained) until it leaves it.
-        let context = Unmanaged.passRetained(gate).toOpaque()
-        let thread = g_thread_try_new("tokenstore-warmup", { context in
-            let gate = Unmanaged<Gate>.fromOpaque(context!).takeRetainedValue()
+        let gate = gate
+        let started = DetachedThread.start(name: "tokenstore-warmup") {
             var error: UnsafeMutablePointer<GError>?
             let service = secret_service_get_sync(SECRET_SERVICE_NONE, nil, &error)
             gate.connected()
@@ -48,15 +45,8 @@ final class SecretServiceWarmUp: Sendable {
             }
             if let error { g_error_free(error) }  // the next call meets the same failure and reports it
             gate.leave()
-            return nil
-        }, context, &spawnError)
-        guard let thread else {
-            if let spawnError { g_error_free(spawnError) }
-            Unmanaged<Gate>.fromOpaque(context).release()
-            gate.leave()
-            return
         }
-        g_thread_unref(thread)
+        if !started { gate.leave() }
     }
 
     /// Waits while a warm-up runs: until it ends (`needsSession`) or has its connection (not

@@ -17,8 +17,8 @@ import Glibc
 /// made and closes. Until then a new session for that TPM fails at once instead of queueing
 /// behind it: one waiting thread per silent TPM, not one per call.
 ///
-/// A thread of its own rather than ``BlockingExecutor``: an abandoned session may keep its
-/// thread indefinitely, and the shared executor's few threads must not be lost to a silent TPM.
+/// The thread and the abandonment are ``DeadlineThread``'s; what is the TPM's is the count of
+/// abandoned sessions per TCTI and the error texts.
 enum TPMDeadline {
     /// Abandoned sessions not finished yet, per TCTI.
     private static let abandoned = Locked([String: Int]())
@@ -30,22 +30,15 @@ enum TPMDeadline {
         tcti: String, timeout: Duration, _ work: @escaping () -> Result<R, TokenStoreError>
     ) throws(TokenStoreError) -> R {
         if abandoned.withLock({ $0[tcti, default: 0] > 0 }) { throw timedOut(tcti, timeout, earlier: true) }
-        let call = Call(tcti: tcti, work: work)
-        guard DetachedThread.start(name: "tokenstore-tpm", { call.execute() }) else {
-            return try work().get()  // no thread to be had: run here, unbounded
+        let outcome = DeadlineThread.run(
+            name: "tokenstore-tpm", timeout: timeout,
+            onAbandon: { abandoned.withLock { $0[tcti, default: 0] += 1 } },
+            onLate: { finished(tcti: tcti) }, work)
+        switch outcome {
+        case .finished(let result): return try result.get()
+        case .timedOut: throw timedOut(tcti, timeout, earlier: false)
+        case .noThread: return try work().get()  // no thread to be had: run here, unbounded
         }
-        if call.done.wait(timeout: .now() + timeout.dispatchInterval) == .success, let result = call.result {
-            return try result.get()
-        }
-        let late = call.state.withLock { state -> Result<R, TokenStoreError>? in
-            if state.result == nil {
-                state.abandoned = true
-                abandoned.withLock { $0[tcti, default: 0] += 1 }
-            }
-            return state.result
-        }
-        if let late { return try late.get() }
-        throw timedOut(tcti, timeout, earlier: false)
     }
 
     private static func timedOut(_ tcti: String, _ timeout: Duration, earlier: Bool) -> TokenStoreError {
@@ -58,38 +51,11 @@ enum TPMDeadline {
             cause: .other("TPM time-out"))
     }
 
-    /// Called by a session's thread when its work has returned.
-    fileprivate static func finished(tcti: String, wasAbandoned: Bool) {
-        guard wasAbandoned else { return }
+    /// Called by an abandoned session's thread when its work has returned.
+    private static func finished(tcti: String) {
         abandoned.withLock { counts in
             counts[tcti, default: 1] -= 1
             if counts[tcti] == 0 { counts[tcti] = nil }
-        }
-    }
-
-    // @unchecked Sendable: `work` runs once, on the session's thread; `state` is behind its lock;
-    // `done` is signalled once, after the result is set.
-    private final class Call<R>: @unchecked Sendable {
-        let tcti: String
-        let work: () -> Result<R, TokenStoreError>
-        let state = Locked((result: Result<R, TokenStoreError>?.none, abandoned: false))
-        let done = DispatchSemaphore(value: 0)
-
-        init(tcti: String, work: @escaping () -> Result<R, TokenStoreError>) {
-            self.tcti = tcti
-            self.work = work
-        }
-
-        var result: Result<R, TokenStoreError>? { state.withLock { $0.result } }
-
-        func execute() {
-            let result = work()
-            let wasAbandoned = state.withLock { state -> Bool in
-                state.result = result
-                return state.abandoned
-            }
-            TPMDeadline.finished(tcti: tcti, wasAbandoned: wasAbandoned)
-            done.signal()
         }
     }
 }
