@@ -81,4 +81,25 @@ struct HeldCheckpointTests {
         #expect(Self.leftovers(t, blobs) == 0, "Alice's sealed blobs left in the db or -wal")
         withExtendedLifetime(reader) {}
     }
+
+    @Test("a pending revocation given up on does not leave its sealed refresh token in the db or -wal")
+    func discardedRevocationLeavesNoBlob() throws {
+        let (t, blobs) = try Self.twoAccounts()
+        guard case .queued(let entries) = try t.store.ledger.beginLogout(account: "alice"), let entry = entries.first else {
+            Issue.record("alice's refresh token was not queued")
+            return
+        }
+        let aliceRef = t.store.connection.envelope.accountRef(AccountID("alice"))
+        var queued: [[UInt8]] = []
+        try t.rawDatabase().forEachRow("SELECT sealed FROM pending_revocations WHERE account_ref = ?", [.blob(aliceRef)]) {
+            queued.append($0.blob(0))
+        }
+        #expect(queued.count == 1)
+        #expect(Self.leftovers(t, queued) == 1, "the queued token is in the files before the discard")
+
+        try t.store.ledger.discardPendingRevocation(entry)
+        #expect(try t.store.connection.checkpointsOwed() == 0)
+        #expect(Self.leftovers(t, queued + blobs) == 0, "Alice's sealed blobs left in the db or -wal after the discard")
+        #expect(try t.store.refreshToken(account: "bob") == secret("bob-rt"))
+    }
 }
