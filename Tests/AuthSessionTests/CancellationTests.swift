@@ -5,9 +5,11 @@ import Testing
 import TestSupport
 import TokenStore
 
-/// Task cancellation of every long session call: it ends promptly (the time from `cancel()` to
-/// the call's end is measured), with a typed `cancelled` (or, for a logout, the durable outcome
-/// of an offline one), and changes nothing it should not.
+/// Task cancellation of every long session call: it ends without waiting for the server (the
+/// server holds the request for seconds, and has not answered it when the call has returned), with
+/// a typed `cancelled` (or, for a logout, the durable outcome of an offline one), and changes
+/// nothing it should not. The time from `cancel()` to the call's end is a METRIC (a speed figure,
+/// 1–10 ms on a quiet machine): what fails the test is the order of events, not the clock.
 @Suite("Cancellation", sessionKeyringTrait, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct CancellationTests {
     /// Starts `body`, waits until `ready()` holds (the call is under way), cancels it and
@@ -53,7 +55,9 @@ struct CancellationTests {
         try BrowserSignInTests.expectNothingStored(f, userID: AuthorizationServer.defaultAppleUserID)
         latencies.sort()
         metric("cancel_sign_in_waiting", ["runs": latencies.count, "median_ms": latencies[2], "max_ms": latencies[4]])
-        #expect(latencies[2] <= 100, "median \(latencies[2]) ms")
+        // Nothing else would end the call for minutes (the redirect's time-out): ending within
+        // seconds is ending on the cancel. How fast is the METRIC above.
+        #expect(latencies[4] <= 5_000, "max \(latencies[4]) ms")
     }
 
     @Test("a browser sign-in in its code exchange: nothing is stored")
@@ -67,7 +71,7 @@ struct CancellationTests {
         }
         expectCancelled(result)
         metric("cancel_sign_in_exchanging", ["ms": String(format: "%.1f", millis)])
-        #expect(millis <= 500, "\(millis) ms")
+        #expect(try f.server.stats().codeGrants == 0, "the call waited for the server's answer (\(millis) ms)")
         try BrowserSignInTests.expectNothingStored(f, userID: AuthorizationServer.defaultAppleUserID)
     }
 
@@ -83,7 +87,7 @@ struct CancellationTests {
         }
         expectCancelled(result)
         metric("cancel_renewal", ["ms": String(format: "%.1f", millis)])
-        #expect(millis <= 500, "\(millis) ms")
+        #expect(try f.server.stats().refreshGrants == stats.refreshGrants, "the call waited for the server's answer (\(millis) ms)")
         // The server rotated the refresh token when it answered; the store must hold the new one,
         // or the next renewal would present a used token (reuse detection signs the user out).
         let deadline = ContinuousClock.now + .seconds(20)
@@ -110,7 +114,9 @@ struct CancellationTests {
             }
             #expect(try result.get() == .revocationPending)
             metric("cancel_logout", ["fault": answered ? "503_retry_after" : "delay", "ms": String(format: "%.1f", millis)])
-            #expect(millis <= 500, "\(millis) ms")
+            let afterCancel = try f.server.stats()
+            // Not waited for: the held revocation (delay) or the retry after Retry-After (503).
+            #expect(afterCancel.revocations == 0 && afterCancel.revokeRequests == 1, "\(afterCancel), \(millis) ms")
             #expect(try f.refreshToken() == nil)
             let pending = try f.session.pendingRevocations()
             #expect(pending.count == 1 && pending.first?.failureCode == nil, "\(pending)")
@@ -134,7 +140,7 @@ struct CancellationTests {
         }
         expectCancelled(result)
         metric("cancel_resume", ["ms": String(format: "%.1f", millis)])
-        #expect(millis <= 500, "\(millis) ms")
+        #expect(try f.server.stats().revocations == 0, "the call waited for the server's answer (\(millis) ms)")
         let after = try f.session.pendingRevocations()
         #expect(after.count == 2)
         // The entry that was under way recorded its attempt; the other one was not touched.
