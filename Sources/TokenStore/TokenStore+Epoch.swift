@@ -12,4 +12,10 @@ extension TokenStore {
         }
         return StoreEpochStatus(file: file, keyProvider: try keyProvider.storeEpoch(storeID: storeIdentifier))
     }
+
+    /// Makes the key provider's epoch write this store object still owes: one a logout's first
+    /// step left for later (``SessionLedger/beginLogout(account:reason:publishingEpochLater:)``),
+    /// or one that failed after its commit. A failure is logged and stays owed, as after a commit.
+    /// - Throws: `storeClosed`.
+    package func publishOwedEpoch() throws { try connection.publishOwedEpoch() }
 }

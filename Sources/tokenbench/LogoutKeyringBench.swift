@@ -6,11 +6,15 @@ import TokenStore
 /// revocation against the local server, the store's transactions, the key provider's epoch
 /// write) with the keyring holding N other items, since gnome-keyring rewrites its whole file
 /// on every write. One `METRIC bench_logout` line per size, with the revocation alone beside it.
+/// `revokeDelayMilliseconds`: the local server holds each revocation that long (a fault of its
+/// control API), standing in for the round trip to a real authorization server: a logout makes
+/// its keyring write beside the revocation, so it should cost the slower of the two.
 struct LogoutKeyringBench {
     let serverURL: URL
     let directory: String
     let sizes: [Int]
     let iterations: Int
+    var revokeDelayMilliseconds = 0
 
     func run() async throws {
         let items = try LibsecretItems()
@@ -45,10 +49,12 @@ struct LogoutKeyringBench {
                 try await session.signInWithApple(
                     authorizationCode: SecretBytes(utf8: probeCode), appleUserID: "apple-probe-\(round)-\(iteration)", account: "probe")
                 guard let token = try store.refreshToken(account: "probe") else { throw BenchFailure("no refresh token") }
+                try await holdNextRevocations(control, count: 1)
                 var start = monotonicNanos()
                 guard case .revoked = await session.client.revoke(token) else { throw BenchFailure("the revocation failed") }
                 let revoked = monotonicNanos() - start
                 _ = try store.ledger.clearLocally(account: "probe")
+                try await holdNextRevocations(control, count: 1)
                 start = monotonicNanos()
                 guard try await session.logout(account: account) == .revoked else { throw BenchFailure("the logout did not revoke") }
                 let elapsed = monotonicNanos() - start
@@ -60,7 +66,19 @@ struct LogoutKeyringBench {
             let ms = { (nanos: Double) in String(format: "%.1f", nanos / 1e6) }
             print(
                 "METRIC bench_logout keyring_items=\(size) logout_p50_ms=\(ms(logout.p50)) logout_p99_ms=\(ms(logout.p99)) "
-                    + "revoke_p50_ms=\(ms(revoke.p50)) store_share_p50_ms=\(ms(logout.p50 - revoke.p50)) iterations=\(iterations)")
+                    + "revoke_p50_ms=\(ms(revoke.p50)) store_share_p50_ms=\(ms(logout.p50 - revoke.p50)) "
+                    + "revoke_delay_ms=\(revokeDelayMilliseconds) iterations=\(iterations)")
         }
+    }
+
+    /// Asks the local server to hold its next `count` revocations ``revokeDelayMilliseconds``.
+    private func holdNextRevocations(_ control: CurlTransport, count: Int) async throws {
+        guard revokeDelayMilliseconds > 0 else { return }
+        let fault: [String: Any] = ["path": "/oauth/revoke", "count": count, "delay": Double(revokeDelayMilliseconds) / 1000]
+        let request = HTTPRequest(
+            method: "POST", url: serverURL.appendingPathComponent("__test/faults"),
+            headers: ["Content-Type": "application/json"], body: try JSONSerialization.data(withJSONObject: fault), timeout: .seconds(10))
+        let response = try await control.send(request)
+        guard response.status == 200 else { throw BenchFailure("the test server took no fault (HTTP \(response.status))") }
     }
 }

@@ -26,6 +26,9 @@ let usage = """
       --logout-keyring-sizes N,N,...
                        only a logout end to end (needs --server) with the keyring holding N
                        other items each: one METRIC bench_logout line per size (writes nothing)
+      --revoke-delay-ms N
+                       with --logout-keyring-sizes: the local server holds each revocation N ms
+                       (a network round trip to a real authorization server)
       --get-only       only get, TokenStore's and plaintext SQLite's, at each size: one
                        METRIC bench_get line per size with their p50s and ratio (writes nothing)
       -h, --help       show this help
@@ -101,6 +104,7 @@ struct Options {
     var openOnly = false
     var getOnly = false
     var logoutKeyringSizes: [Int] = []
+    var revokeDelayMilliseconds = 0
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -127,6 +131,9 @@ struct Options {
                 let sizes = value(name, inline).split(separator: ",").compactMap { Int($0) }
                 guard !sizes.isEmpty, sizes.allSatisfy({ $0 >= 0 }) else { usageError("--logout-keyring-sizes needs N,N,...") }
                 options.logoutKeyringSizes = sizes
+            case "--revoke-delay-ms":
+                guard let delay = Int(value(name, inline)), (0...10_000).contains(delay) else { usageError("--revoke-delay-ms needs 0...10000") }
+                options.revokeDelayMilliseconds = delay
             case "--server":
                 guard let url = URL(string: value(name, inline)), url.scheme != nil else { usageError("--server needs a URL") }
                 options.server = url
@@ -193,7 +200,7 @@ do {
         guard let server = options.server else { usageError("--logout-keyring-sizes needs --server") }
         try await LogoutKeyringBench(
             serverURL: server, directory: directory + "/logout", sizes: options.logoutKeyringSizes,
-            iterations: plan.quick ? 5 : 20
+            iterations: plan.quick ? 5 : 20, revokeDelayMilliseconds: options.revokeDelayMilliseconds
         ).run()
         if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
         exit(0)

@@ -207,7 +207,29 @@ package actor LogoutCoordinator {
             logger.info("logout: the server cannot revoke; local entries deleted", metadata: ["logout.outcome": "notRevocable"])
             return removed ? .notRevocable : .notFound
         }
-        let preparation = try await StoreWork.blocking { try self.store.ledger.beginLogout(account: account, reason: reason) }
+        let preparation = try await StoreWork.blocking {
+            try self.store.ledger.beginLogout(account: account, reason: reason, publishingEpochLater: true)
+        }
+        // The step's key provider epoch write (the logout's one Secret Service write, which
+        // gnome-keyring makes by rewriting its whole file) runs beside the revocation: the user
+        // waits for the slower of the two, not for both. The logout returns after both. Should
+        // it not run (the task cancelled before it started), the step that records the
+        // revocation makes it after its commit, as every write makes an owed one.
+        async let published: Void = Self.publishOwedEpoch(store)
+        let outcome = try await finishLogout(account: account, reason: reason, preparation)
+        await published
+        return outcome
+    }
+
+    /// ``TokenStore/publishOwedEpoch()`` on the blocking executor; a failure stays owed (logged there).
+    private static func publishOwedEpoch(_ store: TokenStore) async {
+        _ = try? await StoreWork.perform(on: store) { try $0.publishOwedEpoch() }
+    }
+
+    /// Steps 2 and 3 of a logout whose first step found `preparation`.
+    private func finishLogout(
+        account: AccountID, reason: CredentialStateReason, _ preparation: LogoutPreparation
+    ) async throws -> LogoutOutcome {
         switch preparation {
         case .nothingStored:
             logger.info("logout: nothing stored", metadata: ["logout.outcome": "notFound"])

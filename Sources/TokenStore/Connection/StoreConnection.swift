@@ -97,7 +97,10 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
     /// Closes the connection; later calls throw `storeClosed`.
     /// - Throws: `invalidInput` from inside a callback of this store.
     func close() throws {
-        try lock.withLock { database = nil }
+        try lock.withLock {
+            if database != nil, let owed = epochOwed { publishEpoch(owed) }  // best effort: the next open heals it too
+            database = nil
+        }
         changeHub.close()
     }
 
@@ -179,7 +182,19 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
         }
         let epoch = try StoreEpoch.read(db, envelope: active) + 1
         try StoreEpoch.write(db, epoch, envelope: next ?? active)
-        db.afterCommit(publishingEpoch: { [self] _ in publishEpoch(epoch) })
+        if db.defersEpochPublication {
+            db.afterCommit(publishingEpoch: { [self] _ in epochOwed = max(epoch, epochOwed ?? 0) })
+        } else {
+            db.afterCommit(publishingEpoch: { [self] _ in publishEpoch(epoch) })
+        }
+    }
+
+    /// Makes the key provider's epoch write still owed, if any (a raise deferred by its
+    /// transaction, or one that failed after its commit); nothing when none is owed.
+    func publishOwedEpoch() throws {
+        try withDatabase { _ in
+            if let owed = epochOwed { publishEpoch(owed) }
+        }
     }
 
     /// With `lock` held, after a commit: raises the key provider's epoch to `epoch` (or to one

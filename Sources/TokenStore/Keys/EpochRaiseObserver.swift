@@ -8,6 +8,7 @@ import FoundationEssentials
 final class EpochRaiseObserver: TransactionObserver {
     fileprivate(set) var changes: Set<EpochRaisingChange> = []
     fileprivate(set) var publishes = false
+    fileprivate(set) var defersPublication = false
 
     /// A record change that needs the epoch raised, in a transaction whose owner did not raise
     /// it (and register its publication), is a programming error: refused rather than committed
@@ -45,6 +46,16 @@ extension Database {
         attachedObserver(EpochRaiseObserver.self)?.changes = before
         return value
     }
+
+    /// Inside a write transaction: its epoch raise, if it makes one, is published later
+    /// (``StoreConnection/publishOwedEpoch()``), not right after the commit.
+    func deferEpochPublication() {
+        precondition(isInTransaction, "an epoch publication deferred outside a transaction")
+        transactionObserver(EpochRaiseObserver.init).defersPublication = true
+    }
+
+    /// Whether the transaction running now defers its epoch publication.
+    var defersEpochPublication: Bool { attachedObserver(EpochRaiseObserver.self)?.defersPublication ?? false }
 
     /// Inside a write transaction whose owner has just raised the file's epoch: `publish`
     /// raises the key provider's after the commit (nil: the store has no epoch, below schema

@@ -203,10 +203,23 @@ package struct SessionLedger: Sendable {
     package func beginLogout(
         account: AccountID, reason: CredentialStateReason = .userLogout
     ) throws -> LogoutPreparation {
+        try beginLogout(account: account, reason: reason, publishingEpochLater: false)
+    }
+
+    /// As ``beginLogout(account:reason:)``; with `publishingEpochLater`, the key provider's epoch
+    /// write that the step's file epoch raise owes (the logout's one Secret Service write, about
+    /// 200 ms with 1,000 items in gnome-keyring) is left owed for the caller to make with
+    /// ``TokenStore/publishOwedEpoch()`` while the revocation is under way, so a logout waits
+    /// for the slower of the two instead of both. Until it is made, an open of another process
+    /// heals it (the file is ahead) and the next write of this store makes it.
+    package func beginLogout(
+        account: AccountID, reason: CredentialStateReason, publishingEpochLater: Bool
+    ) throws -> LogoutPreparation {
         let rtKey = ItemKey(account: account, kind: .refreshToken)
         try TokenStore.validate(rtKey)
         try CredentialStateReason.validate(reason.rawValue, what: "reason")
         let preparation: LogoutPreparation = try connection.write { db, envelope in
+            if publishingEpochLater { db.deferEpochPublication() }
             let userID = try ItemRecord.string(db, rtKey.sibling(.appleUserID), envelope: envelope)
             if let token = try ItemRecord.find(db, rtKey, envelope: envelope) {
                 let entryID = try OutboxRecord.insert(
