@@ -36,7 +36,7 @@ struct DPoPTPMSessionTests {
         let url = URL(string: f.server.baseURL.absoluteString + "/userinfo")!
         let before = TPMSession.commandCount(tcti: tpm.tcti)
         let proof = try await session.dpopProof(method: "GET", url: url, accessToken: signIn.accessToken)
-        #expect(TPMSession.commandCount(tcti: tpm.tcti) - before == TPMSigningKey.commandsPerProof, "signed inside the TPM")
+        #expect(TPMSession.commandCount(tcti: tpm.tcti) - before == TPMSigningDoor.commandsPerProof, "signed inside the TPM")
         #expect(try f.server.userinfoStatus(authorization: signIn.accessToken.authorizationHeaderValue(), dpop: proof) == 200)
 
         // Renewal proves the same key; the refresh token stays bound to it.

@@ -107,7 +107,7 @@ struct TPMBusEncryptionTests {
         let tpm = try SoftwareTPM.start()
         let relay = try TPMRelay(to: tpm)
         defer { relay.stop() }
-        _ = try TPMSigningKey.create(tcti: relay.tcti)
+        _ = try TPMSigningDoor.createKey(tcti: relay.tcti)
         let creates = relay.exchanges.filter { $0.commandCode == create }
         try #require(creates.count == 1)
         let session = try #require(TPMRelay.firstSession(of: creates[0].command, handles: 1))

@@ -1,10 +1,13 @@
 import TokenStore
 
-/// Where a store's DPoP key comes from: the one place that chooses it. On a store whose data
-/// key is sealed by a TPM (the `hardware` tier) the key is made inside that TPM
-/// (``TPMSigningKey``: the store keeps its blob, every proof is a `TPM2_Sign`); on every other
-/// store it is a software ``DPoPKey`` whose private scalar is sealed in the store under the
-/// data key. Either way the material is sealed in the store with its residence tag.
+/// Where a store's DPoP key comes from: the one place that chooses it, by the store's
+/// capability, not its key provider's type. On a store whose data key is sealed by a TPM (the
+/// `hardware` or `softwareTPM` tier: `TokenStore.hardwareKeyTCTI`, the provider's `tpmTCTI`) the
+/// key is made inside that TPM (``TPMSigningKey``, over TokenStore's `TPMSigningDoor`: the store
+/// keeps its blob, every proof is a `TPM2_Sign`); on every other store it is a software
+/// ``DPoPKey`` whose private scalar is sealed in the store under the data key. Either way the
+/// material is sealed in the store with its residence tag (`DPoPKeyMaterial`,
+/// `DPoPKeyResidence`), and the caller sees only ``DPoPSigningKey``.
 package enum DPoPKeys {
     /// The store's DPoP key, made (and kept) at the first call: one key per store, never a new
     /// one once made. Of two processes making one at once, the first to commit wins and both

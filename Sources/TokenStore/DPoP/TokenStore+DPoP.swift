@@ -1,5 +1,14 @@
 import FoundationEssentials
 
+/// Where a DPoP private key lives: the tag the store keeps beside the key's material (its raw
+/// value is written to the store), and what AuthSession's DPoP keys answer as their residence.
+package enum DPoPKeyResidence: String, Sendable, Equatable {
+    /// In this process's memory, sealed in the store at rest.
+    case software
+    /// Inside the TPM; only its sealed blob is kept.
+    case tpm
+}
+
 /// A DPoP key's material as the store keeps it: opaque bytes (a software key's scalar and
 /// point, or a TPM's sealed blob) tagged with where the key lives. Sealed under the data key.
 package struct DPoPKeyMaterial: Sendable {
@@ -69,4 +78,8 @@ extension TokenStore {
             try DPoPStateRecord.find(db, .binding(account), envelope: envelope)?.secret.stringValue()
         }
     }
+
+    /// The TCTI of the TPM that seals this store's data key (the `hardware` or `softwareTPM` tier), where its
+    /// DPoP key is made and signs too; nil for every other key provider.
+    package var hardwareKeyTCTI: String? { keyProvider.tpmTCTI }
 }

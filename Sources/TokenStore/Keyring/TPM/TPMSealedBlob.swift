@@ -1,5 +1,5 @@
 /// A data key sealed by a TPM, as ``TPMKeyProvider`` keeps it in its Secret Service item, or a
-/// TPM-resident DPoP key's blob (``TPMSigningKey``), which the session layer keeps sealed in the store.
+/// TPM-resident DPoP key's blob (``TPMSigningDoor``), which the session layer keeps sealed in the store.
 ///
 /// Layout (version 1): the magic (`TSTP` for a data key, `TSDK` for a DPoP key), a version byte
 /// (1), then three parts each preceded by its length (2 bytes, big-endian): the TPM name of the
@@ -11,7 +11,7 @@ struct TPMSealedBlob: Equatable {
     enum Kind: Equatable {
         /// A sealed data key (``TPMKeyProvider``).
         case dataKey
-        /// A DPoP signing key's TPM object (``TPMSigningKey``).
+        /// A DPoP signing key's TPM object (``TPMSigningDoor``).
         case signingKey
 
         var magic: [UInt8] { Array((self == .dataKey ? "TSTP" : "TSDK").utf8) }

@@ -5,7 +5,7 @@ import Glibc
 
 /// One connection to a TPM 2.0 (a TCTI context and an ESYS context over it), for
 /// ``TPMKeyProvider``: creates, loads and flushes transient objects, seals and unseals.
-/// ``TPMSigningKey`` adds its create and sign (`TPMSession+Signing.swift`).
+/// ``TPMSigningDoor`` adds its create and sign (`TPMSession+Signing.swift`).
 ///
 /// A TPM without a resource manager (swtpm over TCP, `/dev/tpm0`) has 3 transient object slots
 /// and serves one connection at a time, so: only one session per TPM exists in a process at a

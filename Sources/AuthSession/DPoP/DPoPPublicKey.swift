@@ -1,3 +1,5 @@
+import TokenStore
+
 /// The public half of a DPoP (RFC 9449) P-256 key, whatever holds the private half (libcrypto in
 /// software, or the TPM): the one place its JWK and RFC 7638 thumbprint are built. Computed once,
 /// when the key is made or read, so reading them costs no key operation.

@@ -1,7 +1,9 @@
+import TokenStore
+
 /// A P-256 key that signs DPoP proofs (RFC 9449) with ES256: the seam between the proof maker
-/// (AuthSession's `DPoPProof`) and where the private key lives — in software, sealed in the store
-/// under the data key (AuthSession's `DPoPKey`, libcrypto), or inside this machine's TPM
-/// (`TPM2_Sign` per proof, the private part never leaves the chip).
+/// (``DPoPProof``) and where the private key lives — in software, sealed in the store
+/// under the data key (``DPoPKey``, libcrypto), or inside this machine's TPM (``TPMSigningKey``,
+/// `TPM2_Sign` per proof, the private part never leaves the chip).
 package protocol DPoPSigningKey: Sendable {
     /// The public key: its point, JWK and thumbprint, computed once (``DPoPPublicKey``).
     var publicKey: DPoPPublicKey { get }
@@ -24,14 +26,6 @@ extension DPoPSigningKey {
     package var publicPoint: [UInt8] { publicKey.point }
 }
 
-/// Where a DPoP private key lives.
-package enum DPoPKeyResidence: String, Sendable, Equatable {
-    /// In this process's memory, sealed in the store at rest.
-    case software
-    /// Inside the TPM; only its sealed blob is kept.
-    case tpm
-}
-
 /// Why a DPoP key could not be made or used (no secret in the text).
 package enum DPoPSigningFailure: Error, Equatable {
     /// libcrypto.so.3 could not be loaded or lacks a function.
@@ -41,10 +35,4 @@ package enum DPoPSigningFailure: Error, Equatable {
     /// The TPM holding the key could not sign: unavailable (`tpmUnavailable`), another TPM
     /// (`tpmMismatch`), or a TPM error.
     case store(TokenStoreError)
-}
-
-extension TokenStore {
-    /// The TCTI of the TPM that seals this store's data key (the `hardware` or `softwareTPM` tier), where its
-    /// DPoP key is made and signs too; nil for every other key provider.
-    package var hardwareKeyTCTI: String? { keyProvider.tpmTCTI }
 }

@@ -1,12 +1,14 @@
+import AuthSession
 import Foundation
 import TestSupport
 import TestTraits
 import Testing
 @testable import TokenStore
 
-// TPMSigningKey (the TPM-resident DPoP key) against a real software TPM (swtpm on loopback TCP,
-// a state directory per test: another directory is another TPM), its signatures checked by a
-// real verifier: Python's `cryptography` (OpenSSL) in the test server's venv.
+// TPMSigningKey (the TPM-resident DPoP key, over TokenStore's TPMSigningDoor) against a real
+// software TPM (swtpm on loopback TCP, a state directory per test: another directory is another
+// TPM), its signatures checked by a real verifier: Python's `cryptography` (OpenSSL) in the test
+// server's venv.
 //
 //     swift test --skip-build --filter TPMSigningKeyTests
 
@@ -87,7 +89,7 @@ struct TPMSigningKeyTests {
         _ = (loaded.publicJWK, loaded.thumbprint, key.publicJWK, key.thumbprint)
         #expect(TPMSession.commandCount(tcti: tpm.tcti) == commands, "the JWK and thumbprint are cached: no TPM command")
         #expect(try verify(key.publicJWK, message, try loaded.signES256(message)).valid)
-        #expect(TPMSession.commandCount(tcti: tpm.tcti) - commands == TPMSigningKey.commandsPerProof)
+        #expect(TPMSession.commandCount(tcti: tpm.tcti) - commands == TPMSigningDoor.commandsPerProof)
         #expect(try tpm.transientHandleCount() == 0)
     }
 
@@ -109,9 +111,9 @@ struct TPMSigningKeyTests {
         let counts = proofs.map(\.commands)
         let allValid = proofs.allSatisfy { $0.valid }
         #expect(allValid, "every signature verifies")
-        #expect(counts[0] == TPMSigningKey.commandsPerFirstProof, "\(counts)")
-        #expect(Set(counts.dropFirst()) == [TPMSigningKey.commandsPerProof], "\(counts)")
-        #expect(TPMSigningKey.commandsPerProof <= 3, "TPM2_ContextLoad, TPM2_Sign, TPM2_FlushContext")
+        #expect(counts[0] == TPMSigningDoor.commandsPerFirstProof, "\(counts)")
+        #expect(Set(counts.dropFirst()) == [TPMSigningDoor.commandsPerProof], "\(counts)")
+        #expect(TPMSigningDoor.commandsPerProof <= 3, "TPM2_ContextLoad, TPM2_Sign, TPM2_FlushContext")
         #expect(try tpm.transientHandleCount() == 0)
 
         // The TPM restarts (swtpm's control channel: CMD_INIT, a power cycle): the saved context is
@@ -120,9 +122,9 @@ struct TPMSigningKeyTests {
         #expect(cycled.termination.code == 0, "swtpm_ioctl: \(cycled.standardErrorText)")
         let after = try proof()
         #expect(after.valid, "a proof after the TPM restarted")
-        #expect(after.commands > TPMSigningKey.commandsPerProof, "the saved context was refused and the key loaded again: \(after.commands)")
+        #expect(after.commands > TPMSigningDoor.commandsPerProof, "the saved context was refused and the key loaded again: \(after.commands)")
         let next = try proof()
-        #expect(next.valid && next.commands == TPMSigningKey.commandsPerProof, "saved again: \(next.commands)")
+        #expect(next.valid && next.commands == TPMSigningDoor.commandsPerProof, "saved again: \(next.commands)")
         #expect(try tpm.transientHandleCount() == 0)
     }
 

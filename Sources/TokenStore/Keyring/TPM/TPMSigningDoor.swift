@@ -1,0 +1,123 @@
+internal import CTSS2
+
+/// The package's door to a signing key that lives inside this machine's TPM 2.0 (the
+/// TPM-resident DPoP key: AuthSession's `TPMSigningKey` wraps it): make one, read its public
+/// point, sign a digest with it. The private key is made by the TPM (TPM2_Create,
+/// sensitiveDataOrigin) and never leaves it; every signature is a TPM2_Sign. A copy of the user's
+/// files — the store, the keyring, this key's blob — signs nothing on another machine.
+///
+/// The key is an unrestricted ECC P-256 signing key (scheme ECDSA SHA-256; fixedTPM,
+/// fixedParent, userWithAuth with an empty password, noDA, no PCR policy) made under the same
+/// owner-hierarchy primary key ``TPMKeyProvider`` derives (TPM2_CreatePrimary with the same
+/// template: the same key each time on the same TPM, nothing persistent). What the caller keeps
+/// is the blob ``createKey(tcti:)`` returns (`TPMSealedBlob`, magic `TSDK`: the primary's
+/// name, the key's TPM2B_PUBLIC, and its TPM2B_PRIVATE, which the TPM encrypted under the
+/// primary); the session layer keeps it sealed in the store.
+///
+/// **No TPM command**: ``publicPoint(blob:)`` reads the point from the blob's public area.
+/// **Per signature**: one TPM session. The first signature of a process with a key
+/// (``commandsPerFirstProof``: TPM2_Startup, TPM2_CreatePrimary, TPM2_Load, a flush of the
+/// primary, TPM2_ContextSave of the key, TPM2_Sign, a flush of the key) keeps the key's saved
+/// context in memory (``SavedContexts``: encrypted by the TPM, loadable only by it and only until
+/// it restarts); every later signature is ``commandsPerProof`` commands: TPM2_ContextLoad,
+/// TPM2_Sign, a flush (no TPM2_Startup: the TPM answers TPM_RC_INITIALIZE if it restarted, and
+/// then gets it; a context it refuses is replaced by loading the key from its blob again).
+///
+/// **One TPM connection per signature, none held between them.** A TPM without a resource
+/// manager (swtpm over TCP, `/dev/tpm0`) has 3 object slots and serves one connection at a time:
+/// a key that kept its connection (and its loaded object) open would lock every other user of the
+/// TPM out — this process's own store opens (``TPMKeyProvider``), `tokenctl`, another app — for
+/// as long as it lives. So each signature opens the TCTI, loads the key, signs, flushes both
+/// objects and closes (under ``TPMSession``'s process-wide lock, errors included). On a real
+/// TPM behind `/dev/tpmrm0` the flush after a signature could be left to the resource manager (2
+/// commands); swtpm and `/dev/tpm0` have none, so TokenStore always flushes.
+///
+/// Errors: no TPM answering is `tpmUnavailable` with the reason; a blob made by another TPM (or
+/// altered) is `tpmMismatch` naming the TPM. No text holds key material.
+package enum TPMSigningDoor {
+    /// The TPM commands a signature sends once the key's context is saved in this process:
+    /// TPM2_ContextLoad, TPM2_Sign, TPM2_FlushContext (for estimating a real TPM's cost per proof).
+    package static let commandsPerProof = 3
+    /// The TPM commands of the first signature with a key in a process: TPM2_Startup,
+    /// TPM2_CreatePrimary, TPM2_Load, TPM2_FlushContext (the primary), TPM2_ContextSave,
+    /// TPM2_Sign, TPM2_FlushContext (the key).
+    package static let commandsPerFirstProof = 7
+
+    /// Makes a new signing key in the TPM `tcti` names (TPM2_Startup, TPM2_CreatePrimary,
+    /// TPM2_StartAuthSession, TPM2_Create in that salted, encrypting session, one flush).
+    /// - Returns: the blob to keep (nothing in it is the private key in clear) and the key's
+    ///   public point, uncompressed (0x04 ‖ x ‖ y, 65 bytes).
+    /// - Throws: `tpmUnavailable` (no TPM answers; a TPM error).
+    package static func createKey(tcti: String) throws(TokenStoreError) -> (blob: [UInt8], publicPoint: [UInt8]) {
+        let blob = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> TPMSealedBlob in
+            let (primary, parentName) = try session.createPrimary()
+            return try session.withTransient(primary) { primary throws(TokenStoreError) in
+                let made = try session.createSigningKey(under: primary)
+                return TPMSealedBlob(kind: .signingKey, parentName: parentName, publicPart: made.public, privatePart: made.private)
+            }
+        }
+        return (blob.encoded, try publicPoint(of: blob))
+    }
+
+    /// The public point (uncompressed, 65 bytes) of the key a blob from ``createKey(tcti:)``
+    /// holds. Sends no TPM command: the blob is read and its public area checked here; the TPM
+    /// first sees it at the first signature (a blob made by another TPM is `tpmMismatch` then).
+    /// - Throws: `dataKeyCorrupt` (not such a blob, or not a P-256 ECDSA signing key),
+    ///   `integrityCheckFailed` (a part is not a TPM object), `tpmUnavailable` (no tpm2-tss).
+    package static func publicPoint(blob: [UInt8]) throws(TokenStoreError) -> [UInt8] {
+        try publicPoint(of: TPMSealedBlob(decoding: blob, kind: .signingKey))
+    }
+
+    private static func publicPoint(of blob: TPMSealedBlob) throws(TokenStoreError) -> [UInt8] {
+        let api = try TSS2Library.loaded().api
+        var area = try TPMMarshal.unmarshalPublic(blob.publicPart, api)
+        _ = try TPMMarshal.unmarshalPrivate(blob.privatePart, api)
+        var x = [UInt8](repeating: 0, count: 32)
+        var y = [UInt8](repeating: 0, count: 32)
+        let read = x.withUnsafeMutableBufferPointer { x in
+            y.withUnsafeMutableBufferPointer { y in tokenstore_tpm_signing_point(&area, x.baseAddress, y.baseAddress) }
+        }
+        guard read == 0 else {
+            throw TokenStoreError(
+                .dataKeyCorrupt, "The TPM-resident DPoP key's public part is not a P-256 ECDSA signing key; nothing was changed.")
+        }
+        return [0x04] + x + y
+    }
+
+    /// TPM2_Sign of a SHA-256 `digest` (32 bytes) with the key `blob` holds, in the TPM `tcti`
+    /// names. The caller has read the blob with ``publicPoint(blob:)``.
+    /// - Returns: r‖s, 64 bytes (not DER).
+    /// - Throws: `tpmUnavailable` or `tpmMismatch` (see the type's doc), `dataKeyCorrupt` (not a
+    ///   signing key's blob).
+    package static func sign(digest: [UInt8], blob encoded: [UInt8], tcti: String) throws(TokenStoreError) -> [UInt8] {
+        let blob = try TPMSealedBlob(decoding: encoded, kind: .signingKey)
+        let slot = SavedContexts.Slot(tcti: tcti, blob: blob.encoded)
+        let saved = SavedContexts.shared.context(for: slot)
+        return try TPMSession.with(tcti: tcti, startup: saved == nil) { session throws(TokenStoreError) -> [UInt8] in
+            if let saved {
+                var loaded = try session.loadContext(saved)
+                if case .restarted = loaded {
+                    try session.startup()
+                    loaded = try session.loadContext(saved)
+                }
+                if case .loaded(let key) = loaded {
+                    return try session.withTransient(key) { key throws(TokenStoreError) in try session.sign(digest: digest, with: key) }
+                }
+                SavedContexts.shared.forget(slot)  // the TPM restarted since: load the key anew
+            }
+            let (primary, parentName) = try session.createPrimary()
+            let key = try session.withTransient(primary) { primary throws(TokenStoreError) -> TPMSession.Object in
+                guard parentName == blob.parentName else {
+                    throw TPMDiagnosis.mismatch(tcti: tcti, detail: "the primary key's name differs", subject: subject)
+                }
+                return try session.load(public: blob.publicPart, private: blob.privatePart, under: primary, subject: subject)
+            }  // the primary is flushed before signing: one object slot in use, not two
+            return try session.withTransient(key) { key throws(TokenStoreError) in
+                SavedContexts.shared.keep(try session.saveContext(key), for: slot)
+                return try session.sign(digest: digest, with: key)
+            }
+        }
+    }
+
+    private static let subject = "This DPoP key was made"
+}
