@@ -35,11 +35,17 @@ public enum PersistentSRK {
     /// - Throws: ``SoftwareTPM/Unavailable`` when a tool fails (tpm2-tools missing or refused).
     @discardableResult
     public static func provision(_ tpm: SoftwareTPM, _ kind: Kind = .storageRootKey) throws -> [UInt8] {
+        try provision(tcti: tpm.tcti, kind)
+    }
+
+    /// ``provision(_:_:)`` for the TPM `tcti` names (tokenbench: scripts/with-swtpm's).
+    @discardableResult
+    public static func provision(tcti: String, _ kind: Kind = .storageRootKey) throws -> [UInt8] {
         let directory = try TemporaryDirectory(prefix: "tokenstore-srk")
         let context = directory.appending("primary.ctx").path
-        if try persistentHandles(tpm).contains(handle) { try remove(tpm) }
+        if try persistentHandles(tcti: tcti).contains(handle) { try remove(tcti: tcti) }
         let attributes = "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|restricted|decrypt"
-        var arguments = ["-T", tpm.tcti, "-g", "sha256", "-a", attributes, "-c", context]
+        var arguments = ["-T", tcti, "-g", "sha256", "-a", attributes, "-c", context]
         switch kind {
         case .storageRootKey: arguments += ["-C", "o", "-G", "ecc256:aes128cfb"]
         case .endorsementECC: arguments += ["-C", "e", "-G", "ecc256:aes128cfb"]
@@ -47,16 +53,19 @@ public enum PersistentSRK {
         case .storageRootKeyWithPassword: arguments += ["-C", "o", "-G", "ecc256:aes128cfb", "-p", "srk-password"]
         }
         try tool("tpm2_createprimary", arguments)
-        try tool("tpm2_evictcontrol", ["-T", tpm.tcti, "-C", "o", "-c", context, handle])
-        try tool("tpm2_flushcontext", ["-T", tpm.tcti, "-t"])
-        return try name(tpm)
+        try tool("tpm2_evictcontrol", ["-T", tcti, "-C", "o", "-c", context, handle])
+        try tool("tpm2_flushcontext", ["-T", tcti, "-t"])
+        return try name(tcti: tcti)
     }
 
     /// The Name of the key at ``handle`` (`tpm2_readpublic -n`).
-    public static func name(_ tpm: SoftwareTPM) throws -> [UInt8] {
+    public static func name(_ tpm: SoftwareTPM) throws -> [UInt8] { try name(tcti: tpm.tcti) }
+
+    /// The Name of the key at ``handle`` of the TPM `tcti` names.
+    public static func name(tcti: String) throws -> [UInt8] {
         let directory = try TemporaryDirectory(prefix: "tokenstore-srk")
         let file = directory.appending("name.bin").path
-        try tool("tpm2_readpublic", ["-T", tpm.tcti, "-c", handle, "-n", file])
+        try tool("tpm2_readpublic", ["-T", tcti, "-c", handle, "-n", file])
         guard let bytes = FileManager.default.contents(atPath: file) else {
             throw SoftwareTPM.Unavailable(description: "tpm2_readpublic wrote no name")
         }
@@ -64,13 +73,19 @@ public enum PersistentSRK {
     }
 
     /// Evicts the key at ``handle`` (`tpm2_evictcontrol` of the persistent handle).
-    public static func remove(_ tpm: SoftwareTPM) throws {
-        try tool("tpm2_evictcontrol", ["-T", tpm.tcti, "-C", "o", "-c", handle])
+    public static func remove(_ tpm: SoftwareTPM) throws { try remove(tcti: tpm.tcti) }
+
+    /// Evicts the key at ``handle`` of the TPM `tcti` names.
+    public static func remove(tcti: String) throws {
+        try tool("tpm2_evictcontrol", ["-T", tcti, "-C", "o", "-c", handle])
     }
 
     /// The persistent handles the TPM holds now (`tpm2_getcap handles-persistent`).
-    public static func persistentHandles(_ tpm: SoftwareTPM) throws -> [String] {
-        let result = try ChildProcess.run("tpm2_getcap", ["-T", tpm.tcti, "handles-persistent"], timeout: .seconds(30))
+    public static func persistentHandles(_ tpm: SoftwareTPM) throws -> [String] { try persistentHandles(tcti: tpm.tcti) }
+
+    /// The persistent handles the TPM `tcti` names holds now.
+    public static func persistentHandles(tcti: String) throws -> [String] {
+        let result = try ChildProcess.run("tpm2_getcap", ["-T", tcti, "handles-persistent"], timeout: .seconds(30))
         guard result.termination.code == 0 else { throw SoftwareTPM.Unavailable(description: "tpm2_getcap: \(result.standardErrorText)") }
         return result.standardOutputText.split(separator: "\n").compactMap { line in
             line.split(separator: " ").last.map(String.init).flatMap { $0.hasPrefix("0x81") ? $0 : nil }
