@@ -45,7 +45,8 @@ public struct TPMKeyProvider: KeyProvider {
     /// The TPM commands one open sends without the persistent storage root key (TPM2_ReadPublic
     /// answered "no such handle", TPM2_CreatePrimary, TPM2_Load, TPM2_StartAuthSession,
     /// TPM2_Unseal and two TPM2_FlushContext; the session ends with the Unseal), for estimating a
-    /// real TPM's cost. One more (TPM2_Startup) when the TPM was never started.
+    /// real TPM's cost. Two more when the TPM was never started (its first answer is
+    /// TPM_RC_INITIALIZE; then TPM2_Startup, and that command again).
     public static let operationsPerOpen = 7
     /// The TPM commands one open sends through the persistent storage root key at 0x81000001
     /// (TPM2_ReadPublic, TPM2_Load, TPM2_StartAuthSession, TPM2_Unseal, one TPM2_FlushContext):
