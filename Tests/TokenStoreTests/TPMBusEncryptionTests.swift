@@ -36,6 +36,42 @@ private func loadedSessions(_ tpm: SoftwareTPM) throws -> Int {
     return result.standardOutputText.split(separator: "\n").filter { $0.contains("0x") }.count
 }
 
+/// A TPM store at `directory` made through `tcti` holding `items` (account → value); its path and store id.
+private func makeStore(in directory: TemporaryDirectory, tcti: String, items: [String: String]) throws -> (path: String, storeID: String) {
+    let path = directory.appending("store/tokens.sqlite").path
+    let made = try TokenStore(path: path, appID: testAppID, keyProvider: TPMKeyProvider(tcti: tcti))
+    for (account, value) in items { try made.set(SecretBytes(utf8: value), for: key(account, .generic)) }
+    made.close()
+    return (path, try #require(try TokenStore.inspect(path: path).storeIdentifier))
+}
+
+/// Opens the store at `path` twice through `tcti`, reading every item each time; the TPM commands each open sent.
+private func openTwice(_ path: String, tcti: String, items: [String: String]) throws -> [Int] {
+    var perOpen: [Int] = []
+    for _ in 0..<2 {
+        let before = TPMSession.commandCount(tcti: tcti)
+        let opened = try TokenStore(path: path, appID: testAppID, keyProvider: TPMKeyProvider(tcti: tcti))
+        for (account, value) in items { #expect(try opened.secret(for: key(account, .generic))?.stringValue() == value) }
+        opened.close()
+        perOpen.append(TPMSession.commandCount(tcti: tcti) - before)
+    }
+    return perOpen
+}
+
+/// Two opens' exchanges: one TPM2_Unseal each, answered, the two answers different bytes, each in an
+/// HMAC session (not the password session) that encrypts the answer.
+private func expectTwoEncryptedUnseals(_ exchanges: [TPMRelay.Exchange]) throws {
+    let unseals = exchanges.filter { $0.commandCode == unseal }
+    try #require(unseals.count == 2, "one TPM2_Unseal per open: \(exchanges.map(\.commandCode))")
+    #expect(unseals.allSatisfy { $0.responseCode == 0 })
+    #expect(unseals[0].response != unseals[1].response, "the Unseal answers of two opens are the same bytes")
+    for exchange in unseals {
+        let session = try #require(TPMRelay.firstSession(of: exchange.command, handles: 1))
+        #expect(session.handle >> 24 == 0x02, "an HMAC session, not the password session: \(String(session.handle, radix: 16))")
+        #expect(session.attributes & encrypt != 0, "the answer is encrypted")
+    }
+}
+
 @Suite("The data key never crosses the TPM interface in clear", .serialized, swtpmAndKeyring, .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct TPMBusEncryptionTests {
     @Test("two opens through a relay: the Unseal answers differ, the data key is in no recorded byte, Create and Unseal use an encrypting salted session")
@@ -44,21 +80,11 @@ struct TPMBusEncryptionTests {
         let relay = try TPMRelay(to: tpm)
         defer { relay.stop() }
         let directory = try TemporaryDirectory()
-        let path = directory.appending("store/tokens.sqlite").path
-        let made = try TokenStore(path: path, appID: testAppID, keyProvider: TPMKeyProvider(tcti: relay.tcti))
-        let storeID = try #require(try TokenStore.inspect(path: path).storeIdentifier)
+        let items = ["alice": "bus-secret"]
+        let (path, storeID) = try makeStore(in: directory, tcti: relay.tcti, items: items)
         defer { try? PrivateKeyring.clearItems(storeID: storeID) }
-        try made.set(SecretBytes(utf8: "bus-secret"), for: key("alice", .generic))
-        made.close()
 
-        var perOpen: [Int] = []
-        for _ in 0..<2 {
-            let before = TPMSession.commandCount(tcti: relay.tcti)
-            let opened = try TokenStore(path: path, appID: testAppID, keyProvider: TPMKeyProvider(tcti: relay.tcti))
-            #expect(try opened.secret(for: key("alice", .generic))?.stringValue() == "bus-secret")
-            opened.close()
-            perOpen.append(TPMSession.commandCount(tcti: relay.tcti) - before)
-        }
+        let perOpen = try openTwice(path, tcti: relay.tcti, items: items)
         let exchanges = relay.exchanges
         print("METRIC tpm_commands_per_open commands=\(perOpen.map(String.init).joined(separator: ",")) relayed=\(exchanges.count)")
         #expect(perOpen == [TPMKeyProvider.operationsPerOpen, TPMKeyProvider.operationsPerOpen], "\(perOpen)")
@@ -71,15 +97,7 @@ struct TPMBusEncryptionTests {
         #expect(key.count == 32)
         #expect(!contains(relay.recordedBytes, key), "the data key crossed the TPM interface in clear")
 
-        let unseals = exchanges.filter { $0.commandCode == unseal }
-        try #require(unseals.count == 2, "one TPM2_Unseal per open: \(exchanges.map(\.commandCode))")
-        #expect(unseals.allSatisfy { $0.responseCode == 0 })
-        #expect(unseals[0].response != unseals[1].response, "the Unseal answers of two opens are the same bytes")
-        for exchange in unseals {
-            let session = try #require(TPMRelay.firstSession(of: exchange.command, handles: 1))
-            #expect(session.handle >> 24 == 0x02, "an HMAC session, not the password session: \(String(session.handle, radix: 16))")
-            #expect(session.attributes & encrypt != 0, "the answer is encrypted")
-        }
+        try expectTwoEncryptedUnseals(exchanges)
         let creates = exchanges.filter { $0.commandCode == create }
         try #require(creates.count == 1, "one TPM2_Create, the data key's seal")
         let session = try #require(TPMRelay.firstSession(of: creates[0].command, handles: 1))
@@ -95,30 +113,17 @@ struct TPMBusEncryptionTests {
         let relay = try TPMRelay(to: tpm)
         defer { relay.stop() }
         let directory = try TemporaryDirectory()
-        let path = directory.appending("store/tokens.sqlite").path
         // Sealed before the SRK exists (TPM2_CreatePrimary), as on a machine whose systemd makes it later.
-        let made = try TokenStore(path: path, appID: testAppID, keyProvider: TPMKeyProvider(tcti: relay.tcti))
-        let storeID = try #require(try TokenStore.inspect(path: path).storeIdentifier)
+        let items = ["alice": "srk-alice", "bob": "srk-bob", "carol": "srk-carol"]
+        let (path, storeID) = try makeStore(in: directory, tcti: relay.tcti, items: items)
         defer { try? PrivateKeyring.clearItems(storeID: storeID) }
-        let accounts = ["alice", "bob", "carol"]
-        for account in accounts { try made.set(SecretBytes(utf8: "srk-\(account)"), for: key(account, .generic)) }
-        made.close()
         let reference = try #require(try TokenStore.inspect(path: path).activeKeyReference(appID: testAppID))
         let blob = try TPMSealedBlob(decoding: try #require(try SecretServiceKeyProvider().loadItem(reference)).copyBytes())
         let srkName = try PersistentSRK.provision(tpm)
         #expect(srkName == blob.parentName, "the persistent SRK made from systemd's template is the primary the store was sealed under")
         let sealedBefore = relay.exchanges.count
 
-        var perOpen: [Int] = []
-        for _ in 0..<2 {
-            let before = TPMSession.commandCount(tcti: relay.tcti)
-            let opened = try TokenStore(path: path, appID: testAppID, keyProvider: TPMKeyProvider(tcti: relay.tcti))
-            for account in accounts {
-                #expect(try opened.secret(for: key(account, .generic))?.stringValue() == "srk-\(account)")
-            }
-            opened.close()
-            perOpen.append(TPMSession.commandCount(tcti: relay.tcti) - before)
-        }
+        let perOpen = try openTwice(path, tcti: relay.tcti, items: items)
         let opens = Array(relay.exchanges.dropFirst(sealedBefore))
         print("METRIC tpm_commands_per_open_srk commands=\(perOpen.map(String.init).joined(separator: ",")) relayed=\(opens.count)")
         #expect(perOpen == [TPMKeyProvider.operationsPerOpenThroughSRK, TPMKeyProvider.operationsPerOpenThroughSRK], "\(perOpen)")
@@ -134,15 +139,7 @@ struct TPMBusEncryptionTests {
 
         let dataKey = try #require(try TPMKeyProvider(tcti: tpm.tcti).loadKey(reference)).copyBytes()
         #expect(!contains(relay.recordedBytes, dataKey), "the data key crossed the TPM interface in clear")
-        let unseals = opens.filter { $0.commandCode == unseal }
-        try #require(unseals.count == 2, "one TPM2_Unseal per open: \(opens.map(\.commandCode))")
-        #expect(unseals[0].response != unseals[1].response, "the Unseal answers of two opens are the same bytes")
-        for exchange in unseals {
-            let session = try #require(TPMRelay.firstSession(of: exchange.command, handles: 1))
-            #expect(session.handle >> 24 == 0x02 && session.attributes & encrypt != 0,
-                    "an HMAC session encrypting the answer: \(String(session.handle, radix: 16))")
-            #expect(exchange.responseCode == 0)
-        }
+        try expectTwoEncryptedUnseals(opens)
         // The session is salted to the SRK (TPM2_StartAuthSession's tpmKey handle).
         let starts = opens.filter { $0.commandCode == 0x176 }  // TPM2_CC_StartAuthSession
         #expect(starts.count == 2 && starts.allSatisfy { TPMRelay.uint32($0.command, at: 10) == srkHandle })
