@@ -38,6 +38,8 @@ struct tokenstore_tss2 {
     tokenstore_rc_decode_fn *_Nonnull rc_decode;
     /* Added last, so that the fields before keep their offsets. */
     tokenstore_esys_tr_set_auth_fn *_Nonnull esys_tr_set_auth;
+    tokenstore_esys_tr_from_tpm_public_fn *_Nonnull esys_tr_from_tpm_public;
+    tokenstore_esys_tr_close_fn *_Nonnull esys_tr_close;
 };
 
 /* Loads tpm2-tss and fills `api`; the libraries stay loaded for the life of the process.
@@ -75,6 +77,8 @@ static inline int tokenstore_tss2_load(struct tokenstore_tss2 *_Nonnull api, con
     TOKENSTORE_TSS2_SYMBOL(2, mu_private_unmarshal, "Tss2_MU_TPM2B_PRIVATE_Unmarshal")
     TOKENSTORE_TSS2_SYMBOL(3, rc_decode, "Tss2_RC_Decode")
     TOKENSTORE_TSS2_SYMBOL(1, esys_tr_set_auth, "Esys_TR_SetAuth")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_tr_from_tpm_public, "Esys_TR_FromTPMPublic")
+    TOKENSTORE_TSS2_SYMBOL(1, esys_tr_close, "Esys_TR_Close")
 #undef TOKENSTORE_TSS2_SYMBOL
     return 0;
 }
@@ -82,7 +86,10 @@ static inline int tokenstore_tss2_load(struct tokenstore_tss2 *_Nonnull api, con
 /// The storage primary key TokenStore seals under, in the owner hierarchy: an ECC P-256
 /// restricted decryption key with AES-128-CFB (the TCG's "SRK" template, no unique data).
 /// The same template on the same TPM makes the same key every time (TPM2_CreatePrimary
-/// derives it from the owner hierarchy's seed), so nothing is made persistent.
+/// derives it from the owner hierarchy's seed), so nothing is made persistent. It is also the
+/// template systemd (systemd-tpm2-setup, >= 253) and tpm2-tools provision persistently at
+/// TOKENSTORE_TPM_SRK_HANDLE: such a persistent key is this very key (same Name), which an open
+/// uses instead of deriving it again (TPMSession.withLoaded).
 static inline void tokenstore_tpm_primary_template(TPM2B_PUBLIC *out) {
     memset(out, 0, sizeof *out);
     out->publicArea.type = TPM2_ALG_ECC;
@@ -275,6 +282,10 @@ static inline TSS2_RC tokenstore_tpm_start_salted_session(const struct tokenstor
     return api->esys_trsess_set_attributes(esys, *session, TPMA_SESSION_DECRYPT | TPMA_SESSION_ENCRYPT, 0xff);
 }
 
+/// The persistent handle where systemd and tpm2-tools keep the owner hierarchy's storage root key
+/// (the TCG's "SRK", TCG TPM v2.0 Provisioning Guidance: 0x81000001). TokenStore reads it, never
+/// creates, evicts or flushes it: that is the machine owner's choice.
+static const uint32_t tokenstore_tpm_srk_handle = 0x81000001U;
 /// ESYS_TR_NONE, ESYS_TR_PASSWORD, ESYS_TR_RH_OWNER as values Swift sees (macros of casts).
 static const ESYS_TR tokenstore_esys_tr_none = ESYS_TR_NONE;
 static const ESYS_TR tokenstore_esys_tr_password = ESYS_TR_PASSWORD;

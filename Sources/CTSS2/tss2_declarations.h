@@ -202,6 +202,10 @@ typedef TSS2_RC tokenstore_esys_context_load_fn(ESYS_CONTEXT *esysContext, const
 typedef TSS2_RC tokenstore_esys_tr_get_name_fn(ESYS_CONTEXT *esysContext, ESYS_TR handle, TPM2B_NAME **name);
 typedef TSS2_RC tokenstore_esys_tr_set_auth_fn(ESYS_CONTEXT *esysContext, ESYS_TR handle, TPM2B_AUTH const *authValue);
 typedef void tokenstore_esys_free_fn(void *ptr);
+typedef TSS2_RC tokenstore_esys_tr_from_tpm_public_fn(
+    ESYS_CONTEXT *esysContext, TPM2_HANDLE tpm_handle, ESYS_TR optionalSession1, ESYS_TR optionalSession2,
+    ESYS_TR optionalSession3, ESYS_TR *object);
+typedef TSS2_RC tokenstore_esys_tr_close_fn(ESYS_CONTEXT *esys_context, ESYS_TR *rsrc_handle);
 typedef TSS2_RC tokenstore_mu_public_marshal_fn(TPM2B_PUBLIC const *src, uint8_t buffer[], size_t buffer_size, size_t *offset);
 typedef TSS2_RC tokenstore_mu_public_unmarshal_fn(uint8_t const buffer[], size_t buffer_size, size_t *offset, TPM2B_PUBLIC *dest);
 typedef TSS2_RC tokenstore_mu_private_marshal_fn(TPM2B_PRIVATE const *src, uint8_t buffer[], size_t buffer_size, size_t *offset);

@@ -33,8 +33,10 @@ public final class SoftwareTPM: @unchecked Sendable {  // immutable after init; 
     }
 
     /// Starts a new software TPM with a fresh state, or with `state` (a second start of the same TPM).
+    /// `startupClear: false` leaves it unstarted, as a TPM no firmware started: it answers every
+    /// command TPM_RC_INITIALIZE until it gets TPM2_Startup.
     /// - Throws: ``Unavailable`` when swtpm is missing or does not answer within 10 s.
-    public static func start(state: TemporaryDirectory? = nil) throws -> SoftwareTPM {
+    public static func start(state: TemporaryDirectory? = nil, startupClear: Bool = true) throws -> SoftwareTPM {
         guard isInstalled else { throw Unavailable(description: "swtpm is not installed (run scripts/install-deps)") }
         let directory = try state ?? TemporaryDirectory(prefix: "tokenstore-swtpm")
         // One start at a time in this process: two starts side by side could each be given the
@@ -53,7 +55,7 @@ public final class SoftwareTPM: @unchecked Sendable {  // immutable after init; 
                     "socket", "--tpm2", "--tpmstate", "dir=\(directory.path)",
                     "--server", "type=tcp,port=\(port),bindaddr=127.0.0.1",
                     "--ctrl", "type=tcp,port=\(port + 1),bindaddr=127.0.0.1",
-                    "--flags", "not-need-init,startup-clear",
+                    "--flags", startupClear ? "not-need-init,startup-clear" : "not-need-init",
                 ],
                 standardOutput: .discard, standardError: .capture)
             // Listening on P is not enough: a port taken by another program between the check and

@@ -26,6 +26,9 @@ enum TPMDiagnosis {
             hint: hint(tcti), cause: .other(decode(rc)))
     }
 
+    /// Whether `rc` is the TCTI's (the connection to the TPM failed: nothing answered), not the TPM's.
+    static func isTCTIFailure(_ rc: TSS2_RC) -> Bool { rc & tokenstore_rc_layer_mask == 0x000A_0000 }  // TSS2_TCTI_RC_LAYER
+
     /// A TPM command that failed after the TPM answered.
     static func failed(_ command: String, tcti: String, rc: TSS2_RC) -> TokenStoreError {
         TokenStoreError(

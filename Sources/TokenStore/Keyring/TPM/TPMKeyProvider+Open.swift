@@ -14,8 +14,9 @@ extension TPMKeyProvider {
 
 extension TPMKeyProvider {
     /// Whether this TPM would open the sealed key of `reference`, without unsealing it: the
-    /// sealed item is read, then TPM2_CreatePrimary (its name checked against the blob's),
-    /// TPM2_Load and two flushes; the key never leaves the TPM. For `tokenctl status`, which
+    /// sealed item is read, then the blob is loaded under its primary (the persistent SRK when it
+    /// is the blob's, else TPM2_CreatePrimary with its name checked against the blob's) and
+    /// flushed; the key never leaves the TPM. For `tokenctl status`, which
     /// must say why a TPM store cannot open with the same typed error its open would throw.
     /// - Returns: false when the keyring holds no item for it (the TPM is not asked).
     /// - Throws: `tpmUnavailable`, `tpmMismatch`, `dataKeyCorrupt`, `integrityCheckFailed`, and the
@@ -23,14 +24,9 @@ extension TPMKeyProvider {
     package func verifySealedKey(_ reference: DataKeyReference) throws -> Bool {
         guard let item = try keyring.loadItem(reference) else { return false }
         let blob = try TPMSealedBlob(decoding: item.copyBytes())
-        try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) in
-            let (primary, parentName) = try session.createPrimary()
-            try session.withTransient(primary) { primary throws(TokenStoreError) in
-                guard parentName == blob.parentName else {
-                    throw TPMDiagnosis.mismatch(tcti: tcti, detail: "the primary key's name differs")
-                }
-                session.flush(try session.load(public: blob.publicPart, private: blob.privatePart, under: primary))
-            }
+        let logger = logger
+        try TPMSession.with(tcti: tcti, startup: false) { session throws(TokenStoreError) in
+            try session.withLoaded(blob, logger: logger) { _, _ throws(TokenStoreError) in }
         }
         return true
     }

@@ -13,8 +13,12 @@ import Glibc
 /// (`TPMSealedBlob`: the object's public and TPM-encrypted private parts) is kept in the
 /// Secret Service item where ``SecretServiceKeyProvider`` keeps a raw key (same schema, the
 /// `store-id` and `key-id` attributes); no item of a TPM store holds the raw key. The key is
-/// unsealed once per open (TPM2_CreatePrimary, TPM2_Load, TPM2_StartAuthSession, TPM2_Unseal, two
-/// flushes). The key crosses the TPM interface only encrypted: TPM2_Create (sealing) and
+/// unsealed once per open: TPM2_ReadPublic of the persistent storage root key at 0x81000001
+/// (systemd provisions it from the same template: it is the same key), then TPM2_Load,
+/// TPM2_StartAuthSession, TPM2_Unseal and one flush (``operationsPerOpenThroughSRK``); without
+/// that key, or with another key there, TPM2_CreatePrimary derives the primary, and it is flushed
+/// too (``operationsPerOpen``). TPM2_Startup only when the TPM answers that it was never started.
+/// The library never makes or removes a persistent key. The key crosses the TPM interface only encrypted: TPM2_Create (sealing) and
 /// TPM2_Unseal run in an HMAC session salted to the primary key with AES-128-CFB parameter
 /// encryption, new each time, so a sniffer on a discrete TPM's bus sees neither the key nor the
 /// same bytes twice.
@@ -38,10 +42,16 @@ public struct TPMKeyProvider: KeyProvider {
     public static let tctiVariable = "TOKENSTORE_TPM_TCTI"
     /// The TCTI used when ``tctiVariable`` is not set: the kernel's resource manager.
     public static let defaultTCTI = TPMDiagnosis.defaultTCTI
-    /// The TPM commands one open sends (TPM2_Startup, TPM2_CreatePrimary, TPM2_Load,
-    /// TPM2_StartAuthSession, TPM2_Unseal and two TPM2_FlushContext; the session ends with the
-    /// Unseal), for estimating a real TPM's cost.
+    /// The TPM commands one open sends without the persistent storage root key (TPM2_ReadPublic
+    /// answered "no such handle", TPM2_CreatePrimary, TPM2_Load, TPM2_StartAuthSession,
+    /// TPM2_Unseal and two TPM2_FlushContext; the session ends with the Unseal), for estimating a
+    /// real TPM's cost. Two more when the TPM was never started (its first answer is
+    /// TPM_RC_INITIALIZE; then TPM2_Startup, and that command again).
     public static let operationsPerOpen = 7
+    /// The TPM commands one open sends through the persistent storage root key at 0x81000001
+    /// (TPM2_ReadPublic, TPM2_Load, TPM2_StartAuthSession, TPM2_Unseal, one TPM2_FlushContext):
+    /// no TPM2_CreatePrimary, the slowest command of the open on a real TPM.
+    package static let operationsPerOpenThroughSRK = 5
 
     public var name: String { KeyProviderKind.tpm.rawValue }
 
@@ -49,6 +59,9 @@ public struct TPMKeyProvider: KeyProvider {
     public let tcti: String
     /// The Secret Service provider whose items hold the sealed keys and whose epoch items are used.
     public let keyring: SecretServiceKeyProvider
+    /// Where the TPM path says, at debug level and with no identifier, which primary key an open
+    /// used (the persistent storage root key, or one derived because that was absent or another key).
+    package var logger: TokenStoreLogger = .disabled
 
     /// A provider for the TPM `tcti` names (by default `$TOKENSTORE_TPM_TCTI`, else
     /// `device:/dev/tpmrm0`), keeping sealed keys in `keyring`.
@@ -73,18 +86,15 @@ public struct TPMKeyProvider: KeyProvider {
         return try unseal(item)
     }
 
-    /// The data key in a sealed item: TPM2_CreatePrimary, TPM2_Load, TPM2_Unseal in an encrypting
-    /// session, both objects flushed.
+    /// The data key in a sealed item: the blob loaded under its primary (the persistent SRK when
+    /// it is the blob's, else derived: ``TPMSession/withLoaded(_:subject:logger:_:)``), TPM2_Unseal in
+    /// a session salted to that primary that encrypts the answer, what was made flushed.
     func unseal(_ item: SecretBytes) throws(TokenStoreError) -> SecretBytes {
         let blob = try TPMSealedBlob(decoding: item.copyBytes())
-        let key = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> SecretBytes in
-            let (primary, parentName) = try session.createPrimary()
-            return try session.withTransient(primary) { primary throws(TokenStoreError) -> SecretBytes in
-                guard parentName == blob.parentName else {
-                    throw TPMDiagnosis.mismatch(tcti: tcti, detail: "the primary key's name differs")
-                }
-                let sealed = try session.load(public: blob.publicPart, private: blob.privatePart, under: primary)
-                return try session.withTransient(sealed) { sealed throws(TokenStoreError) in try session.unseal(sealed, salt: primary) }
+        let logger = logger
+        let key = try TPMSession.with(tcti: tcti, startup: false) { session throws(TokenStoreError) -> SecretBytes in
+            try session.withLoaded(blob, logger: logger) { sealed, primary throws(TokenStoreError) in
+                try session.unseal(sealed, salt: primary)
             }
         }
         guard key.count == SecretServiceKeyProvider.keyLength else {
@@ -100,7 +110,8 @@ public struct TPMKeyProvider: KeyProvider {
         guard key.count == SecretServiceKeyProvider.keyLength else {
             throw TokenStoreError(.invalidInput, "A data key must be \(SecretServiceKeyProvider.keyLength) bytes, not \(key.count).")
         }
-        let blob = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> TPMSealedBlob in
+        // Sealed under the derived primary, never the persistent SRK (TPMSession+Primary.swift).
+        let blob = try TPMSession.with(tcti: tcti, startup: false) { session throws(TokenStoreError) -> TPMSealedBlob in
             let (primary, parentName) = try session.createPrimary()
             return try session.withTransient(primary) { primary throws(TokenStoreError) in
                 let sealed = try session.seal(key, under: primary)
@@ -130,13 +141,14 @@ public struct TPMKeyProvider: KeyProvider {
     public func deleteStoreEpoch(storeID: String) throws { try keyring.deleteStoreEpoch(storeID: storeID) }
 
     /// Whether a TPM answers at `tcti` and can make TokenStore's primary key, and if not why.
-    /// Sends TPM2_Startup, TPM2_CreatePrimary and a flush; seals nothing.
+    /// Sends TPM2_CreatePrimary and a flush (TPM2_Startup first only when the TPM asks for it);
+    /// seals nothing.
     /// A device TCTI is also asked its manufacturer (one TPM2_GetCapability more) to
     /// tell a software TPM behind it (``TPMAvailability/simulator``).
     public static func probe(tcti: String = environmentTCTI()) -> TPMAvailability {
         let device = TPMIdentity.isKernelDevice(tcti)
         do {
-            let simulator = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> Bool in
+            let simulator = try TPMSession.with(tcti: tcti, startup: false) { session throws(TokenStoreError) -> Bool in
                 let (primary, _) = try session.createPrimary()
                 session.flush(primary)
                 return device ? try session.identity().isSimulatorManufacturer : true

@@ -30,6 +30,8 @@ public struct TPMPINKeyProvider: KeyProvider, InStoreKeySlotProvider {
     /// The TCTI configuration of the TPM used (as ``TPMKeyProvider/tcti``).
     public let tcti: String
     let pin: SecretBytes
+    /// Which primary key an unseal used, at debug level, no identifier (as ``TPMKeyProvider/logger``).
+    package var logger: TokenStoreLogger = .disabled
 
     /// The shortest and longest PIN, in bytes.
     public static let pinLengths = 4...64
@@ -69,7 +71,8 @@ public struct TPMPINKeyProvider: KeyProvider, InStoreKeySlotProvider {
             throw TokenStoreError(.invalidInput, "A data key must be \(SecretServiceKeyProvider.keyLength) bytes, not \(key.count).")
         }
         let auth = try authValue(reference)
-        let blob = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> TPMSealedBlob in
+        // Sealed under the derived primary, never the persistent SRK (TPMSession+Primary.swift).
+        let blob = try TPMSession.with(tcti: tcti, startup: false) { session throws(TokenStoreError) -> TPMSealedBlob in
             let (primary, parentName) = try session.createPrimary()
             return try session.withTransient(primary) { primary throws(TokenStoreError) in
                 let sealed = try session.seal(key, auth: auth, under: primary)
@@ -85,16 +88,10 @@ public struct TPMPINKeyProvider: KeyProvider, InStoreKeySlotProvider {
     func unwrap(_ blob: [UInt8], reference: DataKeyReference) throws -> SecretBytes {
         let sealedBlob = try TPMSealedBlob(decoding: blob)
         let auth = try authValue(reference)
-        let key = try TPMSession.with(tcti: tcti) { session throws(TokenStoreError) -> SecretBytes in
-            let (primary, parentName) = try session.createPrimary()
-            return try session.withTransient(primary) { primary throws(TokenStoreError) -> SecretBytes in
-                guard parentName == sealedBlob.parentName else {
-                    throw TPMDiagnosis.mismatch(tcti: tcti, detail: "the primary key's name differs")
-                }
-                let sealed = try session.load(public: sealedBlob.publicPart, private: sealedBlob.privatePart, under: primary)
-                return try session.withTransient(sealed) { sealed throws(TokenStoreError) in
-                    try session.unseal(sealed, auth: auth, salt: primary)
-                }
+        let logger = logger
+        let key = try TPMSession.with(tcti: tcti, startup: false) { session throws(TokenStoreError) -> SecretBytes in
+            try session.withLoaded(sealedBlob, logger: logger) { sealed, primary throws(TokenStoreError) in
+                try session.unseal(sealed, auth: auth, salt: primary)
             }
         }
         guard key.count == SecretServiceKeyProvider.keyLength else {

@@ -26,7 +26,7 @@ final class TPMSession {
     var commands = 0
 
     /// How long one session (a store's open, a signature) may wait for the TPM: a session is at
-    /// most 6 commands (a few ms on swtpm, 0.1–0.6 s on a real TPM), but a TPM behind a resource
+    /// most 9 commands (a few ms on swtpm, 0.1–0.6 s on a real TPM), but a TPM behind a resource
     /// manager may be busy with another process's long command, and a loaded machine under a
     /// sanitizer has taken over 5 s for one swtpm session.
     static let defaultTimeout: Duration = .seconds(10)
@@ -53,8 +53,10 @@ final class TPMSession {
     /// thread of its own (``TPMDeadline``) that the caller waits for at most `timeout`.
     /// - Throws: `tpmUnavailable` (no TPM answers at `tcti`, or not within `timeout`), and
     ///   whatever `body` throws.
-    /// `startup: false` leaves TPM2_Startup out (a caller that talked to this TPM in this process
-    /// already, and sends ``startup()`` itself when an answer says the TPM restarted).
+    /// `startup: false` leaves TPM2_Startup out: the caller sends ``startup()`` itself when an
+    /// answer says the TPM was never started or restarted (``startingIfAsked(_:_:)``, which the
+    /// store's open, seal and probe use; a DPoP proof's saved context), so that a TPM the firmware
+    /// or the kernel started, as every desktop's is, gets no TPM2_Startup at all.
     static func with<R>(
         tcti: String, timeout: Duration = defaultTimeout, startup: Bool = true,
         _ body: @escaping (TPMSession) throws(TokenStoreError) -> R
@@ -144,6 +146,21 @@ final class TPMSession {
         if startup { try self.startup() }
     }
 
+    /// Runs `command` (it sends one TPM command and counts it); when the TPM answers
+    /// TPM_RC_INITIALIZE (it was never started: a swtpm fresh from its state without its
+    /// startup flag, a TPM no firmware started), sends TPM2_Startup and runs it once more. So a
+    /// session opened with `startup: false` sends TPM2_Startup only when the TPM asks for it.
+    /// A TCTI failure (nothing answered) is `tpmUnavailable` "did not answer" (`step`).
+    func startingIfAsked(_ step: String, _ command: () -> TSS2_RC) throws(TokenStoreError) -> TSS2_RC {
+        var rc = command()
+        if rc == tokenstore_rc_initialize {
+            try startup()
+            rc = command()
+        }
+        if TPMDiagnosis.isTCTIFailure(rc) { throw TPMDiagnosis.unavailable(tcti: tcti, rc: rc, step: step) }
+        return rc
+    }
+
     /// TPM2_Startup(CLEAR). TPM2_RC_INITIALIZE: it was already done (by the firmware, the
     /// resource manager, or swtpm's startup-clear flag): the TPM is ready.
     func startup() throws(TokenStoreError) {
@@ -205,10 +222,12 @@ final class TPMSession {
         var outside = TPM2B_DATA()
         var pcrs = TPML_PCR_SELECTION()
         var handle: ESYS_TR = tokenstore_esys_tr_none
-        commands += 1
-        let rc = api.esys_create_primary(
-            esys, tokenstore_esys_tr_owner, tokenstore_esys_tr_password, tokenstore_esys_tr_none,
-            tokenstore_esys_tr_none, &sensitive, &template, &outside, &pcrs, &handle, nil, nil, nil, nil)
+        let rc = try startingIfAsked("TPM2_CreatePrimary") {
+            commands += 1
+            return api.esys_create_primary(
+                esys, tokenstore_esys_tr_owner, tokenstore_esys_tr_password, tokenstore_esys_tr_none,
+                tokenstore_esys_tr_none, &sensitive, &template, &outside, &pcrs, &handle, nil, nil, nil, nil)
+        }
         guard rc == TSS2_RC_SUCCESS else {
             if let what = TPMDiagnosis.ownerAuthorization(rc: rc) {
                 throw TPMDiagnosis.ownerRefused(tcti: tcti, what: what, rc: rc)
@@ -216,15 +235,25 @@ final class TPMSession {
             throw TPMDiagnosis.failed("TPM2_CreatePrimary", tcti: tcti, rc: rc)
         }
         let object = Object(handle: handle)
-        var namePointer: UnsafeMutablePointer<TPM2B_NAME>?
-        let named = api.esys_tr_get_name(esys, handle, &namePointer)
-        guard named == TSS2_RC_SUCCESS, let namePointer else {
+        do {
+            return (object, try name(of: object))
+        } catch {
             flush(object)
+            throw error
+        }
+    }
+
+    /// The TPM name of `object`: nameAlg + digest of the public area ESYS keeps for it, computed
+    /// by Esys_TR_GetName (no TPM command).
+    func name(of object: Object) throws(TokenStoreError) -> [UInt8] {
+        let esys = try context()
+        var namePointer: UnsafeMutablePointer<TPM2B_NAME>?
+        let named = api.esys_tr_get_name(esys, object.handle, &namePointer)
+        guard named == TSS2_RC_SUCCESS, let namePointer else {
             throw TPMDiagnosis.failed("reading the primary key's name", tcti: tcti, rc: named)
         }
         defer { api.esys_free(namePointer) }
-        let name = withUnsafeBytes(of: namePointer.pointee.name) { Array($0.prefix(Int(namePointer.pointee.size))) }
-        return (object, name)
+        return withUnsafeBytes(of: namePointer.pointee.name) { Array($0.prefix(Int(namePointer.pointee.size))) }
     }
 
     /// Runs `body` with a new salted, encrypting HMAC session (``tokenstore_tpm_start_salted_session``:
