@@ -184,4 +184,23 @@ struct TPMPersistentSRKTests {
         #expect(wrong?.code == .wrongPIN, "\(wrong.map { "\($0)" } ?? "no error")")
         #expect(try tpm.transientHandleCount() == 0)
     }
+
+    @Test("a DPoP key's first proof in a process loads the key under the persistent SRK: 5 commands, no CreatePrimary, the SRK kept")
+    func firstProofThroughTheSRK() throws {
+        let tpm = try SoftwareTPM.start()
+        let relay = try TPMRelay(to: tpm)
+        defer { relay.stop() }
+        let made = try TPMSigningDoor.createKey(tcti: relay.tcti)
+        _ = try PersistentSRK.provision(tpm)
+        let digest = [UInt8](repeating: 0x5a, count: 32)
+        let before = (commands: TPMSession.commandCount(tcti: relay.tcti), exchanges: relay.exchanges.count)
+        let signature = try TPMSigningDoor.sign(digest: digest, blob: made.blob, tcti: relay.tcti)
+        #expect(signature.count == 64)
+        #expect(TPMSession.commandCount(tcti: relay.tcti) - before.commands == TPMSigningDoor.commandsPerFirstProofThroughSRK)
+        let proof = relay.exchanges.dropFirst(before.exchanges)
+        #expect(proof.filter { $0.commandCode == createPrimaryCode }.isEmpty, "\(proof.map(\.commandCode))")
+        #expect(proof.filter { $0.commandCode == loadCode }.map { TPMRelay.uint32($0.command, at: 10) } == [srkHandle])
+        // The SRK is still there for the next open or first proof (not flushed, not evicted).
+        #expect(try PersistentSRK.persistentHandles(tpm).map { $0.lowercased() } == ["0x81000001"])
+    }
 }

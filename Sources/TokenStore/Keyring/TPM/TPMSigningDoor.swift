@@ -16,8 +16,10 @@ internal import CTSS2
 ///
 /// **No TPM command**: ``publicPoint(blob:)`` reads the point from the blob's public area.
 /// **Per signature**: one TPM session. The first signature of a process with a key
-/// (``commandsPerFirstProof``: TPM2_Startup, TPM2_CreatePrimary, TPM2_Load, a flush of the
-/// primary, TPM2_ContextSave of the key, TPM2_Sign, a flush of the key) keeps the key's saved
+/// (``commandsPerFirstProof``: TPM2_ReadPublic of the persistent SRK, TPM2_CreatePrimary,
+/// TPM2_Load, TPM2_ContextSave of the key, TPM2_Sign, flushes of the key and the primary;
+/// ``commandsPerFirstProofThroughSRK`` when the machine's persistent SRK is the key's parent:
+/// no derivation and no flush of it, see `TPMSession+Primary.swift`) keeps the key's saved
 /// context in memory (``SavedContexts``: encrypted by the TPM, loadable only by it and only until
 /// it restarts); every later signature is ``commandsPerProof`` commands: TPM2_ContextLoad,
 /// TPM2_Sign, a flush (no TPM2_Startup: the TPM answers TPM_RC_INITIALIZE if it restarted, and
@@ -38,10 +40,14 @@ package enum TPMSigningDoor {
     /// The TPM commands a signature sends once the key's context is saved in this process:
     /// TPM2_ContextLoad, TPM2_Sign, TPM2_FlushContext (for estimating a real TPM's cost per proof).
     package static let commandsPerProof = 3
-    /// The TPM commands of the first signature with a key in a process: TPM2_Startup,
-    /// TPM2_CreatePrimary, TPM2_Load, TPM2_FlushContext (the primary), TPM2_ContextSave,
-    /// TPM2_Sign, TPM2_FlushContext (the key).
+    /// The TPM commands of the first signature with a key in a process, on a started TPM:
+    /// TPM2_ReadPublic (no persistent SRK that is the key's parent), TPM2_CreatePrimary,
+    /// TPM2_Load, TPM2_ContextSave, TPM2_Sign, two TPM2_FlushContext. TPM2_Startup is sent only
+    /// when the TPM asks for it (two commands more: the refused one and the Startup).
     package static let commandsPerFirstProof = 7
+    /// As ``commandsPerFirstProof`` when the persistent SRK is the key's parent: TPM2_ReadPublic,
+    /// TPM2_Load, TPM2_ContextSave, TPM2_Sign, one TPM2_FlushContext.
+    package static let commandsPerFirstProofThroughSRK = 5
 
     /// Makes a new signing key in the TPM `tcti` names (TPM2_Startup, TPM2_CreatePrimary,
     /// TPM2_StartAuthSession, TPM2_Create in that salted, encrypting session, one flush).
@@ -93,7 +99,7 @@ package enum TPMSigningDoor {
         let blob = try TPMSealedBlob(decoding: encoded, kind: .signingKey)
         let slot = SavedContexts.Slot(tcti: tcti, blob: blob.encoded)
         let saved = SavedContexts.shared.context(for: slot)
-        return try TPMSession.with(tcti: tcti, startup: saved == nil) { session throws(TokenStoreError) -> [UInt8] in
+        return try TPMSession.with(tcti: tcti, startup: false) { session throws(TokenStoreError) -> [UInt8] in
             if let saved {
                 var loaded = try session.loadContext(saved)
                 if case .restarted = loaded {
@@ -105,14 +111,8 @@ package enum TPMSigningDoor {
                 }
                 SavedContexts.shared.forget(slot)  // the TPM restarted since: load the key anew
             }
-            let (primary, parentName) = try session.createPrimary()
-            let key = try session.withTransient(primary) { primary throws(TokenStoreError) -> TPMSession.Object in
-                guard parentName == blob.parentName else {
-                    throw TPMDiagnosis.mismatch(tcti: tcti, detail: "the primary key's name differs", subject: subject)
-                }
-                return try session.load(public: blob.publicPart, private: blob.privatePart, under: primary, subject: subject)
-            }  // the primary is flushed before signing: one object slot in use, not two
-            return try session.withTransient(key) { key throws(TokenStoreError) in
+            // Under the persistent SRK when it is the key's parent, else the derived primary.
+            return try session.withLoaded(blob, subject: subject) { key, _ throws(TokenStoreError) in
                 SavedContexts.shared.keep(try session.saveContext(key), for: slot)
                 return try session.sign(digest: digest, with: key)
             }
