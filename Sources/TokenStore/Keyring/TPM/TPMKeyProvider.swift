@@ -15,7 +15,7 @@ import Glibc
 /// `store-id` and `key-id` attributes); no item of a TPM store holds the raw key. The key is
 /// unsealed once per open: TPM2_ReadPublic of the persistent storage root key at 0x81000001
 /// (systemd provisions it from the same template: it is the same key), then TPM2_Load,
-/// TPM2_StartAuthSession, TPM2_Unseal and one flush (``operationsPerOpenThroughSRK``); without
+/// TPM2_StartAuthSession, TPM2_Unseal and one flush (`operationsPerOpenThroughSRK`); without
 /// that key, or with another key there, TPM2_CreatePrimary derives the primary, and it is flushed
 /// too (``operationsPerOpen``). TPM2_Startup only when the TPM answers that it was never started.
 /// The library never makes or removes a persistent key. The key crosses the TPM interface only encrypted: TPM2_Create (sealing) and
