@@ -23,9 +23,11 @@ public final class PrivateBus: @unchecked Sendable {  // immutable after init
     /// another user (polkitd, a reader as uid 65534) reaches its socket.
     public init(_ type: DBusMock.Bus = .system, openToOtherUsers: Bool = false) throws {
         self.type = type
-        directory = try TemporaryDirectory(prefix: "tokenstore-\(type.rawValue)bus")
+        // Short names: a Unix socket's path has 107 bytes at most, and the folder may already
+        // be deep (tokenbench's TMPDIR is two levels under /tmp).
+        directory = try TemporaryDirectory(prefix: "ts-\(type.rawValue)")
         if openToOtherUsers { chmod(directory.path, 0o755) }
-        let socket = directory.appending("\(type.rawValue)_bus_socket").path
+        let socket = directory.appending("bus").path
         let config = directory.appending("\(type.rawValue).conf")
         try """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
