@@ -54,7 +54,7 @@ demo: deps
 # TokenStore against libsecret-per-item and plaintext SQLite in a private keyring session with the
 # local authorization server; rewrites the generated part of BENCHMARKS.md (~10–20 min on 2 cores).
 bench: deps
-	$(SWIFT) build -c release --product tokenbench $(SWIFT_FLAGS)
+	$(SWIFT) build -c release --product tokenbench $(RELEASE_SWIFT_FLAGS) $(SWIFT_FLAGS) $(call release_link,all)
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/bench
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/with-keyring scripts/bench-footprint --output BENCHMARKS.md
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" scripts/with-keyring scripts/bench-gnome --output BENCHMARKS.md
