@@ -21,8 +21,8 @@ enum DeadlineThread {
         case finished(Result<R, TokenStoreError>)
         /// It did not; it is abandoned (`onAbandon` ran) and `onLate` runs when it returns.
         case timedOut
-        /// No thread could be made; `work` never ran.
-        case noThread
+        /// No thread could be made (`pthread_create`'s error number); `work` never ran.
+        case noThread(errno: Int32)
     }
 
     /// `work` on a new thread named `name`, its result if it returns within `timeout`.
@@ -32,7 +32,8 @@ enum DeadlineThread {
         _ work: @escaping () -> Result<R, TokenStoreError>
     ) -> Outcome<R> {
         let call = Call(work: work, onLate: onLate)
-        guard DetachedThread.start(name: name, { call.execute() }) else { return .noThread }
+        let started = DetachedThread.starting(name: name) { call.execute() }
+        guard started == 0 else { return .noThread(errno: started) }
         if call.done.wait(timeout: .now() + timeout.dispatchInterval) == .success, let result = call.result {
             return .finished(result)
         }

@@ -19,6 +19,13 @@ package enum DetachedThread {
     /// - Returns: false when no thread could be made (`body` then never runs).
     @discardableResult
     package static func start(name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) -> Bool {
+        starting(name: name, stackSize: stackSize, body) == 0
+    }
+
+    /// As ``start(name:stackSize:_:)``, for a caller that reports why no thread could be made.
+    /// - Returns: 0 when the thread started, else `pthread_create`'s error number (`EAGAIN`: the
+    ///   process or the system is out of threads; `body` then never runs).
+    static func starting(name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) -> Int32 {
         let box = Unmanaged.passRetained(Box(name: name, body: body)).toOpaque()
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
@@ -32,11 +39,8 @@ package enum DetachedThread {
             box.body()
             return nil
         }, box)
-        guard status == 0 else {
-            Unmanaged<Box>.fromOpaque(box).release()
-            return false
-        }
-        return true
+        if status != 0 { Unmanaged<Box>.fromOpaque(box).release() }
+        return status
     }
 
     private final class Box {

@@ -145,7 +145,7 @@ final class StoreConnection: @unchecked Sendable {  // mutable state is behind `
             }
             let value = try body()
             if db.removedSecrets {
-                if options.rotatesKeyAfterLastLogout { try EraseOwed.markIfEmpty(db) }
+                try EraseOwed.markIfEmpty(db, rotatesKeyAfterLastLogout: options.rotatesKeyAfterLastLogout)
                 checkpointAfterCommit(db)
             }
             try logChanges(db, switchingTo: next)

@@ -35,8 +35,10 @@ enum GLibWorkerThread {
                 .timedOut,
                 "The Secret Service did not answer within \(timeout) (\(GLibError.inWords(operation))); the call was cancelled.",
                 hint: GLibError.notAnsweringHint)
-        case .noThread:
-            throw TokenStoreError(.ioError, "Could not start a thread for the Secret Service call (\(GLibError.inWords(operation))).")
+        case .noThread(let errno):
+            throw TokenStoreError(
+                .ioError, "Could not start a thread for the Secret Service call (\(GLibError.inWords(operation))).",
+                cause: .posix(errno: errno, operation: "pthread_create"))
         }
     }
 }

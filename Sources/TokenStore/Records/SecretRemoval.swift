@@ -54,11 +54,14 @@ enum AccountEntries {
 
 /// The store's crypto-erase owed mark (`store_info.erase_owed_since`).
 enum EraseOwed {
-    /// In a transaction that removed secrets: when nothing secret is left, records that a
-    /// crypto-erase is owed (the first time only; ``KeyRotation`` clears it).
-    static func markIfEmpty(_ db: Database) throws {
-        guard Outbox.maintenanceOwed(holdsSecrets: !(try SealedTables.holdNoSecrets(db)), rotatesKeyAfterLastLogout: true)
-            == .cryptoErase
+    /// In a transaction that removed secrets: when the store's options ask for a new key after the
+    /// last logout and nothing secret is left (``Outbox/maintenanceOwed(holdsSecrets:rotatesKeyAfterLastLogout:)``),
+    /// records that a crypto-erase is owed (the first time only; ``KeyRotation`` clears it).
+    static func markIfEmpty(_ db: Database, rotatesKeyAfterLastLogout: Bool) throws {
+        // The tables are counted only when the answer can be yes.
+        guard rotatesKeyAfterLastLogout,
+            Outbox.maintenanceOwed(
+                holdsSecrets: !(try SealedTables.holdNoSecrets(db)), rotatesKeyAfterLastLogout: rotatesKeyAfterLastLogout) == .cryptoErase
         else { return }
         try db.run(
             "UPDATE store_info SET erase_owed_since = coalesce(erase_owed_since, ?) WHERE id = 1", [.int(Timestamp.nowMillis())])
