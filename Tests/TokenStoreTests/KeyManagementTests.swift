@@ -8,6 +8,13 @@ import TestSupport
 // provider, locked keyrings and the missing Secret Service. Everything runs against the
 // real gnome-keyring of scripts/with-keyring, real SQLite and real libsodium.
 
+/// The first column of every row `sql` returns, as bytes.
+private func blobs(_ db: Database, _ sql: String) throws -> [[UInt8]] {
+    var found: [[UInt8]] = []
+    try db.forEachRow(sql) { found.append($0.blob(0)) }
+    return found
+}
+
 private func keyItems(_ storeID: String, keyID: String? = nil) throws -> Int {
     var attributes = ["store-id": storeID]
     if let keyID { attributes["key-id"] = keyID }
@@ -331,6 +338,43 @@ struct KeyManagementTests {
         // A rotation now works.
         try store.rotateDataKey()
         #expect(store.keyIdentifier != active)
+    }
+
+    @Test("a rotation re-seals the discovery documents and the DPoP state: read back under the new key, filed under its hashes, verify clean")
+    func rotationReSealsDiscoveryAndDPoPState() throws {
+        let t = try TestStore()
+        let storeID = t.store.storeIdentifier
+        defer { try? PrivateKeyring.clearItems(storeID: storeID) }
+        let fetched = Date(timeIntervalSince1970: 1_800_000_000)
+        let issuers = (0..<7).map { "https://issuer\($0).example/" }
+        for issuer in issuers {
+            try t.store.saveServerDocument(
+                ServerDocument(
+                    issuer: issuer, document: Array("{\"issuer\":\"\(issuer)\"}".utf8), supplement: [1, 2, 3], fetchedAt: fetched,
+                    previousEndpoints: ServerEndpoints(issuer: issuer, token: issuer + "token", revocation: nil)))
+        }
+        try t.store.recordDPoPNonce("nonce-a", origin: "https://a.example")
+        try t.store.recordDPoPNonce("nonce-b", origin: "https://b.example")
+        let oldKey = t.store.keyIdentifier
+        let raw = try t.rawDatabase()
+        let lookupsBefore = try Set(blobs(raw, "SELECT lookup FROM discovery") + blobs(raw, "SELECT lookup FROM dpop_state"))
+
+        try t.store.rotateDataKey(batchSize: 3)  // several batches per table
+
+        let reopened = try t.reopen()
+        #expect(reopened.keyIdentifier != oldKey)
+        let kept = try reopened.serverDocuments().sorted { $0.issuer < $1.issuer }
+        #expect(kept.map(\.issuer) == issuers)
+        #expect(kept.allSatisfy { $0.supplement == [1, 2, 3] && $0.fetchedAt == fetched && $0.previousEndpoints?.token == $0.issuer + "token" })
+        #expect(try reopened.serverDocument(issuer: issuers[3])?.document == Array("{\"issuer\":\"\(issuers[3])\"}".utf8))
+        #expect(try reopened.dpopNonce(origin: "https://a.example") == "nonce-a")
+        #expect(try reopened.dpopNonce(origin: "https://b.example") == "nonce-b")
+        // Filed under the new key's hashes (none of the old ones is left), every row under the new key.
+        let lookupsAfter = try Set(blobs(raw, "SELECT lookup FROM discovery") + blobs(raw, "SELECT lookup FROM dpop_state"))
+        #expect(lookupsAfter.count == 9 && lookupsAfter.isDisjoint(with: lookupsBefore))
+        #expect(try blobs(raw, "SELECT key_id FROM discovery UNION SELECT key_id FROM dpop_state").count == 1)
+        let report = try reopened.verify()
+        #expect(report.badRows.isEmpty && report.rowsChecked >= 9)
     }
 
     @Test("a second rotation while one runs is databaseBusy; a bad batch size is invalidInput")
