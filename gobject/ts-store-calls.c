@@ -70,13 +70,20 @@ library_buffer_free (gpointer data)
     g_free (buffer);
 }
 
+/* The read, ended by @cancellable while polkit asks the user (a store whose access policy gates
+ * the item on the user's presence): polkit's dialog closes and the read fails with
+ * G_IO_ERROR_CANCELLED. */
 static GBytes *
-item_get (TsStore *self, const char *account, TsItemKind kind, GError **error)
+item_get (TsStore *self, const char *account, TsItemKind kind, GCancellable *cancellable, GError **error)
 {
     uint8_t *bytes = NULL;
     size_t length = 0;
     ts_error *err = NULL;
-    int status = ts_item_get (ts_store_get_handle (self), NULL, account, (ts_kind) kind, &bytes, &length, &err);
+    TsCancelBridge bridge;
+    if (!ts_cancel_bridge_begin (&bridge, cancellable, error)) return NULL;
+    int status = ts_item_get_cancellable (ts_store_get_handle (self), NULL, account, (ts_kind) kind, bridge.cancel, &bytes,
+                                          &length, &err);
+    ts_cancel_bridge_end (&bridge);
     if (status == TS_NOT_FOUND) return NULL;
     if (status != TS_OK) {
         ts_propagate_cabi_error (error, err);
@@ -91,10 +98,9 @@ item_get (TsStore *self, const char *account, TsItemKind kind, GError **error)
 static void
 get_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
 {
-    (void) cancellable;
     ItemCall *call = data;
     GError *error = NULL;
-    GBytes *bytes = item_get (TS_STORE (source), call->account, call->kind, &error);
+    GBytes *bytes = item_get (TS_STORE (source), call->account, call->kind, cancellable, &error);
     if (error) g_task_return_error (task, error);
     else g_task_return_pointer (task, bytes, (GDestroyNotify) g_bytes_unref);
 }
@@ -108,7 +114,9 @@ get_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
  * @error: return location for a #GError
  *
  * Reads an item, blocking. The bytes are the library's locked memory, wiped when the last
- * reference goes.
+ * reference goes. Where the store's access policy gates the item on the user's presence, the
+ * read waits while polkit asks the user; cancelling @cancellable then closes polkit's dialog and
+ * the read fails with %G_IO_ERROR_CANCELLED, reading nothing.
  *
  * Returns: (transfer full) (nullable): the secret, or %NULL when there is no such item (@error
  *   unset) or on an error (@error set)
@@ -118,7 +126,7 @@ ts_store_get_sync (TsStore *self, const char *account, TsItemKind kind, GCancell
 {
     g_return_val_if_fail (TS_IS_STORE (self), NULL);
     if (g_cancellable_set_error_if_cancelled (cancellable, error)) return NULL;
-    return item_get (self, account, kind, error);
+    return item_get (self, account, kind, cancellable, error);
 }
 
 /**
@@ -130,7 +138,8 @@ ts_store_get_sync (TsStore *self, const char *account, TsItemKind kind, GCancell
  * @callback: (scope async): called with the result
  * @user_data: (closure): data for @callback
  *
- * Reads an item on a worker thread. Finish with [method@Store.get_finish].
+ * Reads an item on a worker thread. Finish with [method@Store.get_finish]. Cancelling
+ * @cancellable while polkit asks the user (see [method@Store.get_sync]) closes its dialog.
  */
 void
 ts_store_get_async (TsStore *self, const char *account, TsItemKind kind, GCancellable *cancellable,

@@ -42,7 +42,8 @@
  *             ts_logout_options_init, ts_session_logout_browser, ts_store_lock, ts_store_unlock,
  *             ts_store_is_locked, ts_store_open_with_pin; ts_store_options.access_policy,
  *             .lock_after_idle_ms, ts_store_options_init, ts_store_open_with_options,
- *             ts_store_access_policy; ts_store_key_slots, ts_key_slots_free.
+ *             ts_store_access_policy; ts_store_key_slots, ts_key_slots_free;
+ *             ts_item_get_cancellable.
  */
 #ifndef TOKENSTORE_H
 #define TOKENSTORE_H
@@ -58,6 +59,8 @@ extern "C" {
 typedef struct ts_store ts_store;
 /** A session over a store, talking to one authorization server. */
 typedef struct ts_session ts_session;
+/** A cancel handle for the long calls (the `_cancellable` forms: ts_cancel_new). Since 0.4.0. */
+typedef struct ts_cancel ts_cancel;
 /** The details of a failed call: a stable code and a human-readable message. */
 typedef struct ts_error ts_error;
 
@@ -215,6 +218,14 @@ int ts_item_set(ts_store *store, const char *service, const char *account, ts_ki
  *  A row altered outside the library fails with "integrityCheckFailed". */
 int ts_item_get(ts_store *store, const char *service, const char *account, ts_kind kind,
                 uint8_t **bytes, size_t *length, ts_error **err);
+
+/** ts_item_get with a cancel handle (ts_cancel_new; NULL: as ts_item_get). A read of an item
+ *  its store's access policy gates on the user's presence waits while polkit asks the user;
+ *  ts_cancel_trigger() on another thread ends that wait at once: polkit is told to cancel the
+ *  check (its dialog closes), the call fails with "cancelled" and nothing is read. A handle
+ *  triggered before the call makes it fail with "cancelled" at once. Since 0.4.0. */
+int ts_item_get_cancellable(ts_store *store, const char *service, const char *account, ts_kind kind,
+                            ts_cancel *cancel, uint8_t **bytes, size_t *length, ts_error **err);
 
 /** Deletes an item; deleting an absent item is TS_OK. */
 int ts_item_delete(ts_store *store, const char *service, const char *account, ts_kind kind,
@@ -569,8 +580,7 @@ int ts_session_sign_in_device(ts_session *session, const char *account, const ch
 
 /* ---- Cancellation ------------------------------------------------------------------- */
 
-/** A cancel handle for the long calls (the `_cancellable` forms below). Since 0.4.0. */
-typedef struct ts_cancel ts_cancel;
+/* ts_cancel, the cancel handle of the `_cancellable` calls, is declared at the top. */
 
 /** A new cancel handle into `*out`, to release with ts_cancel_free(). One handle may serve
  *  several calls, one after another or at once (GIO's GCancellable maps onto it: connect its

@@ -110,6 +110,25 @@ public func ts_item_get(
     _ bytes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>!, _ length: UnsafeMutablePointer<Int>!,
     _ err: UnsafeMutablePointer<OpaquePointer?>!
 ) -> CInt {
+    itemGet(store, service, account, kind, nil, bytes, length, err)
+}
+
+@c @implementation
+public func ts_item_get_cancellable(
+    _ store: OpaquePointer!, _ service: UnsafePointer<CChar>!, _ account: UnsafePointer<CChar>!, _ kind: ts_kind,
+    _ cancelOrNull: OpaquePointer!, _ bytes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>!,
+    _ length: UnsafeMutablePointer<Int>!, _ err: UnsafeMutablePointer<OpaquePointer?>!
+) -> CInt {
+    itemGet(store, service, account, kind, cancelOrNull, bytes, length, err)
+}
+
+/// ts_item_get and its cancellable form. A cancel handle ends a user-presence check that waits
+/// on polkit (``PresenceCancellation``: polkit is told, its dialog closes, nothing is read).
+private func itemGet(
+    _ store: OpaquePointer?, _ service: UnsafePointer<CChar>?, _ account: UnsafePointer<CChar>?, _ kind: ts_kind,
+    _ cancelOrNull: OpaquePointer?, _ bytes: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?,
+    _ length: UnsafeMutablePointer<Int>?, _ err: UnsafeMutablePointer<OpaquePointer?>?
+) -> CInt {
     CCall.run(err) {
         let bytesOut = try CInput.out(bytes, "bytes")
         let lengthOut = try CInput.out(length, "length")
@@ -118,7 +137,14 @@ public func ts_item_get(
         let handle = try storeHandles.lookUp(store)
         defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
         let key = try ItemKey(account: CInput.account(service: service, account: account), kind: CInput.kind(kind))
-        guard let secret = try handle.store.secret(for: key) else { return CCall.notFound }
+        let cancel = try CancelHandle.lookUp(cancelOrNull)
+        let presence = PresenceCancellation()
+        let registration = cancel?.register { presence.cancel() }
+        defer { if let registration { cancel?.unregister(registration) } }
+        if cancel != nil, registration == nil {
+            throw TokenStoreError(.cancelled, "The read was cancelled before it started; nothing was read.")
+        }
+        guard let secret = try presence.bind({ try handle.store.secret(for: key) }) else { return CCall.notFound }
         SecretBuffer.hand(secret, to: bytesOut, length: lengthOut)
         return CCall.ok
     }

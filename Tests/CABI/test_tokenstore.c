@@ -135,6 +135,28 @@ static int test_items(const char *path) {
     CHECK(err == NULL && bytes == NULL && length == 0);
     ts_bytes_free(NULL, 0); /* ignored */
 
+    /* the cancellable get: NULL and an open handle read as ts_item_get does; a triggered handle
+     * is "cancelled" at once with NULL/0 out (the cancel of a read waiting on polkit is tested
+     * against the polkit stand-in in Tests/TokenStoreTests, UserPresenceTests) */
+    ts_cancel *read_cancel = NULL;
+    CHECK(ts_cancel_new(&read_cancel, &err) == TS_OK && read_cancel != NULL);
+    CHECK(ts_item_set(store, NULL, "erin", TS_KIND_GENERIC, secret, sizeof secret, &err) == TS_OK);
+    CHECK(ts_item_get_cancellable(store, NULL, "erin", TS_KIND_GENERIC, NULL, &bytes, &length, &err) == TS_OK);
+    CHECK(length == sizeof secret && memcmp(bytes, secret, sizeof secret) == 0);
+    ts_bytes_free(bytes, length);
+    CHECK(ts_item_get_cancellable(store, NULL, "erin", TS_KIND_GENERIC, read_cancel, &bytes, &length, &err) == TS_OK);
+    CHECK(length == sizeof secret && memcmp(bytes, secret, sizeof secret) == 0);
+    ts_bytes_free(bytes, length);
+    CHECK(ts_item_get_cancellable(store, NULL, "nobody", TS_KIND_GENERIC, read_cancel, &bytes, &length, &err) == TS_NOT_FOUND);
+    CHECK(err == NULL && bytes == NULL && length == 0);
+    ts_cancel_trigger(read_cancel);
+    bytes = (uint8_t *)secret;
+    length = 99;
+    CHECK_ERROR(ts_item_get_cancellable(store, NULL, "erin", TS_KIND_GENERIC, read_cancel, &bytes, &length, &err), err, "cancelled");
+    CHECK(bytes == NULL && length == 0);
+    ts_cancel_free(read_cancel);
+    CHECK(ts_item_delete(store, NULL, "erin", TS_KIND_GENERIC, &err) == TS_OK);
+
     /* bad input: typed errors, nothing stored, no crash */
     int status = ts_item_set(store, NULL, "empty", TS_KIND_ACCESS_TOKEN, NULL, 0, &err); /* empty secret */
     CHECK_ERROR(status, err, "invalidInput");

@@ -16,6 +16,10 @@
  *                                              every process); a store dropped on the loop
  *   test_gobject_c pin-setup|pin STORE         ts_store_new_with_pin_async: a wrong PIN, then
  *                                              the right one (the TPM + PIN slot, on swtpm)
+ *   test_gobject_c presence-cancel STORE       a read of a userPresence item that polkit holds
+ *                                              (python3-dbusmock's polkitd on a private system
+ *                                              bus), cancelled: G_IO_ERROR_CANCELLED at once,
+ *                                              CancelCheckAuthorization for the held check
  *
  * Both fail when a main-loop iteration was held up over 200 ms (a 5 ms tick, gap over 205 ms): a
  * call holding the loop across a network or keyring wait. The largest gap is a METRIC; scheduler
@@ -413,6 +417,82 @@ test_pin (const char *path, gboolean setup)
     printf ("METRIC gnome_pin lang=c max_tick_gap_ms=%.1f\n", (double) max_gap / 1000.0);
 }
 
+/* The polkit stand-in (python3-dbusmock's polkitd template on the private system bus that
+ * scripts/test-gnome starts; DBUS_SYSTEM_BUS_ADDRESS names it): a call to its mock interface. */
+static GVariant *
+polkit_mock (const char *method, GVariant *parameters)
+{
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GDBusConnection) bus = g_bus_get_sync (G_BUS_TYPE_SYSTEM, NULL, &error);
+    if (bus == NULL) {
+        fprintf (stderr, "test_gobject.c: no system bus: %s\n", error->message);
+        exit (1);
+    }
+    GVariant *reply = g_dbus_connection_call_sync (bus, "org.freedesktop.PolicyKit1", "/org/freedesktop/PolicyKit1/Authority",
+                                                   "org.freedesktop.DBus.Mock", method, parameters, NULL,
+                                                   G_DBUS_CALL_FLAGS_NONE, 5000, NULL, &error);
+    if (reply == NULL) {
+        fprintf (stderr, "test_gobject.c: the polkit stand-in's %s: %s\n", method, error->message);
+        exit (1);
+    }
+    return reply;
+}
+
+/* The cancellation ids (tokenstore-PID-N, the first argument) of the stand-in's calls of `method`. */
+static GPtrArray *
+polkit_calls (const char *method)
+{
+    g_autoptr (GVariant) reply = polkit_mock ("GetMethodCalls", g_variant_new ("(s)", method));
+    g_autoptr (GVariant) calls = g_variant_get_child_value (reply, 0);
+    GPtrArray *ids = g_ptr_array_new_with_free_func (g_free);
+    for (gsize i = 0; i < g_variant_n_children (calls); i++) {
+        g_autoptr (GVariant) call = g_variant_get_child_value (calls, i);
+        g_autoptr (GVariant) arguments = g_variant_get_child_value (call, 1);
+        for (gsize k = 0; k < g_variant_n_children (arguments); k++) {
+            g_autoptr (GVariant) boxed = g_variant_get_child_value (arguments, k);
+            g_autoptr (GVariant) value = g_variant_get_variant (boxed);
+            if (g_variant_is_of_type (value, G_VARIANT_TYPE_STRING)
+                && g_str_has_prefix (g_variant_get_string (value, NULL), "tokenstore-"))
+                g_ptr_array_add (ids, g_strdup (g_variant_get_string (value, NULL)));
+        }
+    }
+    return ids;
+}
+
+/* A read of an item the store gates on the user's presence waits while polkit asks; the
+ * stand-in holds the check. Cancelling the GCancellable then ends the read at once with
+ * G_IO_ERROR_CANCELLED, and polkit is told to cancel that check (its dialog would close). */
+static void
+test_presence_cancel (const char *path)
+{
+    g_autoptr (TsStore) store = open_store (path);
+    g_autoptr (GCancellable) cancellable = g_cancellable_new ();
+    Waiter waiter = {NULL};
+    ts_store_get_async (store, "alice", TS_ITEM_KIND_GENERIC, cancellable, done, &waiter);
+    /* until the stand-in holds the check */
+    gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+    gboolean held = FALSE;
+    while (!held && waiter.result == NULL && g_get_monotonic_time () < deadline) {
+        g_autoptr (GVariant) hanging = polkit_mock ("HaveHangingCalls", NULL);
+        g_variant_get (hanging, "(b)", &held);
+        if (!held) wait_ms (10);
+    }
+    CHECK (held && waiter.result == NULL);
+    gint64 cancelled_at = g_get_monotonic_time ();
+    g_cancellable_cancel (cancellable);
+    g_autoptr (GAsyncResult) result = await_result (&waiter);
+    double took = (double) (g_get_monotonic_time () - cancelled_at) / 1000.0;
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GBytes) none = ts_store_get_finish (store, result, &error);
+    CHECK (none == NULL && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED));
+    CHECK (took < 2000.0); /* the cancellation, not the presence check's time-out */
+    g_autoptr (GPtrArray) asked = polkit_calls ("CheckAuthorization");
+    g_autoptr (GPtrArray) told = polkit_calls ("CancelCheckAuthorization");
+    CHECK (asked->len == 1 && told->len == 1);
+    if (asked->len == 1 && told->len == 1) CHECK (strcmp (asked->pdata[0], told->pdata[0]) == 0);
+    printf ("METRIC gnome_presence_cancel lang=c cancel_ms=%.1f max_tick_gap_ms=%.1f\n", took, (double) max_gap / 1000.0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -423,8 +503,9 @@ main (int argc, char **argv)
     else if (argc == 4 && strcmp (argv[1], "locked") == 0) test_locked (argv[2], argv[3]);
     else if (argc == 3 && strcmp (argv[1], "pin-setup") == 0) test_pin (argv[2], TRUE);
     else if (argc == 3 && strcmp (argv[1], "pin") == 0) test_pin (argv[2], FALSE);
+    else if (argc == 3 && strcmp (argv[1], "presence-cancel") == 0) test_presence_cancel (argv[2]);
     else {
-        fprintf (stderr, "usage: test_gobject_c cancel STORE URL | flow STORE URL USER TOKENCTL | locked STORE TOKENCTL | pin-setup|pin STORE\n");
+        fprintf (stderr, "usage: test_gobject_c cancel STORE URL | flow STORE URL USER TOKENCTL | locked STORE TOKENCTL | pin-setup|pin STORE | presence-cancel STORE\n");
         return 64;
     }
     if (max_gap >= 205000) {

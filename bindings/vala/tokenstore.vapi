@@ -159,6 +159,12 @@ namespace TokenStore {
         public int item_get (string? service, string account, Kind kind,
                              [CCode (array_length_type = "size_t")] out unowned uint8[]? bytes,
                              out ErrorDetails? error);
+        /* item_get, cancellable through `cancel` (null: as item_get): a read waiting while polkit
+         * asks the user (an item the access policy gates on the user's presence) ends at once. */
+        [CCode (cname = "ts_item_get_cancellable")]
+        public int item_get_cancellable (string? service, string account, Kind kind, Cancel? cancel,
+                                         [CCode (array_length_type = "size_t")] out unowned uint8[]? bytes,
+                                         out ErrorDetails? error);
 
         [CCode (cname = "ts_item_delete")]
         public int item_delete (string? service, string account, Kind kind, out ErrorDetails? error);

@@ -104,6 +104,15 @@ def test_items(path):
         except TypeError:
             pass
         check(store.get("bob", Kind.GENERIC) is None, "nothing stored by refused calls")
+        # get with a Cancel: an open one reads as get does; a cancelled one raises and reads nothing.
+        store.set("erin", Kind.GENERIC, b"e-secret")
+        cancel = Cancel()
+        check(store.get("erin", Kind.GENERIC, cancel=cancel) == b"e-secret", "get with an open Cancel reads")
+        check(store.get("nobody", Kind.GENERIC, cancel=cancel) is None, "not found with a Cancel is None")
+        cancel.cancel()
+        expect_error("cancelled", store.get, "erin", Kind.GENERIC, cancel=cancel)
+        expect_error("invalidInput", store.get, "erin", Kind.GENERIC, cancel="not a Cancel")
+        cancel.close()
         check(store.credential_state("000999.nobody.apple") == State.NOT_FOUND, "state of a stranger")
         check(str(store.credential_state("000999.nobody.apple")) == "NOT_FOUND", "a state prints its name")
         tier, reason = store.protection()

@@ -295,8 +295,9 @@ class Watch:
 
 class Cancel:
     """A cancel handle (``ts_cancel``) for the long calls: pass it as ``cancel=`` to
-    :meth:`Session.sign_in_browser`, :meth:`Session.access_token`, :meth:`Session.logout` and
-    :meth:`Session.resume`; :meth:`cancel` (from any thread) ends them within milliseconds. A
+    :meth:`Session.sign_in_browser`, :meth:`Session.access_token`, :meth:`Session.logout`,
+    :meth:`Session.resume` and :meth:`Store.get`; :meth:`cancel` (from any thread) ends them
+    within milliseconds. A
     cancelled sign-in raises ``cancelled`` and stores nothing; a cancelled logout returns
     ``LogoutOutcome.PENDING`` (logged out here, the revocation queued). A handle stays
     cancelled: calls given it later raise ``cancelled`` at once."""
@@ -397,13 +398,16 @@ class Store:
         _call(lib.ts_item_set, self._live(), _text(service, "service", optional=True), _text(account, "account"),
               int(Kind(kind)), data, len(data))
 
-    def get(self, account, kind, service=None):
-        """The secret as bytes, or None when there is no such item."""
+    def get(self, account, kind, service=None, cancel=None):
+        """The secret as bytes, or None when there is no such item. With ``cancel`` (a
+        :class:`Cancel`), cancelling it while polkit asks the user (an item the store's access
+        policy gates on the user's presence) closes polkit's dialog and raises ``cancelled``."""
         lib = _native.library()
         pointer = ctypes.POINTER(ctypes.c_uint8)()
         length = ctypes.c_size_t()
-        status = _call(lib.ts_item_get, self._live(), _text(service, "service", optional=True),
-                       _text(account, "account"), int(Kind(kind)), ctypes.byref(pointer), ctypes.byref(length))
+        status = _call(lib.ts_item_get_cancellable, self._live(), _text(service, "service", optional=True),
+                       _text(account, "account"), int(Kind(kind)), _cancel_handle(cancel), ctypes.byref(pointer),
+                       ctypes.byref(length))
         if status == _native.TS_NOT_FOUND:
             return None
         return _take_bytes(pointer, length)

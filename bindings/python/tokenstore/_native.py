@@ -139,6 +139,7 @@ def _declare(lib):
         "ts_store_close": (None, [c_void_p]),
         "ts_item_set": (c_int, [c_void_p, c_char_p, c_char_p, c_int, ctypes.c_char_p, ctypes.c_size_t, err]),
         "ts_item_get": (c_int, [c_void_p, c_char_p, c_char_p, c_int, bytes_out, size_out, err]),
+        "ts_item_get_cancellable": (c_int, [c_void_p, c_char_p, c_char_p, c_int, c_void_p, bytes_out, size_out, err]),
         "ts_item_delete": (c_int, [c_void_p, c_char_p, c_char_p, c_int, err]),
         "ts_bytes_free": (None, [ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t]),
         "ts_credential_state": (c_int, [c_void_p, c_char_p, ctypes.POINTER(c_int), err]),

@@ -105,6 +105,16 @@ int main (string[] args) {
     check (store.is_locked (out locked, out error) == TokenStore.OK && locked == 0, "unlocked");
     check (store.item_get (null, "alice", TokenStore.Kind.GENERIC, out bytes, out error) == TokenStore.OK, "get after unlock");
     TokenStore.bytes_free (bytes);
+    // The cancellable get: an open handle reads; a triggered one is "cancelled" and reads nothing.
+    TokenStore.Cancel? read_cancel;
+    check (TokenStore.Cancel.create (out read_cancel, out error) == TokenStore.OK && read_cancel != null, "read cancel handle");
+    check (store.item_get_cancellable (null, "alice", TokenStore.Kind.GENERIC, read_cancel, out bytes, out error) == TokenStore.OK
+           && bytes != null && bytes.length == 4, "get with an open cancel handle");
+    TokenStore.bytes_free (bytes);
+    read_cancel.trigger ();
+    expect_error (store.item_get_cancellable (null, "alice", TokenStore.Kind.GENERIC, read_cancel, out bytes, out error), error,
+                  "cancelled");
+    check (bytes == null, "no bytes from a cancelled get");
     check (store.item_delete (null, "alice", TokenStore.Kind.GENERIC, out error) == TokenStore.OK, "delete");
     check (store.item_get (null, "alice", TokenStore.Kind.GENERIC, out bytes, out error) == TokenStore.NOT_FOUND, "not found");
     check (bytes == null, "no bytes when not found");
