@@ -34,6 +34,6 @@ public struct AccountID: Hashable, Sendable, ExpressibleByStringLiteral, CustomS
     /// The same names as `other`, byte for byte (`==` on `String` also equates canonically
     /// equivalent spellings, whose UTF-8, and so whose keyed hash, differs).
     func hasSameBytes(as other: AccountID) -> Bool {
-        service.utf8.elementsEqual(other.service.utf8) && name.utf8.elementsEqual(other.name.utf8)
+        UTF8Bytes.equal(service, other.service) && UTF8Bytes.equal(name, other.name)
     }
 }

@@ -51,8 +51,8 @@ struct ItemRecord: SealedTable {
         let key: ItemKey
         if let expected {
             // Found by the keyed hash of `expected`: its names, byte for byte, are the row's.
-            guard kind == expected.kind, service.elementsEqual(expected.account.service.utf8),
-                account.elementsEqual(expected.account.name.utf8)
+            guard kind == expected.kind, UTF8Bytes.equal(service, expected.account.service),
+                UTF8Bytes.equal(account, expected.account.name)
             else { throw Self.misplaced() }
             key = expected
         } else {
