@@ -1,9 +1,10 @@
 import Testing
+import TestSupport
 import TestTraits
 @testable import TokenStore
 
 /// `UTF8Bytes`: a row's names against the names a read asked for, byte for byte.
-@Suite("UTF8Bytes: names compared byte for byte", .offPool)
+@Suite("UTF8Bytes: names compared byte for byte", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct UTF8BytesTests {
     /// Small (inline) and large (heap) strings, ASCII and not, a string made from a slice, NFC/NFD.
     static let names = [
