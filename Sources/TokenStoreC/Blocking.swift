@@ -29,13 +29,13 @@ enum Blocking {
             result.withLock { $0 = outcome }
             wake.signal()
         }
-        let registration = cancel?.register { task.cancel() }
-        defer { if let registration { cancel?.unregister(registration) } }
-        while true {
-            wake.wait()
-            requests?.serve(open)
-            // The call posts nothing after it ended: nothing can be left unanswered here.
-            if let outcome = result.withLock({ $0 }) { return try outcome.get() }
+        return try CancelHandle.whileRunning(cancel, onCancel: { task.cancel() }) {
+            while true {
+                wake.wait()
+                requests?.serve(open)
+                // The call posts nothing after it ended: nothing can be left unanswered here.
+                if let outcome = result.withLock({ $0 }) { return try outcome.get() }
+            }
         }
     }
 }

@@ -48,6 +48,16 @@ final class CancelHandle: Sendable {
         _ = state.withLock { $0.running.removeValue(forKey: id) }
     }
 
+    /// Runs `body` with `onCancel` registered on `handle` (nil: no handle, `body` alone): a
+    /// trigger while `body` runs calls `onCancel` (at once if it came before the registration).
+    static func whileRunning<T>(
+        _ handle: CancelHandle?, onCancel: @escaping @Sendable () -> Void, _ body: () throws -> T
+    ) rethrows -> T {
+        let registration = handle?.register(onCancel)
+        defer { if let registration { handle?.unregister(registration) } }
+        return try body()
+    }
+
     /// The handle behind `pointer` (nil for NULL), refusing one that was triggered already:
     /// the call then changes nothing.
     /// - Throws: `cancelled`; `invalidInput` (another kind of handle); `storeClosed` (freed).

@@ -137,14 +137,12 @@ private func itemGet(
         let handle = try storeHandles.lookUp(store)
         defer { withExtendedLifetime(handle) {} }  // alive until the call ends, however it is closed meanwhile
         let key = try ItemKey(account: CInput.account(service: service, account: account), kind: CInput.kind(kind))
-        let cancel = try CancelHandle.lookUp(cancelOrNull)
+        let cancel = try CancelHandle.lookUp(cancelOrNull)  // triggered already: cancelled, nothing read
         let presence = PresenceCancellation()
-        let registration = cancel?.register { presence.cancel() }
-        defer { if let registration { cancel?.unregister(registration) } }
-        if cancel != nil, registration == nil {
-            throw TokenStoreError(.cancelled, "The read was cancelled before it started; nothing was read.")
+        let secret = try CancelHandle.whileRunning(cancel, onCancel: { presence.cancel() }) {
+            try presence.bind { try handle.store.secret(for: key) }
         }
-        guard let secret = try presence.bind({ try handle.store.secret(for: key) }) else { return CCall.notFound }
+        guard let secret else { return CCall.notFound }
         SecretBuffer.hand(secret, to: bytesOut, length: lengthOut)
         return CCall.ok
     }

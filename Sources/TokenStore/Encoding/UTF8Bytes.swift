@@ -24,6 +24,7 @@ enum UTF8Bytes {
                 a.count == b.count && (a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
             }
         }
-        return (compared ?? nil) ?? a.utf8.elementsEqual(b.utf8)
+        if let compared, let same = compared { return same }
+        return a.utf8.elementsEqual(b.utf8)
     }
 }
