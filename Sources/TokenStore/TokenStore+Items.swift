@@ -56,9 +56,9 @@ extension TokenStore {
         try Self.validate(key)
         // The secret alone: no fingerprint (a keyed hash over the whole secret) is computed.
         return try connection.gatedRead(key.kind) { db, envelope in
-            guard let found = try ItemRecord.find(db, key, envelope: envelope) else { return nil }
+            guard let secret = try ItemRecord.secret(db, key, envelope: envelope) else { return nil }
             try connection.requirePresence(for: key.kind, envelope: envelope)
-            return found.secret
+            return secret
         }
     }
 

@@ -90,6 +90,56 @@ struct EnvelopeTests {
         }
     }
 
+    @Test("secret(for:), which reads a row in place, refuses every row the full read refuses")
+    func secretReadInPlaceChecksAll() throws {
+        // secret(for:) opens the sealed column from SQLite's buffer and walks the record without
+        // decoding it (ItemRecord.secret); each case below is a check of the full read it must keep.
+        let t = try TestStore()
+        let raw = try t.rawDatabase()
+        let cases: [(name: String, tamper: (ItemKey) throws -> Void)] = [
+            ("the kind column says another kind", { item in
+                try raw.run("UPDATE items SET kind = ? WHERE lookup = ?", [.int(Int64(ItemKind.accessToken.code)), .blob(t.store.connection.envelope.itemLookup(item))])
+            }),
+            ("another key id", { item in
+                try raw.run("UPDATE items SET key_id = randomblob(length(key_id)) WHERE lookup = ?", [.blob(t.store.connection.envelope.itemLookup(item))])
+            }),
+            ("one flipped bit", { item in
+                let lookup = t.store.connection.envelope.itemLookup(item)
+                var blob = try #require(try raw.firstRow("SELECT sealed FROM items WHERE lookup = ?", [.blob(lookup)]) { $0.blob(0) })
+                blob[blob.count - 20] ^= 0x01
+                try raw.run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(blob), .blob(lookup)])
+            }),
+            ("a validly sealed record without its secret", { item in
+                let lookup = t.store.connection.envelope.itemLookup(item)
+                var fields = RecordFields()
+                fields.set(.service, item.account.service)
+                fields.set(.account, item.account.name)
+                fields.set(.itemKind, [item.kind.code])
+                let planted = t.store.connection.envelope.seal(fields, kind: .item, rowKey: lookup)
+                try raw.run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(planted), .blob(lookup)])
+            }),
+            ("a validly sealed record of another kind", { item in
+                let lookup = t.store.connection.envelope.itemLookup(item)
+                var fields = RecordFields()
+                fields.set(.service, item.account.service)
+                fields.set(.account, item.account.name)
+                fields.set(.itemKind, [ItemKind.accessToken.code])
+                fields.setSecret(secret("planted"))
+                let planted = t.store.connection.envelope.seal(fields, kind: .item, rowKey: lookup)
+                try raw.run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(planted), .blob(lookup)])
+            }),
+        ]
+        for (index, test) in cases.enumerated() {
+            let item = key("user\(index)", .refreshToken)
+            try t.store.set(secret("kept-\(index)"), for: item)
+            #expect(try t.store.secret(for: item)?.stringValue() == "kept-\(index)")
+            try test.tamper(item)
+            #expect(throws: TokenStoreError.integrityCheckFailed, "\(test.name): the full read") { try t.store.item(for: item) }
+            #expect(throws: TokenStoreError.integrityCheckFailed, "\(test.name): secret(for:)") { try t.store.secret(for: item) }
+        }
+        #expect(try t.store.verify().badRows.count == cases.count)
+    }
+
     @Test("an item's account_ref changed in the file: verify names the rows; a logout still finds the account's items")
     func accountRefChanged() throws {
         // Found in review: account_ref is outside the seal; verify did not look at it, and

@@ -9,10 +9,13 @@ import Glibc
 enum UTF8Bytes {
     /// Whether `bytes` are exactly `string`'s UTF-8.
     static func equal(_ bytes: [UInt8], _ string: String) -> Bool {
+        bytes.withUnsafeBytes { equal($0, string) }
+    }
+
+    /// Whether `bytes` (lent: a field of a decrypted record) are exactly `string`'s UTF-8.
+    static func equal(_ bytes: UnsafeRawBufferPointer, _ string: String) -> Bool {
         let compared = string.utf8.withContiguousStorageIfAvailable { utf8 in
-            bytes.withUnsafeBufferPointer { bytes in
-                bytes.count == utf8.count && (bytes.isEmpty || memcmp(bytes.baseAddress!, utf8.baseAddress!, bytes.count) == 0)
-            }
+            bytes.count == utf8.count && (bytes.isEmpty || memcmp(bytes.baseAddress!, utf8.baseAddress!, bytes.count) == 0)
         }
         return compared ?? bytes.elementsEqual(string.utf8)
     }

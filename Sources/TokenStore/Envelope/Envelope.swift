@@ -102,11 +102,20 @@ struct Envelope: Sendable {
     /// Opens a sealed column of a row whose key id is `keyID`: it must be this envelope's key.
     /// - Throws: `integrityCheckFailed` (another key, altered, moved, or an invalid layout).
     func open(_ blob: [UInt8], keyID: [UInt8], kind: RecordKind, rowKey: [UInt8]) throws -> RecordFields {
-        guard keyID == key.keyID else {
+        let plaintext = try blob.withUnsafeBytes { blob in
+            try keyID.withUnsafeBytes { keyID in try openPlaintext(blob, keyID: keyID, kind: kind, rowKey: rowKey) }
+        }
+        return try RecordFields.decode(plaintext)
+    }
+
+    /// ``open(_:keyID:kind:rowKey:)`` of columns lent by the row being read (no copy of them),
+    /// to the decrypted record, undecoded (``RecordFields/forEachField(in:_:)`` walks it).
+    /// - Throws: `integrityCheckFailed` (another key, altered or moved).
+    func openPlaintext(_ blob: UnsafeRawBufferPointer, keyID: UnsafeRawBufferPointer, kind: RecordKind, rowKey: [UInt8]) throws -> SecretBytes {
+        guard key.keyID.withUnsafeBytes({ $0.elementsEqual(keyID) }) else {
             throw TokenStoreError(.integrityCheckFailed, "A sealed \(kind) record names a data key this store does not use.")
         }
-        let plaintext = try Sealer.open(blob, key: key, binding: binding(kind, rowKey: rowKey))
-        return try RecordFields.decode(plaintext)
+        return try Sealer.open(blob, key: key, binding: binding(kind, rowKey: rowKey))
     }
 
     private func binding(_ kind: RecordKind, rowKey: [UInt8]) -> Sealer.Binding {

@@ -91,13 +91,31 @@ package struct RecordFields {
     /// Parses `plaintext`; the secret field is copied, or shared with `owner` (whose bytes
     /// `plaintext` are) when given.
     private static func decode(_ plaintext: UnsafeRawBufferPointer, sharing owner: SecretBytes?) throws -> RecordFields {
+        var fields = RecordFields()
+        fields.entries.reserveCapacity(8)
+        try forEachField(in: plaintext) { tag, offset, body in
+            if tag == Tag.secret.rawValue {
+                fields.secret = owner.map { SecretBytes(sharing: $0, offset: offset, count: body.count) } ?? SecretBytes(body)
+            } else {
+                fields.entries.append((tag, Array(body)))
+            }
+        }
+        return fields
+    }
+
+    /// Checks the layout of a decrypted record and calls `visit` with each field: its tag, the
+    /// offset of its bytes in `plaintext`, and those bytes (lent: valid during the call). Copies
+    /// nothing (the read of one secret goes through here without ``decode(_:)``'s arrays).
+    /// - Throws: `integrityCheckFailed` when the layout is not valid (a bad header, a length past
+    ///   the end, a duplicate tag); what `visit` throws.
+    static func forEachField(
+        in plaintext: UnsafeRawBufferPointer, _ visit: (_ tag: UInt8, _ offset: Int, _ body: UnsafeRawBufferPointer) throws -> Void
+    ) throws {
         func malformed(_ why: String) -> TokenStoreError {
             TokenStoreError(.integrityCheckFailed, "A sealed record has an invalid layout (\(why)).")
         }
         guard plaintext.count >= 2, plaintext[0] == magic else { throw malformed("header") }
         guard plaintext[1] == version else { throw malformed("unknown version") }
-        var fields = RecordFields()
-        fields.entries.reserveCapacity(8)
         var seen = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))  // one bit a tag
         var offset = 2
         while offset < plaintext.count {
@@ -116,14 +134,8 @@ package struct RecordFields {
             default: isNew = seen.3 & bit == 0; seen.3 |= bit
             }
             guard isNew else { throw malformed("duplicate field") }
-            let body = UnsafeRawBufferPointer(rebasing: plaintext[offset..<(offset + length)])
-            if tag == Tag.secret.rawValue {
-                fields.secret = owner.map { SecretBytes(sharing: $0, offset: offset, count: length) } ?? SecretBytes(body)
-            } else {
-                fields.entries.append((tag, Array(body)))
-            }
+            try visit(tag, offset, UnsafeRawBufferPointer(rebasing: plaintext[offset..<(offset + length)]))
             offset += length
         }
-        return fields
     }
 }

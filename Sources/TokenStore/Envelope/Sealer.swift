@@ -27,32 +27,43 @@ package enum Sealer {
 
         private static let prefix = Array("tokenstore/v1".utf8)
 
-        /// `"tokenstore/v1" ‖ (length u8 ‖ bytes)` of the store id, the key id, the kind and the row key.
-        var associatedData: [UInt8] {
-            var ad = [UInt8]()
-            ad.reserveCapacity(Self.prefix.count + 4 + storeID.count + keyID.count + 1 + rowKey.count)
-            ad.append(contentsOf: Self.prefix)
-            ad.append(UInt8(truncatingIfNeeded: storeID.count))
-            ad.append(contentsOf: storeID)
-            ad.append(UInt8(truncatingIfNeeded: keyID.count))
-            ad.append(contentsOf: keyID)
-            ad.append(1)
-            ad.append(kind.rawValue)
-            ad.append(UInt8(truncatingIfNeeded: rowKey.count))
-            ad.append(contentsOf: rowKey)
-            return ad
+        /// Calls `body` with `"tokenstore/v1" ‖ (length u8 ‖ bytes)` of the store id, the key id,
+        /// the kind and the row key, laid out on the stack (no allocation: every read builds it).
+        func withAssociatedData<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+            let count = Self.prefix.count + 5 + storeID.count + keyID.count + rowKey.count
+            return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { ad in
+                var offset = 0
+                func put(_ bytes: [UInt8]) {
+                    bytes.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: ad[offset..<(offset + $0.count)]).copyMemory(from: $0) }
+                    offset += bytes.count
+                }
+                func put(_ byte: UInt8) {
+                    ad[offset] = byte
+                    offset += 1
+                }
+                put(Self.prefix)
+                put(UInt8(truncatingIfNeeded: storeID.count))
+                put(storeID)
+                put(UInt8(truncatingIfNeeded: keyID.count))
+                put(keyID)
+                put(1)
+                put(kind.rawValue)
+                put(UInt8(truncatingIfNeeded: rowKey.count))
+                put(rowKey)
+                precondition(offset == count)
+                return try body(UnsafeRawBufferPointer(ad))
+            }
         }
     }
 
     package static func seal(_ plaintext: UnsafeRawBufferPointer, key: DataKey, binding: Binding) -> [UInt8] {
-        let ad = binding.associatedData
         var blob = [UInt8](repeating: 0, count: overhead + plaintext.count)
         blob[0] = version
         blob.withUnsafeMutableBytes { out in
             let nonce = UnsafeMutableRawBufferPointer(rebasing: out[1..<(1 + nonceBytes)])
             randombytes_buf(nonce.baseAddress!, nonceBytes)
             let sealed = key.sealingKey.withUnsafeBytes { k in
-                ad.withUnsafeBytes { ad in
+                binding.withAssociatedData { ad in
                     XChaCha20Poly1305.seal(
                         plaintext, associatedData: ad, nonce: UnsafeRawBufferPointer(nonce), key: k,
                         into: UnsafeMutableRawBufferPointer(rebasing: out[(1 + nonceBytes)...]))
@@ -66,20 +77,22 @@ package enum Sealer {
     /// Opens a blob into guarded memory.
     /// - Throws: `integrityCheckFailed` when the blob is malformed or does not authenticate.
     package static func open(_ blob: [UInt8], key: DataKey, binding: Binding) throws -> SecretBytes {
+        try blob.withUnsafeBytes { try open($0, key: key, binding: binding) }
+    }
+
+    /// ``open(_:key:binding:)`` of bytes lent by their owner (a column of a row being read: no copy).
+    static func open(_ blob: UnsafeRawBufferPointer, key: DataKey, binding: Binding) throws -> SecretBytes {
         guard blob.count >= overhead, blob[0] == version else {
             throw TokenStoreError(.integrityCheckFailed, "A sealed \(binding.kind) record is malformed.")
         }
-        let ad = binding.associatedData
         let plainCount = blob.count - overhead
         var ok = false
         let plaintext = SecretBytes(count: plainCount) { out in
-            blob.withUnsafeBytes { input in
-                ok = key.sealingKey.withUnsafeBytes { k in
-                    ad.withUnsafeBytes { ad in
-                        XChaCha20Poly1305.open(
-                            UnsafeRawBufferPointer(rebasing: input[(1 + nonceBytes)...]), associatedData: ad,
-                            nonce: UnsafeRawBufferPointer(rebasing: input[1..<(1 + nonceBytes)]), key: k, into: out)
-                    }
+            ok = key.sealingKey.withUnsafeBytes { k in
+                binding.withAssociatedData { ad in
+                    XChaCha20Poly1305.open(
+                        UnsafeRawBufferPointer(rebasing: blob[(1 + nonceBytes)...]), associatedData: ad,
+                        nonce: UnsafeRawBufferPointer(rebasing: blob[1..<(1 + nonceBytes)]), key: k, into: out)
                 }
             }
         }

@@ -91,10 +91,15 @@ struct Row {
         return String(cString: pointer)
     }
     func textOrNil(_ column: Int32) -> String? { isNull(column) ? nil : text(column) }
-    func blob(_ column: Int32) -> [UInt8] {
-        let count = Int(sqlite3_column_bytes(statement.raw, column))
-        guard count > 0, let pointer = sqlite3_column_blob(statement.raw, column) else { return [] }
-        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    func blob(_ column: Int32) -> [UInt8] { withBlob(column) { Array($0) } }
+    /// Lends a blob column's bytes, as SQLite holds them, for the duration of `body` (valid until
+    /// the statement steps or resets: do not let them escape). Empty for NULL or an empty blob.
+    func withBlob<R>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        // The pointer first, then the size (SQLite's advice: a size asked first could be of a
+        // conversion the pointer call then redoes).
+        let pointer = sqlite3_column_blob(statement.raw, column)
+        let count = pointer == nil ? 0 : Int(sqlite3_column_bytes(statement.raw, column))
+        return try body(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 }
 
