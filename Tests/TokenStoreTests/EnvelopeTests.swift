@@ -76,14 +76,7 @@ struct EnvelopeTests {
         for (found, sealedAs) in [(key("alice"), key("mallory")), (key(nfc), key(nfd))] {
             let t = try TestStore()
             try t.store.set(secret("the real one"), for: found)
-            let lookup = t.store.connection.envelope.itemLookup(found)
-            var fields = RecordFields()
-            fields.set(.service, sealedAs.account.service)
-            fields.set(.account, sealedAs.account.name)
-            fields.set(.itemKind, [sealedAs.kind.code])
-            fields.setSecret(secret("planted"))
-            let planted = t.store.connection.envelope.seal(fields, kind: .item, rowKey: lookup)
-            try t.rawDatabase().run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(planted), .blob(lookup)])
+            try Self.plant(sealedAs, secret: secret("planted"), inRowOf: found, t)
             #expect(throws: TokenStoreError.integrityCheckFailed) { try t.store.item(for: found) }
             #expect(throws: TokenStoreError.integrityCheckFailed) { try t.store.secret(for: found) }
             #expect(try t.store.verify().badRows.count == 1)
@@ -109,24 +102,9 @@ struct EnvelopeTests {
                 blob[blob.count - 20] ^= 0x01
                 try raw.run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(blob), .blob(lookup)])
             }),
-            ("a validly sealed record without its secret", { item in
-                let lookup = t.store.connection.envelope.itemLookup(item)
-                var fields = RecordFields()
-                fields.set(.service, item.account.service)
-                fields.set(.account, item.account.name)
-                fields.set(.itemKind, [item.kind.code])
-                let planted = t.store.connection.envelope.seal(fields, kind: .item, rowKey: lookup)
-                try raw.run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(planted), .blob(lookup)])
-            }),
+            ("a validly sealed record without its secret", { item in try Self.plant(item, secret: nil, inRowOf: item, t) }),
             ("a validly sealed record of another kind", { item in
-                let lookup = t.store.connection.envelope.itemLookup(item)
-                var fields = RecordFields()
-                fields.set(.service, item.account.service)
-                fields.set(.account, item.account.name)
-                fields.set(.itemKind, [ItemKind.accessToken.code])
-                fields.setSecret(secret("planted"))
-                let planted = t.store.connection.envelope.seal(fields, kind: .item, rowKey: lookup)
-                try raw.run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(planted), .blob(lookup)])
+                try Self.plant(ItemKey(account: item.account, kind: .accessToken), secret: secret("planted"), inRowOf: item, t)
             }),
         ]
         for (index, test) in cases.enumerated() {
@@ -138,6 +116,20 @@ struct EnvelopeTests {
             #expect(throws: TokenStoreError.integrityCheckFailed, "\(test.name): secret(for:)") { try t.store.secret(for: item) }
         }
         #expect(try t.store.verify().badRows.count == cases.count)
+    }
+
+    /// Seals a record with `sealedAs`'s names and kind and `secret` (none: no secret field)
+    /// under the store's key, bound to `row`'s row, and puts it there: what only a holder of the
+    /// data key could write.
+    private static func plant(_ sealedAs: ItemKey, secret: SecretBytes?, inRowOf row: ItemKey, _ t: TestStore) throws {
+        let lookup = t.store.connection.envelope.itemLookup(row)
+        var fields = RecordFields()
+        fields.set(.service, sealedAs.account.service)
+        fields.set(.account, sealedAs.account.name)
+        fields.set(.itemKind, [sealedAs.kind.code])
+        if let secret { fields.setSecret(secret) }
+        let planted = t.store.connection.envelope.seal(fields, kind: .item, rowKey: lookup)
+        try t.rawDatabase().run("UPDATE items SET sealed = ? WHERE lookup = ?", [.blob(planted), .blob(lookup)])
     }
 
     @Test("an item's account_ref changed in the file: verify names the rows; a logout still finds the account's items")
