@@ -128,6 +128,49 @@ struct TPMSigningKeyTests {
         #expect(try tpm.transientHandleCount() == 0)
     }
 
+    @Test(.enabled(if: TPMResourceManager.isInstalled, "needs tpm2-abrmd (scripts/install-deps)"))
+    func behindAResourceManagerALaterProofIsTwoCommandsAndLeavesTheTPMNoObject() throws {
+        // tpm2-abrmd stands for the kernel's /dev/tpmrm0 (TPMResourceManager says why); the relay
+        // between it and swtpm sees what the TPM itself is sent.
+        let tpm = try SoftwareTPM.start()
+        let relay = try TPMRelay(to: tpm)
+        defer { relay.stop() }
+        let manager = try TPMResourceManager.start(tcti: relay.tcti)
+        defer { manager.stop() }
+        let blob = try TPMSigningKey.create(tcti: manager.tcti).blob
+        let message = Array("eyJ0eXAiOiJkcG9wK2p3dCJ9.eyJodG0iOiJQVVQifQ".utf8)
+        func proof() throws -> (sent: Int, valid: Bool) {
+            let before = TPMSession.commandCount(tcti: manager.tcti)
+            let key = try TPMSigningKey.load(blob: blob, tcti: manager.tcti)
+            let signature = try key.signES256(message)
+            return (TPMSession.commandCount(tcti: manager.tcti) - before, try verify(key.publicJWK, message, signature).valid)
+        }
+        // The manager finishes a closed connection on its own time: the TPM's exchanges so far, once it is quiet.
+        func quietCount() -> Int {
+            var seen = relay.exchanges.count
+            for _ in 0..<40 {
+                usleep(50_000)
+                let now = relay.exchanges.count
+                if now == seen { break }
+                seen = now
+            }
+            return seen
+        }
+        var proofs = [try proof()]
+        let afterFirst = quietCount()
+        // Four times as many proofs as swtpm has object slots, each on a connection of its own.
+        for _ in 1..<12 { proofs.append(try proof()) }
+        let tpmPerLaterProof = Double(quietCount() - afterFirst) / Double(proofs.count - 1)
+        let counts = proofs.map(\.sent)
+        print("METRIC tpm_commands_per_proof_resource_manager first=\(counts[0]) later=\(counts[1]) tpm_per_later_proof=\(tpmPerLaterProof)")
+        let allValid = proofs.allSatisfy { $0.valid }
+        #expect(allValid, "every signature verifies")
+        #expect(counts[0] == TPMSigningDoor.commandsPerFirstProof, "\(counts)")
+        #expect(Set(counts.dropFirst()) == [TPMSigningDoor.commandsPerProofBehindResourceManager], "TPM2_ContextLoad and TPM2_Sign: \(counts)")
+        #expect(TPMSigningDoor.commandsPerProofBehindResourceManager <= 2)
+        #expect(relay.transientObjectsLeft.isEmpty, "the manager took out what TokenStore left loaded: \(relay.transientObjectsLeft)")
+    }
+
     @Test func twoSignaturesOfOneMessageDifferAndBothVerify() throws {
         let tpm = try SoftwareTPM.start()
         let key = try TPMSigningKey.create(tcti: tpm.tcti).key

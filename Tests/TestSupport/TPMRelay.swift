@@ -80,6 +80,26 @@ public final class TPMRelay: @unchecked Sendable {  // mutable state behind `loc
         }
     }
 
+    /// The transient objects (handles 0x80…) the TPM holds after the exchanges so far, as they
+    /// show on the wire: made by a successful TPM2_CreatePrimary, TPM2_Load, TPM2_ContextLoad,
+    /// TPM2_LoadExternal or TPM2_CreateLoaded (the handle opening the answer), gone by a
+    /// successful TPM2_FlushContext (the handle its command carries). An object a TPM restart
+    /// took is not seen going.
+    public var transientObjectsLeft: Set<UInt32> {
+        var held = Set<UInt32>()
+        for exchange in exchanges where exchange.responseCode == 0 {
+            switch exchange.commandCode {
+            case 0x131, 0x157, 0x161, 0x167, 0x191:
+                if let handle = Self.uint32(exchange.response, at: 10), handle >> 24 == 0x80 { held.insert(handle) }
+            case 0x165:
+                if let handle = Self.uint32(exchange.command, at: 10) { held.remove(handle) }
+            default:
+                break
+            }
+        }
+        return held
+    }
+
     /// Splits a stream of TPM commands or answers at their size fields (bytes 2..<6).
     static func messages(_ bytes: [UInt8]) -> [[UInt8]] {
         var found: [[UInt8]] = []

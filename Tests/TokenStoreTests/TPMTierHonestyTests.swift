@@ -59,6 +59,13 @@ struct TPMTierHonestyTests {
         for tcti in ["swtpm:host=127.0.0.1,port=2321", "mssim:host=localhost", "tabrmd:bus_type=session", "cmd:tpm2_send", "pcap:device:/dev/tpmrm0", "swtpm"] {
             #expect(!TPMIdentity.isKernelDevice(tcti), "\(tcti)")
         }
+        // A resource manager (a TPM DPoP proof leaves the flush to it): the kernel's tpmrm devices and tpm2-abrmd.
+        for tcti in ["device:/dev/tpmrm0", "device:/dev/tpmrm12", "libtss2-tcti-device.so.0:/dev/tpmrm0", "tabrmd", "tabrmd:bus_type=session"] {
+            #expect(TPMIdentity.isResourceManaged(tcti), "\(tcti)")
+        }
+        for tcti in ["device:/dev/tpm0", "device", "device:", "device:/dev/tpmrm", "device:/dev/tpmrmX", "device:/tmp/tpmrm0", "swtpm:host=127.0.0.1,port=2321", "mssim", "pcap:tabrmd", "cmd:tpm2_send"] {
+            #expect(!TPMIdentity.isResourceManaged(tcti), "\(tcti)")
+        }
         // What swtpm (libtpms) answers to TPM2_GetCapability: manufacturer "IBM", vendor "SW   TPM".
         let tpm = try SoftwareTPM.start()
         let identity = try TPMIdentity.read(tcti: tpm.tcti)

@@ -30,6 +30,19 @@ struct TPMIdentity: Sendable, Equatable, CustomStringConvertible {
         ["device", "libtss2-tcti-device.so.0", "libtss2-tcti-device.so"].contains(module(of: tcti))
     }
 
+    /// Whether `tcti` reaches the TPM through a resource manager: the kernel's (`device:/dev/tpmrmN`)
+    /// or tpm2-abrmd's (`tabrmd`). Each connection then has transient objects of its own, which
+    /// the resource manager flushes when the connection closes, even when the process dies
+    /// (the kernel at the descriptor's release, tpm2-abrmd at the client's disconnect); swtpm,
+    /// mssim and `/dev/tpm0` keep an object until it is flushed or the TPM restarts.
+    static func isResourceManaged(_ tcti: String) -> Bool {
+        let module = module(of: tcti)
+        if ["tabrmd", "libtss2-tcti-tabrmd.so.0", "libtss2-tcti-tabrmd.so"].contains(module) { return true }
+        guard isKernelDevice(tcti), let path = tcti.split(separator: ":", maxSplits: 1).dropFirst().first else { return false }
+        let name = path.split(separator: "/").last ?? ""
+        return path.hasPrefix("/dev/") && name.hasPrefix("tpmrm") && name.dropFirst(5).allSatisfy(\.isNumber) && name.count > 5
+    }
+
     /// Whether `tcti` names its module by a path: the TCTI loader would `dlopen` that file.
     static func namesAPath(_ tcti: String) -> Bool { module(of: tcti).contains("/") }
 

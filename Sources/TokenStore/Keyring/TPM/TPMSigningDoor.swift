@@ -30,9 +30,10 @@ internal import CTSS2
 /// a key that kept its connection (and its loaded object) open would lock every other user of the
 /// TPM out — this process's own store opens (``TPMKeyProvider``), `tokenctl`, another app — for
 /// as long as it lives. So each signature opens the TCTI, loads the key, signs, flushes both
-/// objects and closes (under ``TPMSession``'s process-wide lock, errors included). On a real
-/// TPM behind `/dev/tpmrm0` the flush after a signature could be left to the resource manager (2
-/// commands); swtpm and `/dev/tpm0` have none, so TokenStore always flushes.
+/// objects and closes (under ``TPMSession``'s process-wide lock, errors included). Behind a
+/// resource manager (`/dev/tpmrm0`, as on every desktop, or tpm2-abrmd) a later signature leaves
+/// the flush to it (``commandsPerProofBehindResourceManager``); swtpm and `/dev/tpm0` have none,
+/// so there TokenStore flushes.
 ///
 /// Errors: no TPM answering is `tpmUnavailable` with the reason; a blob made by another TPM (or
 /// altered) is `tpmMismatch` naming the TPM. No text holds key material.
@@ -40,6 +41,15 @@ package enum TPMSigningDoor {
     /// The TPM commands a signature sends once the key's context is saved in this process:
     /// TPM2_ContextLoad, TPM2_Sign, TPM2_FlushContext (for estimating a real TPM's cost per proof).
     package static let commandsPerProof = 3
+    /// As ``commandsPerProof`` behind a resource manager (`/dev/tpmrm0`, tpm2-abrmd:
+    /// ``TPMIdentity/isResourceManaged(_:)``): TPM2_ContextLoad and TPM2_Sign. The loaded key is
+    /// left to the resource manager, which swaps a connection's objects out of the TPM after
+    /// each command and drops them when the connection closes (a crash included). A flush of
+    /// TokenStore's own is one more round trip to it, and on the kernel's more TPM commands: it
+    /// loads every context of the connection before each command it is sent (`tpm2-space.c`,
+    /// `tpm2_load_space`), the one to be flushed too. (tpm2-abrmd drops a flushed object's saved
+    /// context without a TPM command: 7 TPM commands a proof through it either way, swaps included.)
+    package static let commandsPerProofBehindResourceManager = 2
     /// The TPM commands of the first signature with a key in a process, on a started TPM:
     /// TPM2_ReadPublic (no persistent SRK that is the key's parent), TPM2_CreatePrimary,
     /// TPM2_Load, TPM2_ContextSave, TPM2_Sign, two TPM2_FlushContext. TPM2_Startup is sent only
@@ -107,6 +117,8 @@ package enum TPMSigningDoor {
                     loaded = try session.loadContext(saved)
                 }
                 if case .loaded(let key) = loaded {
+                    // Behind a resource manager the connection's objects go with it: no flush.
+                    if TPMIdentity.isResourceManaged(tcti) { return try session.sign(digest: digest, with: key) }
                     return try session.withTransient(key) { key throws(TokenStoreError) in try session.sign(digest: digest, with: key) }
                 }
                 SavedContexts.shared.forget(slot)  // the TPM restarted since: load the key anew
