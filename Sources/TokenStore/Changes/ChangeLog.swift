@@ -74,7 +74,7 @@ enum ChangeLog {
                 return
             }
             do {
-                let fields = try envelope.open(row.blob(2), keyID: row.blob(1), kind: .changeEvent, rowKey: rowKey(seq))
+                let fields = try envelope.open(row, sealed: 2, keyID: 1, kind: .changeEvent, rowKey: rowKey(seq))
                 guard let change = change(fields) else { throw TokenStoreError(.integrityCheckFailed, "A change-log row is malformed.") }
                 result.changes.append((seq, change))
                 expected += 1

@@ -108,6 +108,15 @@ struct Envelope: Sendable {
         return try RecordFields.decode(plaintext)
     }
 
+    /// ``open(_:keyID:kind:rowKey:)`` of a row's `sealed` and `keyID` columns, read where SQLite
+    /// holds them (no copy of the sealed bytes).
+    func open(_ row: Row, sealed: Int32, keyID: Int32, kind: RecordKind, rowKey: [UInt8]) throws -> RecordFields {
+        let plaintext = try row.withBlob(sealed) { sealed in
+            try row.withBlob(keyID) { keyID in try openPlaintext(sealed, keyID: keyID, kind: kind, rowKey: rowKey) }
+        }
+        return try RecordFields.decode(plaintext)
+    }
+
     /// ``open(_:keyID:kind:rowKey:)`` of columns lent by the row being read (no copy of them),
     /// to the decrypted record, undecoded (``RecordFields/forEachField(in:_:)`` walks it).
     /// - Throws: `integrityCheckFailed` (another key, altered or moved).

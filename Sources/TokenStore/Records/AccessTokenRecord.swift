@@ -21,7 +21,7 @@ enum AccessTokenRecord: SealedTable {
     /// hashes to `lookup`, its account to `account_ref`).
     private static func open(_ row: Row, envelope: Envelope) throws -> (CachedAccessToken, RecordFields) {
         let lookup = row.blob(0)
-        let fields = try envelope.open(row.blob(2), keyID: row.blob(1), kind: .accessToken, rowKey: lookup)
+        let fields = try envelope.open(row, sealed: 2, keyID: 1, kind: .accessToken, rowKey: lookup)
         guard let service = fields.string(.service), let name = fields.string(.account),
             let scopeSet = fields.string(.requestedScopes), let granted = fields.string(.scopes),
             let expiresAt = fields.int(.expiresAt), let token = fields.secret
@@ -113,7 +113,7 @@ enum AccessTokenRecord: SealedTable {
         var deleted = db.changes > 0
         var strays: [[UInt8]] = []
         try db.forEachRow("SELECT \(columns) FROM access_tokens") { row in
-            guard let fields = try? envelope.open(row.blob(2), keyID: row.blob(1), kind: .accessToken, rowKey: row.blob(0)),
+            guard let fields = try? envelope.open(row, sealed: 2, keyID: 1, kind: .accessToken, rowKey: row.blob(0)),
                 let service = fields.string(.service), let name = fields.string(.account),
                 AccountID(name, service: service).hasSameBytes(as: account)
             else { return }

@@ -78,7 +78,7 @@ enum DPoPStateRecord: LookupSealedTable {
     /// Opens a row (lookup, key_id, sealed) and checks it belongs where it was found.
     static func open(_ row: Row, envelope: Envelope) throws -> (Entry, RecordFields) {
         let lookup = row.blob(0)
-        let fields = try envelope.open(row.blob(2), keyID: row.blob(1), kind: .dpop, rowKey: lookup)
+        let fields = try envelope.open(row, sealed: 2, keyID: 1, kind: .dpop, rowKey: lookup)
         let entry = try Entry(fields)
         guard fields.secret != nil else { throw malformed() }
         guard entry.lookup(envelope) == lookup else {

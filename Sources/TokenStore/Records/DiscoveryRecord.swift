@@ -25,7 +25,7 @@ enum DiscoveryRecord: LookupSealedTable {
     /// Opens a row (lookup, key_id, sealed) and checks it belongs where it was found.
     static func open(_ row: Row, envelope: Envelope) throws -> (ServerDocument, RecordFields) {
         let lookup = row.blob(0)
-        let fields = try envelope.open(row.blob(2), keyID: row.blob(1), kind: .discovery, rowKey: lookup)
+        let fields = try envelope.open(row, sealed: 2, keyID: 1, kind: .discovery, rowKey: lookup)
         guard let issuer = fields.string(.issuer), let document = fields.bytes(.document),
             let fetchedAt = fields.int(.fetchedAt)
         else { throw malformed() }

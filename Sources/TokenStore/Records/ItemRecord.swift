@@ -40,7 +40,7 @@ struct ItemRecord: SealedTable {
     /// is outside the seal (verification and rotation; a changed one would steer account-wide queries).
     init(row: Row, envelope: Envelope, foundBy expected: ItemKey? = nil, checkAccountRef: Bool = false) throws {
         let lookup = row.blob(0)
-        let fields = try envelope.open(row.blob(3), keyID: row.blob(2), kind: .item, rowKey: lookup)
+        let fields = try envelope.open(row, sealed: 3, keyID: 2, kind: .item, rowKey: lookup)
         guard let service = fields.bytes(.service), let account = fields.bytes(.account),
             let kindCode = fields.bytes(.itemKind), kindCode.count == 1,
             let kind = ItemKind(code: Int64(kindCode[0])), Int64(kind.code) == row.int(1),

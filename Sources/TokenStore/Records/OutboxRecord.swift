@@ -22,7 +22,7 @@ enum OutboxRecord: SealedTable {
         _ row: Row, envelope: Envelope, now: Int64, legacyAllowed: Bool
     ) throws -> (entry: PendingRevocation, fields: RecordFields) {
         let entryID = row.blob(0)
-        let fields = try envelope.open(row.blob(2), keyID: row.blob(1), kind: .pendingRevocation, rowKey: entryID)
+        let fields = try envelope.open(row, sealed: 2, keyID: 1, kind: .pendingRevocation, rowKey: entryID)
         guard let service = fields.string(.service), let name = fields.string(.account), let token = fields.secret,
             case let account = AccountID(name, service: service), envelope.accountRef(account) == row.blob(8)
         else { throw TokenStoreError(.integrityCheckFailed, "A pending revocation is missing fields or misplaced.") }
