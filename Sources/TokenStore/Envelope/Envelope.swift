@@ -111,16 +111,20 @@ struct Envelope: Sendable {
     /// ``open(_:keyID:kind:rowKey:)`` of a row's `sealed` and `keyID` columns, read where SQLite
     /// holds them (no copy of the sealed bytes).
     func open(_ row: Row, sealed: Int32, keyID: Int32, kind: RecordKind, rowKey: [UInt8]) throws -> RecordFields {
-        let plaintext = try row.withBlob(sealed) { sealed in
-            try row.withBlob(keyID) { keyID in try openPlaintext(sealed, keyID: keyID, kind: kind, rowKey: rowKey) }
-        }
-        return try RecordFields.decode(plaintext)
+        try RecordFields.decode(try openPlaintext(row, sealed: sealed, keyID: keyID, kind: kind, rowKey: rowKey))
     }
 
-    /// ``open(_:keyID:kind:rowKey:)`` of columns lent by the row being read (no copy of them),
-    /// to the decrypted record, undecoded (``RecordFields/forEachField(in:_:)`` walks it).
+    /// ``open(_:sealed:keyID:kind:rowKey:)`` to the decrypted record, undecoded
+    /// (``RecordFields/forEachField(in:_:)`` walks it).
+    func openPlaintext(_ row: Row, sealed: Int32, keyID: Int32, kind: RecordKind, rowKey: [UInt8]) throws -> SecretBytes {
+        try row.withBlob(sealed) { sealed in
+            try row.withBlob(keyID) { keyID in try openPlaintext(sealed, keyID: keyID, kind: kind, rowKey: rowKey) }
+        }
+    }
+
+    /// ``open(_:keyID:kind:rowKey:)`` of lent bytes, to the decrypted record, undecoded.
     /// - Throws: `integrityCheckFailed` (another key, altered or moved).
-    func openPlaintext(_ blob: UnsafeRawBufferPointer, keyID: UnsafeRawBufferPointer, kind: RecordKind, rowKey: [UInt8]) throws -> SecretBytes {
+    private func openPlaintext(_ blob: UnsafeRawBufferPointer, keyID: UnsafeRawBufferPointer, kind: RecordKind, rowKey: [UInt8]) throws -> SecretBytes {
         guard key.keyID.withUnsafeBytes({ $0.elementsEqual(keyID) }) else {
             throw TokenStoreError(.integrityCheckFailed, "A sealed \(kind) record names a data key this store does not use.")
         }
