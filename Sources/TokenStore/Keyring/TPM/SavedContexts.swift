@@ -16,22 +16,44 @@ final class SavedContexts: Sendable {
     /// The process's contexts.
     static let shared = SavedContexts()
 
-    /// At most this many keys are remembered (one per store a process signs for, usually one).
+    /// At most this many keys are remembered (one per store a process signs for, usually one);
+    /// beyond it, the one unused the longest is forgotten (its next proof loads it from its blob).
     static let limit = 8
 
-    private let entries = Locked([Slot: [UInt8]]())
+    private struct Entry {
+        var context: [UInt8]
+        /// When it was last kept or used, in ``clock`` ticks.
+        var used: UInt64
+    }
 
-    /// The saved context of `slot`'s key, if this process kept one.
-    func context(for slot: Slot) -> [UInt8]? { entries.withLock { $0[slot] } }
+    private let entries = Locked((byKey: [Slot: Entry](), clock: UInt64(0)))
 
-    /// Keeps `context` for `slot` (all are forgotten when more than ``limit`` keys would be kept).
+    /// The saved context of `slot`'s key, if this process kept one (now its most recently used).
+    func context(for slot: Slot) -> [UInt8]? {
+        entries.withLock { state in
+            guard var entry = state.byKey[slot] else { return nil }
+            state.clock += 1
+            entry.used = state.clock
+            state.byKey[slot] = entry
+            return entry.context
+        }
+    }
+
+    /// Keeps `context` for `slot`; when ``limit`` keys are kept already, the one unused the
+    /// longest is forgotten. (All of them used to be: a process signing with more keys than the
+    /// limit, as the test suite's parallel TPM tests do, then lost the context of the key in use.)
     func keep(_ context: [UInt8], for slot: Slot) {
-        entries.withLock { entries in
-            if entries[slot] == nil, entries.count >= Self.limit { entries.removeAll() }
-            entries[slot] = context
+        entries.withLock { state in
+            if state.byKey[slot] == nil, state.byKey.count >= Self.limit,
+                let oldest = state.byKey.min(by: { $0.value.used < $1.value.used })?.key
+            {
+                state.byKey[oldest] = nil
+            }
+            state.clock += 1
+            state.byKey[slot] = Entry(context: context, used: state.clock)
         }
     }
 
     /// Forgets `slot`'s context (the TPM refused it).
-    func forget(_ slot: Slot) { _ = entries.withLock { $0.removeValue(forKey: slot) } }
+    func forget(_ slot: Slot) { _ = entries.withLock { $0.byKey.removeValue(forKey: slot) } }
 }
