@@ -1,8 +1,9 @@
 import TestSupport
+import TestTraits
 import Testing
 @testable import TokenStore
 
-@Suite("Saved TPM key contexts", .timeLimit(.minutes(TestTimeLimit.minutes)))
+@Suite("Saved TPM key contexts", .offPool, .timeLimit(.minutes(TestTimeLimit.minutes)))
 struct SavedContextsTests {
     @Test("past the limit, the key unused the longest is forgotten, not the one in use")
     func theLeastRecentlyUsedGoes() {
