@@ -68,12 +68,7 @@ public final class RealPolkit: @unchecked Sendable {  // immutable after init
         let busAddress = busAddress
         try PrivateBus.waitUntil("polkitd did not take org.freedesktop.PolicyKit1: \(String(decoding: daemon.captured("stderr"), as: UTF8.self))") {
             if daemon.poll() != nil { throw StandInFailed(what: "polkitd exited: \(String(decoding: daemon.captured("stderr"), as: UTF8.self))") }
-            let owned = try runChild(
-                URL(fileURLWithPath: "/usr/bin/gdbus"),
-                ["call", "--system", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
-                 "org.freedesktop.DBus.NameHasOwner", "org.freedesktop.PolicyKit1"],
-                environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress], timeout: 10)
-            return owned.stdout.contains("true")
+            return try PrivateBus.nameHasOwner("org.freedesktop.PolicyKit1", bus: .system, environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress])
         }
     }
 

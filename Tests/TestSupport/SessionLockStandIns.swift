@@ -59,6 +59,16 @@ public final class PrivateBus: @unchecked Sendable {  // immutable after init
     /// The environment that puts a child on this bus.
     public var environment: [String: String] { [type == .system ? "DBUS_SYSTEM_BUS_ADDRESS" : "DBUS_SESSION_BUS_ADDRESS": address] }
 
+    /// Whether `name` has an owner on the bus `environment` names (`gdbus call … NameHasOwner`).
+    static func nameHasOwner(_ name: String, bus: DBusMock.Bus, environment: [String: String]) throws -> Bool {
+        let owned = try runChild(
+            URL(fileURLWithPath: "/usr/bin/gdbus"),
+            ["call", "--\(bus.rawValue)", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
+             "org.freedesktop.DBus.NameHasOwner", name],
+            environment: environment, timeout: 10)
+        return owned.stdout.contains("true")
+    }
+
     static func waitUntil(_ what: @autoclosure () -> String, timeout: Duration = .seconds(20), _ done: () throws -> Bool) throws {
         let deadline = ContinuousClock.now + timeout
         while try !done() {

@@ -26,46 +26,27 @@ public final class TPMResourceManager: @unchecked Sendable {  // immutable after
     }
 
     /// Starts tpm2-abrmd in front of the TPM `tcti` names, flushing what the TPM holds first.
-    /// - Throws: ``SoftwareTPM/Unavailable`` when it is not installed, there is no session bus, or
-    ///   it has not taken its bus name within 10 s.
+    /// - Throws: ``SoftwareTPM/Unavailable`` when it is not installed or there is no session bus;
+    ///   ``StandInFailed`` when it exits or has not taken its bus name within 10 s.
     public static func start(tcti upstream: String) throws -> TPMResourceManager {
         guard isInstalled else { throw SoftwareTPM.Unavailable(description: "tpm2-abrmd is not installed (run scripts/install-deps)") }
-        guard getenv("DBUS_SESSION_BUS_ADDRESS") != nil else {
+        guard let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] else {
             throw SoftwareTPM.Unavailable(description: "tpm2-abrmd needs a session bus (run inside scripts/with-keyring)")
         }
-        let name = "com.intel.tss2.Tabrmd.T\(getpid())_\(counter.next())"
+        let name = "com.intel.tss2.Tabrmd.T" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
         var arguments = ["--session", "--dbus-name=\(name)", "--tcti=\(upstream)", "--flush-all"]
         if getuid() == 0 { arguments.append("--allow-root") }  // CI's container runs as root
         let process = try ChildProcess.start("/usr/sbin/tpm2-abrmd", arguments, standardOutput: .discard, standardError: .capture)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if process.poll() != nil { break }
-            let owned = try ChildProcess.run(
-                "gdbus",
-                [
-                    "call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
-                    "--method", "org.freedesktop.DBus.NameHasOwner", name,
-                ], timeout: .seconds(10))
-            if owned.standardOutputText.contains("true") {
-                return TPMResourceManager(tcti: "tabrmd:bus_name=\(name),bus_type=session", process: process)
+        do {
+            try PrivateBus.waitUntil("tpm2-abrmd did not take its bus name: \(String(decoding: process.captured("stderr"), as: UTF8.self))", timeout: .seconds(10)) {
+                if process.poll() != nil { throw StandInFailed(what: "tpm2-abrmd exited: \(String(decoding: process.captured("stderr"), as: UTF8.self))") }
+                return try PrivateBus.nameHasOwner(name, bus: .session, environment: ["DBUS_SESSION_BUS_ADDRESS": address])
             }
-            usleep(50_000)
+        } catch {
+            _ = process.stop()
+            throw error
         }
-        _ = process.stop()
-        throw SoftwareTPM.Unavailable(description: "tpm2-abrmd did not take its bus name: \(String(decoding: process.captured("stderr"), as: UTF8.self))")
-    }
-
-    private static let counter = Counter()
-
-    private final class Counter: @unchecked Sendable {  // behind `lock`
-        private let lock = NSLock()
-        private var value = 0
-        func next() -> Int {
-            lock.lock()
-            defer { lock.unlock() }
-            value += 1
-            return value
-        }
+        return TPMResourceManager(tcti: "tabrmd:bus_name=\(name),bus_type=session", process: process)
     }
 
     private init(tcti: String, process: ChildProcess) {
